@@ -1,0 +1,69 @@
+#pragma once
+// The one GPT-OSS model every conversion goes through. Its tensor layout is the OpenAI/HF
+// checkpoint layout:
+//   dense weights [out, in] (nn.Linear orientation), Q/K/V separate, heads contiguous, RoPE
+//   pairs half-split (i, i + D/2), no prescale;
+//   experts as the OpenAI MXFP4 pair: blocks U8 [E, rows, in/32, 16] (low nibble = even element)
+//   and scales U8 [E, rows, in/32] (value 2^(s-127)); mlp1 rows interleaved gate (even) / up (odd).
+// Dense tensors keep their stored encoding (BF16, F16, F32 or Q8_0) so nothing is converted
+// until a writer needs it.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convert/gptoss_config.h"
+#include "convert/tensor_source.h"
+#include "convert/tokenizer_data.h"
+#include "formats/core/dtype.h"
+
+namespace gptoss {
+
+enum class TensorRole {
+  Embedding, Unembedding, FinalNorm,
+  AttnNorm, AttnQ, AttnQBias, AttnK, AttnKBias, AttnV, AttnVBias, AttnOut, AttnOutBias, AttnSinks,
+  MlpNorm, RouterWeight, RouterBias,
+  Mlp1Blocks, Mlp1Scales, Mlp1Bias, Mlp2Blocks, Mlp2Scales, Mlp2Bias,
+};
+
+bool is_layer_role(TensorRole role);
+bool is_mxfp4_role(TensorRole role);     // *Blocks and *Scales: stored as U8, never converted
+bool is_matrix_role(TensorRole role);    // 2-D dense weights a writer may store as Q8_0/BF16/F16
+std::string canonical_name(TensorRole role, int layer);  // e.g. "layers.3.attn_q.weight"
+
+struct TensorSpec {
+  TensorRole role;
+  int layer;  // -1 for global tensors
+  std::string name;
+  std::vector<uint64_t> shape;  // elements, outermost first (numpy order)
+};
+
+// Every tensor of a model with this config, in canonical order.
+std::vector<TensorSpec> canonical_tensor_specs(const GptOssConfig& config);
+
+struct CanonicalTensor {
+  TensorSpec spec;
+  DType dtype;  // encoding of the bytes `source` yields
+  TensorSourcePtr source;
+  std::string origin;  // "file:tensor" it came from, for messages
+};
+
+struct CanonicalModel {
+  GptOssConfig config;
+  std::vector<CanonicalTensor> tensors;  // canonical order, complete
+  std::shared_ptr<const TokenizerData> tokenizer;  // may be null
+  std::vector<std::string> notes;        // lossy steps and other facts a user must be told
+  std::string source_description;        // e.g. "Hugging Face safetensors checkpoint hf/"
+
+  const CanonicalTensor& get(TensorRole role, int layer = -1) const;
+  const CanonicalTensor* find(const std::string& name) const;
+};
+
+// Checks that `tensors` has exactly the canonical set with the right shapes and plausible
+// encodings, then sorts it into canonical order. Throws FormatError naming `source`.
+void finalize_canonical_tensors(const GptOssConfig& config, std::vector<CanonicalTensor>& tensors,
+                                const std::string& source);
+
+}  // namespace gptoss

@@ -1,0 +1,91 @@
+#include "convert/model_io.h"
+
+#include <fstream>
+
+#include "convert/gguf_model.h"
+#include "convert/modelbin_model.h"
+#include "formats/core/error.h"
+
+namespace gptoss {
+namespace fs = std::filesystem;
+
+std::string format_name(ModelFormat f) {
+  switch (f) {
+    case ModelFormat::Safetensors: return "safetensors";
+    case ModelFormat::Gguf: return "GGUF";
+    case ModelFormat::ModelBin: return "model.bin";
+  }
+  return "?";
+}
+
+ModelFormat detect_input_format(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return ModelFormat::Safetensors;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_format_error(path.string(), "", std::nullopt, "cannot open");
+  char magic[12] = {};
+  in.read(magic, sizeof magic);
+  const auto got = in.gcount();
+  if (got >= 4 && std::string_view(magic, 4) == "GGUF") return ModelFormat::Gguf;
+  if (got >= 12 && std::string_view(magic, 12) == "GPT-OSS v1.0") return ModelFormat::ModelBin;
+  if (path.extension() == ".safetensors") return ModelFormat::Safetensors;
+  throw_format_error(path.string(), "magic", 0,
+                     "not a GGUF file, a model.bin or a safetensors checkpoint (unknown leading bytes)");
+}
+
+ModelFormat output_format_for(const fs::path& path) {
+  const auto ext = path.extension().string();
+  if (ext == ".gguf") return ModelFormat::Gguf;
+  if (ext == ".bin") return ModelFormat::ModelBin;
+  return ModelFormat::Safetensors;
+}
+
+CanonicalModel load_model(const fs::path& path) {
+  switch (detect_input_format(path)) {
+    case ModelFormat::Gguf: return load_gguf_model(path);
+    case ModelFormat::ModelBin: return load_modelbin_model(path);
+    case ModelFormat::Safetensors: break;
+  }
+  return load_safetensors_model(path);
+}
+
+std::vector<std::string> write_model(const CanonicalModel& model, const fs::path& path, const WriteOptions& options) {
+  // Per-tensor progress from the writers, turned into progress over the whole output.
+  uint64_t total = 0;
+  for (const auto& t : model.tensors) total += t.source->size();
+  uint64_t finished = 0;
+  std::string current;
+  uint64_t current_done = 0;
+  auto per_item = [&](const std::string& item, uint64_t done, uint64_t size) {
+    if (item != current) {
+      finished += current_done;
+      current = item;
+    }
+    current_done = done;
+    if (options.progress) options.progress({item, std::min(finished + done, total), total});
+    (void)size;
+  };
+  switch (output_format_for(path)) {
+    case ModelFormat::Gguf: {
+      GgufWriteOptions o;
+      o.dense_dtype = options.dense_dtype.value_or(DType::BF16);
+      o.split_max_bytes = options.max_shard_bytes;
+      o.progress = per_item;
+      return write_gguf_model(model, path, o);
+    }
+    case ModelFormat::ModelBin: {
+      ModelBinWriteOptions o;
+      o.progress = per_item;
+      return write_modelbin_model(model, path, o);
+    }
+    case ModelFormat::Safetensors: break;
+  }
+  SafetensorsWriteOptions o;
+  o.layout = options.layout;
+  o.dense_dtype = options.dense_dtype.value_or(DType::BF16);
+  o.max_shard_bytes = options.max_shard_bytes;
+  o.progress = per_item;
+  return write_safetensors_model(model, path, o);
+}
+
+}  // namespace gptoss

@@ -1,0 +1,19 @@
+#pragma once
+// Decoding any float-valued dtype to f32 and encoding f32 to one, a whole number of blocks at a
+// time. This is the single place that knows how each float encoding maps to numbers.
+#include <cstddef>
+#include <cstdint>
+
+#include "formats/core/dtype.h"
+
+namespace gptoss {
+
+// True for dtypes decode_to_f32 / encode_from_f32 handle: F32, F16, BF16, F64, Q8_0, MXFP4 (ggml).
+bool is_decodable(DType type);
+bool is_encodable(DType type);  // F32, F16, BF16, Q8_0
+
+// `elements` must be a multiple of the dtype's block size.
+void decode_to_f32(DType type, const uint8_t* in, size_t elements, float* out);
+void encode_from_f32(DType type, const float* in, size_t elements, uint8_t* out);
+
+}  // namespace gptoss

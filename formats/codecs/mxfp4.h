@@ -1,0 +1,43 @@
+#pragma once
+// MXFP4 in its two on-disk layouts.
+//
+// OpenAI / Hugging Face: a block of 32 elements is 16 bytes; byte j holds element 2j in its LOW
+// nibble and element 2j+1 in its HIGH nibble. The scale is a separate E8M0 byte s, value
+// FP4[code] * 2^(s - 127).
+//
+// ggml (GGUF type 39): a block is 17 bytes, the scale byte e first, then 16 bytes where byte j
+// holds element j in its LOW nibble and element j+16 in its HIGH nibble. Value
+// kvalues[code] * 2^(e - 128) with kvalues = 2 * FP4, i.e. the same number: the scale byte is
+// the same byte in both layouts; only the nibble positions move.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace gptoss::mxfp4 {
+
+// E2M1 values by 4-bit code; bit 3 is the sign.
+inline constexpr float kFp4Values[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
+                                         -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+// 2^(s - 127) exactly (s = 0 and 1 give subnormals, 255 gives 2^128 = inf as the references do).
+float scale_value(uint8_t scale_byte);
+
+// Element `index` (0..31) of one block's code, in either layout.
+inline uint8_t oai_code(const uint8_t* block16, unsigned index) {
+  uint8_t b = block16[index / 2];
+  return (index & 1) ? (b >> 4) : (b & 0x0f);
+}
+inline uint8_t ggml_code(const uint8_t* qs16, unsigned index) {
+  uint8_t b = qs16[index % 16];
+  return index < 16 ? (b & 0x0f) : (b >> 4);
+}
+
+// Repack one block between the layouts. The scale byte is copied unchanged.
+void oai_block_to_ggml(const uint8_t* oai_block16, uint8_t scale_byte, uint8_t* ggml_block17);
+void ggml_block_to_oai(const uint8_t* ggml_block17, uint8_t* oai_block16, uint8_t* scale_byte);
+
+// Dequantize `n_blocks` consecutive blocks (32 * n_blocks floats).
+void dequantize_oai(const uint8_t* blocks, const uint8_t* scales, size_t n_blocks, float* out);
+void dequantize_ggml(const uint8_t* blocks17, size_t n_blocks, float* out);
+
+}  // namespace gptoss::mxfp4

@@ -1,0 +1,60 @@
+#pragma once
+// The element and block types every format of the toolkit can store, with the size arithmetic
+// that goes with them. Block types (Q8_0, ggml MXFP4, F4, F6) store a fixed number of elements
+// in a fixed number of bytes; a tensor of such a type must hold a whole number of blocks.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace gptoss {
+
+enum class DType : uint8_t {
+  F64, F32, F16, BF16,
+  I64, I32, I16, I8,
+  U64, U32, U16, U8,
+  BOOL,
+  F8_E4M3, F8_E5M2, E8M0,
+  F8_E4M3FNUZ, F8_E5M2FNUZ, F4, F6_E2M3, F6_E3M2, C64,
+  Q8_0,   // ggml: f16 scale + 32 x int8 = 34 bytes per 32 elements
+  MXFP4,  // ggml: e8m0 scale byte + 16 bytes of nibbles = 17 bytes per 32 elements
+};
+
+inline constexpr int kDTypeCount = static_cast<int>(DType::MXFP4) + 1;
+
+struct DTypeInfo {
+  DType type;
+  std::string_view name;              // our name, used in messages and manifests
+  std::string_view safetensors_name;  // empty when safetensors has no such dtype
+  int ggml_type;                      // -1 when GGUF has no such type
+  uint32_t block_elements;            // 1 for plain scalars
+  uint32_t block_bytes;
+  bool is_float;                      // holds real numbers we can decode to f32
+};
+
+const DTypeInfo& dtype_info(DType type);
+inline std::string_view dtype_name(DType type) { return dtype_info(type).name; }
+
+std::optional<DType> dtype_from_safetensors_name(std::string_view name);
+std::optional<DType> dtype_from_ggml_type(uint32_t ggml_type);
+std::optional<DType> dtype_from_name(std::string_view name);  // our names, case-insensitive
+
+// Bytes needed for `elements` elements; nullopt on overflow or when `elements` is not a whole
+// number of blocks.
+std::optional<uint64_t> dtype_byte_size(DType type, uint64_t elements);
+
+// Bytes of one row of `row_elements` elements (the innermost dimension); nullopt as above.
+inline std::optional<uint64_t> dtype_row_bytes(DType type, uint64_t row_elements) {
+  return dtype_byte_size(type, row_elements);
+}
+
+// The OpenAI MXFP4 pair: a tensor of N elements (N a multiple of 32) is stored as
+// N/32 blocks of 16 bytes (two 4-bit codes per byte, low nibble = even element) plus N/32
+// E8M0 scale bytes.
+inline constexpr uint32_t kMxfp4BlockElements = 32;
+inline constexpr uint32_t kMxfp4OaiBlockBytes = 16;
+inline constexpr uint32_t kMxfp4GgmlBlockBytes = 17;
+inline constexpr uint32_t kQ8_0BlockElements = 32;
+inline constexpr uint32_t kQ8_0BlockBytes = 34;
+
+}  // namespace gptoss

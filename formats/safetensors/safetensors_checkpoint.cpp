@@ -1,0 +1,94 @@
+#include "formats/safetensors/safetensors_checkpoint.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/core/error.h"
+
+namespace gptoss {
+namespace fs = std::filesystem;
+
+SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
+  SafetensorsCheckpoint ck;
+  std::vector<fs::path> shard_paths;
+  std::map<std::string, std::string> weight_map;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    ck.root_ = path.parent_path();
+    shard_paths.push_back(path);
+  } else if (fs::is_directory(path, ec)) {
+    ck.root_ = path;
+    const fs::path index = path / "model.safetensors.index.json";
+    if (fs::exists(index)) {
+      ck.has_index_ = true;
+      std::ifstream in(index);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(in);
+      } catch (const nlohmann::json::exception& e) {
+        throw_format_error(index.string(), "", std::nullopt, std::string("invalid JSON: ") + e.what());
+      }
+      if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+        throw_format_error(index.string(), "weight_map", std::nullopt, "missing or not an object");
+      std::set<std::string> files;
+      for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+        if (!it.value().is_string())
+          throw_format_error(index.string(), "weight_map." + it.key(), std::nullopt, "shard name must be a string");
+        const std::string shard = it.value().get<std::string>();
+        if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
+          throw_format_error(index.string(), "weight_map." + it.key(), std::nullopt,
+                             "shard name \"" + shard + "\" must be a plain file name in the folder");
+        weight_map[it.key()] = shard;
+        files.insert(shard);
+      }
+      for (const auto& f : files) shard_paths.push_back(path / f);
+    } else {
+      for (const auto& entry : fs::directory_iterator(path))
+        if (entry.is_regular_file() && entry.path().extension() == ".safetensors") shard_paths.push_back(entry.path());
+      std::sort(shard_paths.begin(), shard_paths.end());
+      if (shard_paths.empty())
+        throw_format_error(path.string(), "", std::nullopt, "folder holds no *.safetensors file and no index");
+    }
+  } else {
+    throw_format_error(path.string(), "", std::nullopt, "no such file or folder");
+  }
+
+  for (const auto& p : shard_paths) ck.files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(p)));
+  for (const auto& f : ck.files_) {
+    const std::string fname = fs::path(f->path()).filename().string();
+    for (const auto& t : f->tensors()) {
+      if (ck.has_index_) {
+        auto it = weight_map.find(t.name);
+        if (it == weight_map.end())
+          throw_format_error(f->path(), "tensor \"" + t.name + "\"", std::nullopt,
+                             "is not listed in model.safetensors.index.json");
+        if (it->second != fname) continue;  // the index says another shard owns it
+      }
+      if (!ck.tensors_.emplace(t.name, CheckpointTensorRef{f.get(), &t}).second)
+        throw_format_error(f->path(), "tensor \"" + t.name + "\"", std::nullopt, "appears in more than one shard");
+      ck.names_.push_back(t.name);
+    }
+  }
+  for (const auto& [name, shard] : weight_map)
+    if (!ck.tensors_.count(name))
+      throw_format_error((path / shard).string(), "tensor \"" + name + "\"", std::nullopt,
+                         "listed in the index but not present in its shard");
+  return ck;
+}
+
+const CheckpointTensorRef* SafetensorsCheckpoint::find(std::string_view name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+const CheckpointTensorRef& SafetensorsCheckpoint::get(std::string_view name) const {
+  auto* ref = find(name);
+  if (!ref) throw_format_error(root_.string(), "tensor \"" + std::string(name) + "\"", std::nullopt, "missing");
+  return *ref;
+}
+
+}  // namespace gptoss

@@ -1,0 +1,160 @@
+#include "formats/safetensors/safetensors_file.h"
+
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/core/checked_math.h"
+#include "formats/core/error.h"
+
+namespace gptoss {
+namespace {
+using json = nlohmann::json;
+
+std::vector<uint64_t> read_uint_array(const json& value, const std::string& file, const std::string& field) {
+  if (!value.is_array()) throw_format_error(file, field, 8, "must be an array of non-negative integers");
+  std::vector<uint64_t> out;
+  out.reserve(value.size());
+  for (const auto& v : value) {
+    if (!v.is_number_unsigned())
+      throw_format_error(file, field, 8, "must hold non-negative integers, found " + v.dump());
+    out.push_back(v.get<uint64_t>());
+  }
+  return out;
+}
+}  // namespace
+
+SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) { return parse(MappedFile::open(path)); }
+
+SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const MappedFile> mapped) {
+  SafetensorsFile st;
+  st.file_ = std::move(mapped);
+  const std::string& file = st.file_->path();
+  const uint64_t file_size = st.file_->size();
+
+  // Rules 1-3: header length.
+  if (file_size < 8) throw_format_error(file, "header length", 0, "file is shorter than the 8-byte header length");
+  const uint64_t n = load_u64(st.file_->bytes().data());
+  if (n > kMaxHeaderSize)
+    throw_format_error(file, "header length", 0,
+                       "header of " + std::to_string(n) + " bytes exceeds the 100000000-byte limit");
+  if (n > file_size - 8)
+    throw_format_error(file, "header length", 0,
+                       "header of " + std::to_string(n) + " bytes runs past the end of the file (" +
+                           std::to_string(file_size) + " bytes)");
+  st.header_size_ = n;
+  auto header = st.file_->slice(8, n, "header");
+  const std::string_view text(reinterpret_cast<const char*>(header.data()), header.size());
+
+  // Rule 4: UTF-8 without BOM (nlohmann would skip a BOM silently; the official reader rejects it).
+  if (text.size() >= 3 && static_cast<uint8_t>(text[0]) == 0xEF && static_cast<uint8_t>(text[1]) == 0xBB &&
+      static_cast<uint8_t>(text[2]) == 0xBF)
+    throw_format_error(file, "header", 8, "header starts with a UTF-8 byte-order mark, which is not JSON");
+
+  // Rule 5 and our extra rule: parse, catching duplicate keys at the top level and in __metadata__.
+  std::set<std::string> top_keys;
+  std::set<std::string> meta_keys;
+  std::string duplicate;
+  bool in_metadata = false;
+  auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
+    if (event == json::parse_event_t::key) {
+      const std::string key = parsed.get<std::string>();
+      if (depth == 1) {
+        if (!top_keys.insert(key).second && duplicate.empty()) duplicate = key;
+        in_metadata = key == "__metadata__";
+      } else if (depth == 2 && in_metadata) {
+        if (!meta_keys.insert(key).second && duplicate.empty()) duplicate = "__metadata__." + key;
+      }
+    }
+    return true;
+  };
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end(), callback);
+  } catch (const json::parse_error& e) {
+    throw_format_error(file, "header", 8 + std::min<uint64_t>(e.byte > 0 ? e.byte - 1 : 0, n),
+                       std::string("invalid JSON: ") + e.what());
+  }
+  if (!root.is_object()) throw_format_error(file, "header", 8, "top level of the header must be a JSON object");
+  if (!duplicate.empty()) throw_format_error(file, "header", 8, "duplicate key \"" + duplicate + "\"");
+
+  // Rule 6 (and the metadata rule): field types.
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& name = it.key();
+    const json& entry = it.value();
+    if (name == "__metadata__") {
+      if (entry.is_null()) continue;
+      if (!entry.is_object()) throw_format_error(file, "__metadata__", 8, "must be an object of strings");
+      for (auto m = entry.begin(); m != entry.end(); ++m) {
+        if (!m.value().is_string())
+          throw_format_error(file, "__metadata__." + m.key(), 8, "value must be a string, found " + m.value().dump());
+        st.metadata_[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    const std::string field = "tensor \"" + name + "\"";
+    if (!entry.is_object()) throw_format_error(file, field, 8, "entry must be an object");
+    for (const char* required : {"dtype", "shape", "data_offsets"})
+      if (!entry.contains(required)) throw_format_error(file, field, 8, std::string("missing field \"") + required + "\"");
+    const json& dtype_value = entry.at("dtype");
+    if (!dtype_value.is_string()) throw_format_error(file, field + ".dtype", 8, "must be a string");
+    auto dtype = dtype_from_safetensors_name(dtype_value.get<std::string>());
+    if (!dtype)
+      throw_format_error(file, field + ".dtype", 8, "unknown dtype \"" + dtype_value.get<std::string>() + "\"");
+    SafetensorsTensor t;
+    t.name = name;
+    t.dtype = *dtype;
+    t.shape = read_uint_array(entry.at("shape"), file, field + ".shape");
+    auto offsets = read_uint_array(entry.at("data_offsets"), file, field + ".data_offsets");
+    if (offsets.size() != 2) throw_format_error(file, field + ".data_offsets", 8, "must hold exactly 2 integers");
+    t.begin = offsets[0];
+    t.end = offsets[1];
+    st.tensors_.push_back(std::move(t));
+  }
+
+  // Rules 8-12: sort by offsets; contiguous from 0; sizes agree with dtype x shape.
+  std::stable_sort(st.tensors_.begin(), st.tensors_.end(), [](const auto& a, const auto& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t expected = 0;
+  for (const auto& t : st.tensors_) {
+    const std::string field = "tensor \"" + t.name + "\"";
+    if (t.begin != expected || t.end < t.begin)
+      throw_format_error(file, field + ".data_offsets", 8,
+                         "offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "] must start at " +
+                             std::to_string(expected) + " (no gaps or overlaps)");
+    expected = t.end;
+    auto numel = checked_product(t.shape);
+    if (!numel) throw_format_error(file, field + ".shape", 8, "element count overflows 64 bits");
+    const auto& info = dtype_info(t.dtype);
+    auto bits = checked_mul(*numel, static_cast<uint64_t>(info.block_bytes) * 8);
+    if (!bits) throw_format_error(file, field + ".shape", 8, "size in bits overflows 64 bits");
+    auto bytes = dtype_byte_size(t.dtype, *numel);
+    if (!bytes)
+      throw_format_error(file, field + ".shape", 8,
+                         std::to_string(*numel) + " elements of " + std::string(info.name) + " are not a whole number of bytes");
+    if (t.end - t.begin != *bytes)
+      throw_format_error(file, field + ".data_offsets", 8,
+                         "holds " + std::to_string(t.end - t.begin) + " bytes but " + std::string(info.name) + " " +
+                             "of this shape needs " + std::to_string(*bytes));
+  }
+  // Rule 13: the data section is covered exactly.
+  if (expected != file_size - 8 - n)
+    throw_format_error(file, "data section", 8 + n,
+                       "tensors cover " + std::to_string(expected) + " bytes but the data section has " +
+                           std::to_string(file_size - 8 - n) + " (truncated file or trailing bytes)");
+  for (size_t i = 0; i < st.tensors_.size(); ++i) st.index_.emplace(st.tensors_[i].name, i);
+  return st;
+}
+
+const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+std::span<const uint8_t> SafetensorsFile::data(const SafetensorsTensor& t) const {
+  return file_->slice(data_offset() + t.begin, t.size(), t.name);
+}
+
+}  // namespace gptoss

@@ -1,0 +1,134 @@
+#include "formats/safetensors/safetensors_writer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/core/checked_math.h"
+#include "formats/safetensors/safetensors_file.h"
+
+namespace gptoss {
+namespace {
+// The official writer's dtype order (ascending alignment); it sorts descending.
+int writer_rank(DType t) {
+  static const DType order[] = {DType::BOOL, DType::F4, DType::F6_E2M3, DType::F6_E3M2, DType::U8, DType::I8,
+                                DType::F8_E5M2, DType::F8_E4M3, DType::E8M0, DType::F8_E4M3FNUZ,
+                                DType::F8_E5M2FNUZ, DType::I16, DType::U16, DType::F16, DType::BF16, DType::I32,
+                                DType::U32, DType::F32, DType::C64, DType::F64, DType::I64, DType::U64};
+  for (size_t i = 0; i < std::size(order); ++i)
+    if (order[i] == t) return static_cast<int>(i);
+  throw std::invalid_argument("dtype " + std::string(dtype_name(t)) + " cannot be stored in safetensors");
+}
+}  // namespace
+
+uint64_t safetensors_entry_bytes(const SafetensorsEntry& e) {
+  auto n = checked_product(e.shape);
+  auto bytes = n ? dtype_byte_size(e.dtype, *n) : std::nullopt;
+  if (!bytes) throw std::invalid_argument("tensor " + e.name + ": shape does not give a whole number of bytes");
+  return *bytes;
+}
+
+std::vector<const SafetensorsEntry*> safetensors_canonical_order(const std::vector<SafetensorsEntry>& entries) {
+  std::vector<const SafetensorsEntry*> out;
+  for (const auto& e : entries) out.push_back(&e);
+  std::sort(out.begin(), out.end(), [](const SafetensorsEntry* a, const SafetensorsEntry* b) {
+    int ra = writer_rank(a->dtype), rb = writer_rank(b->dtype);
+    return ra != rb ? ra > rb : a->name < b->name;
+  });
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i]->name == out[i - 1]->name) throw std::invalid_argument("duplicate tensor name " + out[i]->name);
+  return out;
+}
+
+std::string safetensors_header_json(const std::vector<const SafetensorsEntry*>& ordered,
+                                    const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) {
+    nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : metadata) meta[k] = v;
+    header["__metadata__"] = meta;
+  }
+  uint64_t offset = 0;
+  for (const auto* e : ordered) {
+    const uint64_t size = safetensors_entry_bytes(*e);
+    nlohmann::ordered_json entry = nlohmann::ordered_json::object();
+    entry["dtype"] = std::string(dtype_info(e->dtype).safetensors_name);
+    entry["shape"] = e->shape;
+    entry["data_offsets"] = {offset, offset + size};
+    header[e->name] = entry;
+    offset += size;
+  }
+  return header.dump();
+}
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsEntry>& entries,
+                       const std::map<std::string, std::string>& metadata) {
+  auto ordered = safetensors_canonical_order(entries);
+  std::string header = safetensors_header_json(ordered, metadata);
+  header.append((8 - header.size() % 8) % 8, ' ');
+  if (header.size() > SafetensorsFile::kMaxHeaderSize)
+    throw std::invalid_argument(path.string() + ": header would exceed the 100000000-byte limit");
+  AtomicFileWriter out(path);
+  out.write_u64(header.size());
+  out.write(header.data(), header.size());
+  for (const auto* e : ordered) {
+    const uint64_t start = out.position();
+    e->write_data(out);
+    if (out.position() - start != safetensors_entry_bytes(*e))
+      throw std::logic_error("tensor " + e->name + ": wrote " + std::to_string(out.position() - start) +
+                             " bytes, expected " + std::to_string(safetensors_entry_bytes(*e)));
+  }
+  out.commit();
+}
+
+std::vector<std::string> write_sharded_safetensors(const std::filesystem::path& dir,
+                                                   const std::vector<SafetensorsEntry>& entries,
+                                                   uint64_t max_shard_bytes,
+                                                   const std::map<std::string, std::string>& metadata,
+                                                   const std::function<void(const std::string&)>& on_file) {
+  std::filesystem::create_directories(dir);
+  // Greedy fill in the canonical order, so shards are contiguous runs of the single-file order.
+  auto ordered = safetensors_canonical_order(entries);
+  std::vector<std::vector<SafetensorsEntry>> shards(1);
+  uint64_t current = 0, total = 0;
+  for (const auto* e : ordered) {
+    uint64_t size = safetensors_entry_bytes(*e);
+    if (!shards.back().empty() && max_shard_bytes > 0 && current + size > max_shard_bytes) {
+      shards.emplace_back();
+      current = 0;
+    }
+    shards.back().push_back(*e);
+    current += size;
+    total += size;
+  }
+  std::vector<std::string> names;
+  if (shards.size() == 1) {
+    names.push_back("model.safetensors");
+    if (on_file) on_file(names.back());
+    write_safetensors(dir / names.back(), shards[0], metadata);
+    return names;
+  }
+  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+  std::map<std::string, std::string> sorted_map;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+    names.emplace_back(name);
+    if (on_file) on_file(names.back());
+    write_safetensors(dir / names.back(), shards[i], metadata);
+    for (const auto& e : shards[i]) sorted_map[e.name] = name;
+  }
+  for (const auto& [k, v] : sorted_map) weight_map[k] = v;
+  nlohmann::ordered_json index;
+  index["metadata"] = {{"total_size", total}};
+  index["weight_map"] = weight_map;
+  std::string text = index.dump(2) + "\n";
+  AtomicFileWriter out(dir / "model.safetensors.index.json");
+  out.write(text.data(), text.size());
+  out.commit();
+  return names;
+}
+
+}  // namespace gptoss

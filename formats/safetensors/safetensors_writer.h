@@ -1,0 +1,47 @@
+#pragma once
+// Writes safetensors files in the canonical form of the official writer: tensors sorted by
+// dtype (descending alignment) then name, compact JSON with __metadata__ first, header padded
+// with spaces to a multiple of 8. Tensor bytes are streamed from a callback, so a file of any
+// size is written with bounded memory. Sharding writes model-0000i-of-0000N.safetensors plus
+// model.safetensors.index.json.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "formats/core/atomic_file.h"
+#include "formats/core/dtype.h"
+
+namespace gptoss {
+
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype;
+  std::vector<uint64_t> shape;
+  // Must write exactly the tensor's byte size to the writer.
+  std::function<void(AtomicFileWriter&)> write_data;
+};
+
+// Bytes of the entry's data (dtype x shape); throws std::invalid_argument when not representable.
+uint64_t safetensors_entry_bytes(const SafetensorsEntry& entry);
+
+// The canonical header JSON (unpadded) and tensor order for a set of entries.
+std::string safetensors_header_json(const std::vector<const SafetensorsEntry*>& ordered,
+                                     const std::map<std::string, std::string>& metadata);
+std::vector<const SafetensorsEntry*> safetensors_canonical_order(const std::vector<SafetensorsEntry>& entries);
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsEntry>& entries,
+                       const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
+
+// Splits entries into shards of at most max_shard_bytes of data each (a larger single tensor gets
+// a shard of its own), writes them into `dir` and returns the file names. With one shard the
+// file is model.safetensors and no index is written.
+std::vector<std::string> write_sharded_safetensors(const std::filesystem::path& dir,
+                                                   const std::vector<SafetensorsEntry>& entries,
+                                                   uint64_t max_shard_bytes,
+                                                   const std::map<std::string, std::string>& metadata = {{"format", "pt"}},
+                                                   const std::function<void(const std::string&)>& on_file = {});
+
+}  // namespace gptoss

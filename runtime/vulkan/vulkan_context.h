@@ -1,0 +1,103 @@
+#pragma once
+// The Vulkan device the runtime computes on: instance, one compute queue, buffers, and compute
+// pipelines built from the embedded SPIR-V. Works on any Vulkan 1.2 implementation, NVIDIA's
+// driver and Mesa's lavapipe (CPU) alike.
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace gptoss::vk {
+
+struct DeviceInfo {
+  std::string name;
+  std::string driver;
+  uint32_t vendor_id = 0;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint64_t device_local_bytes = 0;
+  uint32_t subgroup_size = 0;
+};
+
+class Context;
+
+// A storage buffer; host-visible ones can be mapped for uploads and readbacks.
+class Buffer {
+ public:
+  Buffer(const Context& ctx, uint64_t size, bool host_visible);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  VkBuffer handle() const { return buffer_; }
+  uint64_t size() const { return size_; }
+  void* mapped() const { return mapped_; }  // null for device-local buffers
+
+ private:
+  const Context& ctx_;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  uint64_t size_ = 0;
+  void* mapped_ = nullptr;
+};
+
+// A compute pipeline over `bindings` storage buffers plus a push-constant block.
+class Pipeline {
+ public:
+  Pipeline(const Context& ctx, const std::string& shader_name, uint32_t bindings, uint32_t push_bytes);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+  VkPipeline handle() const { return pipeline_; }
+  VkPipelineLayout layout() const { return layout_; }
+  VkDescriptorSetLayout set_layout() const { return set_layout_; }
+  uint32_t bindings() const { return bindings_; }
+
+ private:
+  const Context& ctx_;
+  VkShaderModule module_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+  uint32_t bindings_;
+};
+
+class Context {
+ public:
+  // Picks a discrete GPU when there is one, else the first device with a compute queue.
+  // Throws std::runtime_error with the reason when no device is usable.
+  static std::unique_ptr<Context> create();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+  VkDevice device() const { return device_; }
+  VkPhysicalDevice physical_device() const { return physical_; }
+  VkQueue queue() const { return queue_; }
+  VkCommandPool command_pool() const { return pool_; }
+  uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const;
+
+  // Records with `record`, submits once and waits (set-up work and tests).
+  void run_once(const std::function<void(VkCommandBuffer)>& record) const;
+  // Binds buffers to a fresh descriptor set of `pipeline` and dispatches; convenience for tests.
+  void dispatch_once(const Pipeline& pipeline, std::span<const Buffer* const> buffers, const void* push,
+                     uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1) const;
+
+ private:
+  Context() = default;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  DeviceInfo info_;
+};
+
+void check(VkResult result, const char* what);
+
+}  // namespace gptoss::vk

@@ -1,0 +1,10 @@
+#pragma once
+// SPIR-V of every shaders/*.comp, compiled at build time and embedded in the binary.
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+
+namespace gptoss {
+const std::map<std::string, std::span<const uint32_t>>& shader_registry();
+}

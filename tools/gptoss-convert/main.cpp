@@ -1,0 +1,47 @@
+// gptoss-convert: any-to-any conversion between safetensors (HF or original layout), GGUF and
+// model.bin, through the canonical GPT-OSS model.
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iostream>
+
+#include "convert/model_io.h"
+#include "formats/core/dtype.h"
+#include "tools/common/progress_bar.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Convert GPT-OSS models between safetensors (HF / original), GGUF and model.bin.\n"
+               "The output format follows the output name: *.gguf, *.bin (Metal model.bin), else a\n"
+               "safetensors checkpoint folder. Outputs appear only when complete."};
+  std::string input, output, layout = "hf", dense;
+  uint64_t max_shard = 0;
+  bool quiet = false;
+  app.add_option("input", input, "checkpoint folder, .safetensors, .gguf or model.bin")->required();
+  app.add_option("output", output, "output folder, .gguf or .bin")->required();
+  app.add_option("--layout", layout, "safetensors output layout: hf or original")->check(CLI::IsMember({"hf", "original"}));
+  app.add_option("--dense", dense, "dense tensor type: bf16, f16, f32 or q8_0 (GGUF); bf16 or f32 (safetensors)")
+      ->check(CLI::IsMember({"bf16", "f16", "f32", "q8_0"}));
+  app.add_option("--max-shard-size,--split-max-size", max_shard, "split the output at this many bytes per file");
+  app.add_flag("-q,--quiet", quiet, "no progress bar");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const auto model = gptoss::load_model(input);
+    std::cerr << "read " << model.source_description << ": " << model.tensors.size() << " tensors, "
+              << model.config.num_layers << " layers, " << model.config.num_experts << " experts\n";
+    for (const auto& n : model.notes) std::cerr << "note: " << n << "\n";
+    gptoss::WriteOptions options;
+    options.layout = layout == "original" ? gptoss::CheckpointLayout::Original : gptoss::CheckpointLayout::HuggingFace;
+    if (!dense.empty()) options.dense_dtype = gptoss::dtype_from_name(dense);
+    options.max_shard_bytes = max_shard;
+    gptoss::ProgressBar bar("converting", !quiet && gptoss::stderr_is_terminal());
+    options.progress = [&](const gptoss::ProgressEvent& e) { bar.update(e.done_bytes, e.total_bytes, e.item); };
+    const auto notes = gptoss::write_model(model, output, options);
+    bar.finish();
+    for (const auto& n : notes) std::cerr << "lossy: " << n << "\n";
+    std::cerr << "wrote " << output << " (" << gptoss::format_name(gptoss::output_format_for(output)) << ")\n";
+  } catch (const std::exception& e) {
+    std::cerr << "gptoss-convert: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,58 @@
+// gptoss-synth: writes a deterministic GPT-OSS checkpoint (the recipe of
+// shared/goldens/make_fixture.py) in the Hugging Face layout (OUT/hf) and the OpenAI layout
+// (OUT/original).
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iostream>
+
+#include "convert/safetensors_model.h"
+#include "convert/synthesize.h"
+#include "tools/common/progress_bar.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Write a deterministic synthetic GPT-OSS checkpoint (HF and original layouts)"};
+  std::string out;
+  std::string preset = "a";
+  std::string tokenizer;
+  std::string layouts = "both";
+  uint64_t max_shard = 0;
+  app.add_option("out", out, "output folder; gets hf/ and original/")->required();
+  app.add_option("--preset", preset, "a (the golden fixture), 20b or 120b")->check(CLI::IsMember({"a", "20b", "120b"}));
+  app.add_option("--tokenizer", tokenizer, "tokenizer.json to copy into hf/");
+  app.add_option("--layouts", layouts, "hf, original or both")->check(CLI::IsMember({"hf", "original", "both"}));
+  app.add_option("--max-shard-size", max_shard, "shard the safetensors at this many bytes (0 = one file)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    namespace fs = std::filesystem;
+    const auto model = gptoss::synthesize_model(gptoss::synth_preset(preset));
+    for (auto layout : {gptoss::CheckpointLayout::HuggingFace, gptoss::CheckpointLayout::Original}) {
+      const bool hf = layout == gptoss::CheckpointLayout::HuggingFace;
+      if (layouts != "both" && layouts != (hf ? "hf" : "original")) continue;
+      const fs::path dir = fs::path(out) / (hf ? "hf" : "original");
+      gptoss::ProgressBar bar(hf ? "hf      " : "original", gptoss::stderr_is_terminal());
+      uint64_t total = 0, finished = 0, current_done = 0;
+      std::string current;
+      for (const auto& t : model.tensors) total += t.source->size();
+      gptoss::SafetensorsWriteOptions options;
+      options.layout = layout;
+      options.max_shard_bytes = max_shard;
+      options.progress = [&](const std::string& item, uint64_t done, uint64_t) {
+        if (item != current) {
+          finished += current_done;
+          current = item;
+        }
+        current_done = done;
+        bar.update(finished + done, total, item);
+      };
+      gptoss::write_safetensors_model(model, dir, options);
+      bar.finish();
+      if (hf && !tokenizer.empty()) fs::copy_file(tokenizer, dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+      std::cout << "wrote " << dir.string() << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "gptoss-synth: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
