@@ -134,11 +134,10 @@ void finalize_canonical_tensors(const GptOssConfig& config, std::vector<Canonica
       problems << "\n  - " << t.spec.name << " must be U8 MXFP4 bytes, found " << dtype_name(t.dtype);
     if (!mx && !dtype_info(t.dtype).is_float)
       problems << "\n  - " << t.spec.name << " must hold real numbers, found " << dtype_name(t.dtype);
-    auto numel = checked_product(t.spec.shape);
-    auto bytes = numel ? dtype_byte_size(t.dtype, *numel) : std::nullopt;
-    if (!bytes || *bytes != t.source->size())
+    const uint64_t needed = dtype_byte_size(t.dtype, checked_product(t.spec.shape).value_or(0)).value_or(0);
+    if (needed == 0 || needed != t.source->size())
       problems << "\n  - " << t.spec.name << " holds " << t.source->size() << " bytes, " << dtype_name(t.dtype)
-               << " of its shape needs " << (bytes ? std::to_string(*bytes) : std::string("an invalid size"));
+               << " of its shape needs " << needed;
   }
   for (const auto& s : specs)
     if (!seen.count(s.name)) problems << "\n  - missing tensor " << s.name;

@@ -2,8 +2,8 @@
 
 #include <fstream>
 
-#include "convert/gguf_model.h"
-#include "convert/modelbin_model.h"
+#include "convert/gguf/gguf_model.h"
+#include "convert/modelbin/modelbin_model.h"
 #include "formats/core/error.h"
 
 namespace gptoss {

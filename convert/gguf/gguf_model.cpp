@@ -1,5 +1,5 @@
 // Placeholder until the GGUF conversion lands (issue 3).
-#include "convert/gguf_model.h"
+#include "convert/gguf/gguf_model.h"
 
 #include <stdexcept>
 

@@ -1,5 +1,5 @@
 // Placeholder until the model.bin conversion lands (issue 4).
-#include "convert/modelbin_model.h"
+#include "convert/modelbin/modelbin_model.h"
 
 #include <stdexcept>
 
