@@ -52,6 +52,11 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const MappedFile> mapped)
       static_cast<uint8_t>(text[2]) == 0xBF)
     throw_format_error(file, "header", 8, "header starts with a UTF-8 byte-order mark, which is not JSON");
 
+  // Raw NUL can never appear in JSON text; the official reader fails NUL padding as trailing
+  // characters, and we must not let a parser treat it as the end of input.
+  if (auto nul = text.find('\0'); nul != std::string_view::npos)
+    throw_format_error(file, "header", 8 + nul, "invalid JSON: NUL byte in the header (NUL padding is not allowed)");
+
   // Rule 5 and our extra rule: parse, catching duplicate keys at the top level and in __metadata__.
   std::set<std::string> top_keys;
   std::set<std::string> meta_keys;
