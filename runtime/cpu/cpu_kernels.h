@@ -1,0 +1,39 @@
+#pragma once
+// The f32 building blocks of the GPT-OSS forward pass, each on a batch of rows (one per token).
+// Matrix products go through OpenBLAS; the rest are plain loops written to follow the reference
+// math in shared/specs/safetensors_hf.md section 4 step by step.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace gptoss::cpu {
+
+// y[rows, out] = x[rows, in] · weight[out, in]^T + bias[out] (bias may be null).
+void linear(const float* x, size_t rows, size_t in, const float* weight, size_t out, const float* bias, float* y);
+
+// y = x · rsqrt(mean(x²) + eps) · weight, per row of `dim` values. The mean is accumulated in
+// double so the reference is at least as accurate as the f32 implementations it is compared to.
+void rms_norm(const float* x, size_t rows, size_t dim, const float* weight, double eps, float* y);
+
+// YaRN rotary tables for one position: cos and sin of pos · inv_freq[i] (f32, as transformers),
+// both multiplied by the YaRN concentration.
+void rope_table(uint64_t position, std::span<const float> inv_freq, float concentration, float* cos_out,
+                float* sin_out);
+
+// Rotates every head of one token in place with the half-split pairing of the canonical layout:
+// element i pairs with i + D/2: (a, b) -> (a·cos − b·sin, b·cos + a·sin).
+void apply_rope_half_split(float* heads, size_t head_count, size_t head_dim, const float* cos_table,
+                           const float* sin_table);
+
+// The router: the k largest logits, in descending order; ties go to the lowest expert index.
+std::vector<uint32_t> top_k_experts(std::span<const float> logits, size_t k);
+// Softmax over the selected logits only (the gpt-oss gating).
+std::vector<float> softmax_of(std::span<const float> logits, std::span<const uint32_t> selected);
+
+// GPT-OSS SwiGLU on one token's interleaved mlp1 output [2I] -> act [I]:
+// gate = min(g, limit), up = clamp(u, −limit, limit), act = (up + 1) · gate · sigmoid(1.702 · gate).
+inline constexpr float kSwigluAlpha = 1.702f;
+void swiglu_interleaved(const float* gate_up, size_t intermediate, float limit, float* act);
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,43 @@
+#pragma once
+// Every weight of a canonical GPT-OSS model decoded exactly to f32, once, at load. This is the
+// reference engine's ground truth: BF16/F16/F32/Q8_0 dense tensors go through decode_to_f32 and
+// the experts through the OpenAI MXFP4 dequantizer, so every value equals what the file means.
+// Memory is 4 bytes per parameter: meant for small models and layer-by-layer parity checks.
+#include <cstdint>
+#include <vector>
+
+#include "convert/canonical_model.h"
+
+namespace gptoss::cpu {
+
+struct CpuLayerWeights {
+  std::vector<float> attn_norm;            // [H]
+  std::vector<float> q, q_bias;            // [heads*D, H], [heads*D]
+  std::vector<float> k, k_bias;            // [kv*D, H], [kv*D]
+  std::vector<float> v, v_bias;            // [kv*D, H], [kv*D]
+  std::vector<float> out, out_bias;        // [H, heads*D], [H]
+  std::vector<float> sinks;                // [heads]
+  std::vector<float> mlp_norm;             // [H]
+  std::vector<float> router, router_bias;  // [E, H], [E]
+  std::vector<float> mlp1, mlp1_bias;      // [E, 2I, H] rows interleaved gate (even) / up (odd), [E, 2I]
+  std::vector<float> mlp2, mlp2_bias;      // [E, H, I], [E, H]
+};
+
+struct CpuWeights {
+  GptOssConfig config;
+  std::vector<float> embedding;    // [V, H]
+  std::vector<float> final_norm;   // [H]
+  std::vector<float> unembedding;  // [V, H]
+  std::vector<CpuLayerWeights> layers;
+};
+
+// Throws FormatError (naming the tensor's origin) when a tensor's encoding cannot be decoded or
+// its byte size does not match its shape.
+CpuWeights decode_cpu_weights(const CanonicalModel& model);
+
+// One dense tensor decoded to f32 (exposed for tests).
+std::vector<float> decode_dense_tensor(const CanonicalTensor& tensor);
+// An expert pair (blocks + scales, OpenAI layout) dequantized to f32 rows [E, rows, in].
+std::vector<float> decode_mxfp4_experts(const CanonicalTensor& blocks, const CanonicalTensor& scales);
+
+}  // namespace gptoss::cpu
