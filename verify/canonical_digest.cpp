@@ -1,0 +1,72 @@
+#include "verify/canonical_digest.h"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "formats/codecs/float_codec.h"
+#include "verify/sha256.h"
+
+namespace gptoss {
+
+void for_each_canonical_chunk(const CanonicalTensor& t, const std::function<void(std::span<const uint8_t>)>& sink) {
+  if (is_mxfp4_role(t.spec.role)) {
+    stream_source(*t.source, sink, 8u << 20);
+    return;
+  }
+  // Dense: decode whole rows (whole blocks for Q8_0) to f32.
+  const uint64_t row = t.spec.shape.back();
+  const uint64_t row_bytes = *dtype_byte_size(t.dtype, row);
+  const uint64_t rows = row_bytes ? t.source->size() / row_bytes : 0;
+  const uint64_t rows_per_chunk = std::max<uint64_t>(1, (4u << 20) / (row * 4));
+  std::vector<uint8_t> raw;
+  std::vector<float> values;
+  for (uint64_t r = 0; r < rows; r += rows_per_chunk) {
+    const uint64_t n = std::min(rows_per_chunk, rows - r);
+    raw.resize(n * row_bytes);
+    t.source->read(r * row_bytes, raw);
+    values.resize(n * row);
+    decode_to_f32(t.dtype, raw.data(), values.size(), values.data());
+    sink({reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4});
+  }
+}
+
+std::string canonical_tensor_digest(const CanonicalTensor& t) {
+  Sha256 h;
+  for_each_canonical_chunk(t, [&](std::span<const uint8_t> chunk) { h.update(chunk); });
+  return h.finish_hex();
+}
+
+std::vector<TensorDigest> canonical_digests(const CanonicalModel& model, unsigned threads) {
+  std::vector<TensorDigest> out(model.tensors.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto worker = [&] {
+    for (size_t i = next++; i < out.size(); i = next++) {
+      try {
+        out[i] = {model.tensors[i].spec.name, canonical_tensor_digest(model.tensors[i])};
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < threads; ++i) pool.emplace_back(worker);
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+std::string model_digest(const std::vector<TensorDigest>& digests) {
+  Sha256 h;
+  for (const auto& d : digests) {
+    const std::string line = d.name + " " + d.sha256 + "\n";
+    h.update({reinterpret_cast<const uint8_t*>(line.data()), line.size()});
+  }
+  return h.finish_hex();
+}
+
+}  // namespace gptoss

@@ -1,0 +1,223 @@
+#include "verify/equivalence.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "formats/codecs/float_codec.h"
+#include "verify/canonical_digest.h"
+
+namespace gptoss {
+
+std::string verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::Identical: return "identical";
+    case Verdict::IdenticalAfterTransform: return "identical after layout transform";
+    case Verdict::LossyAsDeclared: return "lossy as declared";
+    case Verdict::Different: return "different";
+    case Verdict::Missing: return "missing";
+  }
+  return "?";
+}
+
+bool ModelComparison::any_different() const {
+  if (!config_differences.empty() || !tokenizer_differences.empty()) return true;
+  for (const auto& t : tensors)
+    if (t.verdict == Verdict::Different || t.verdict == Verdict::Missing) return true;
+  return false;
+}
+
+namespace {
+bool is_lossy_encoding(DType t) { return t == DType::Q8_0 || t == DType::F16; }
+
+// Decoded values of the first `rows` rows of a dense tensor.
+std::vector<float> decode_rows(const CanonicalTensor& t, uint64_t first, uint64_t rows) {
+  const uint64_t row = t.spec.shape.back();
+  const uint64_t row_bytes = *dtype_byte_size(t.dtype, row);
+  std::vector<uint8_t> raw(rows * row_bytes);
+  t.source->read(first * row_bytes, raw);
+  std::vector<float> out(rows * row);
+  decode_to_f32(t.dtype, raw.data(), out.size(), out.data());
+  return out;
+}
+
+// Max abs error and max |a| over the shared rows, streamed.
+void measure(const CanonicalTensor& a, const CanonicalTensor& b, uint64_t rows, double& max_abs, double& max_ref) {
+  const uint64_t row = a.spec.shape.back();
+  const uint64_t step = std::max<uint64_t>(1, (2u << 20) / row);
+  for (uint64_t r = 0; r < rows; r += step) {
+    const uint64_t n = std::min(step, rows - r);
+    const auto x = decode_rows(a, r, n), y = decode_rows(b, r, n);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double d = std::fabs(static_cast<double>(x[i]) - y[i]);
+      if (d > max_abs || std::isnan(d)) max_abs = std::isnan(d) ? INFINITY : d;
+      max_ref = std::max(max_ref, static_cast<double>(std::fabs(x[i])));
+    }
+  }
+}
+
+std::string digest_of_rows(const CanonicalTensor& t, uint64_t rows) {
+  // Canonical digest restricted to the first `rows` rows (dense only).
+  CanonicalTensor cut = t;
+  const uint64_t row_bytes = *dtype_byte_size(t.dtype, t.spec.shape.back());
+  cut.source = std::make_shared<SliceSource>(t.source, 0, rows * row_bytes);
+  cut.spec.shape[0] = rows;
+  return canonical_tensor_digest(cut);
+}
+
+void compare_config(const GptOssConfig& a, const GptOssConfig& b, ModelComparison& out) {
+  auto diff = [&](const char* name, auto x, auto y) {
+    if (x != y) {
+      std::ostringstream s;
+      s << name << ": " << x << " vs " << y;
+      out.config_differences.push_back(s.str());
+    }
+  };
+  diff("num_hidden_layers", a.num_layers, b.num_layers);
+  diff("hidden_size", a.hidden_size, b.hidden_size);
+  diff("intermediate_size", a.intermediate_size, b.intermediate_size);
+  diff("num_attention_heads", a.num_heads, b.num_heads);
+  diff("num_key_value_heads", a.num_kv_heads, b.num_kv_heads);
+  diff("head_dim", a.head_dim, b.head_dim);
+  diff("num_experts", a.num_experts, b.num_experts);
+  diff("experts_per_token", a.experts_per_token, b.experts_per_token);
+  diff("sliding_window", a.sliding_window, b.sliding_window);
+  diff("swiglu_limit", a.swiglu_limit, b.swiglu_limit);
+  diff("rope_theta", a.rope_theta, b.rope_theta);
+  diff("rope_scaling_factor", a.rope_scaling_factor, b.rope_scaling_factor);
+  diff("rope_original_context", a.rope_original_context, b.rope_original_context);
+  // Values stored as f32 by some formats compare with a relative tolerance.
+  auto close = [&](const char* name, double x, double y) {
+    if (std::fabs(x - y) > 1e-6 * std::max(1.0, std::fabs(x))) {
+      std::ostringstream s;
+      s << name << ": " << x << " vs " << y;
+      out.config_differences.push_back(s.str());
+    }
+  };
+  close("rms_norm_eps", a.rms_norm_eps, b.rms_norm_eps);
+  close("yarn_beta_fast", a.yarn_beta_fast, b.yarn_beta_fast);
+  close("yarn_beta_slow", a.yarn_beta_slow, b.yarn_beta_slow);
+  if (a.sliding_layers != b.sliding_layers) out.config_differences.push_back("layer_types differ");
+  if (a.yarn_truncate != b.yarn_truncate) out.config_differences.push_back("yarn truncate differs");
+  if (a.vocab_size != b.vocab_size)
+    out.config_notes.push_back("vocab_size " + std::to_string(a.vocab_size) + " vs " + std::to_string(b.vocab_size) +
+                               " (rows beyond the smaller vocabulary are compared as dropped)");
+}
+
+void compare_tokenizers(const CanonicalModel& a, const CanonicalModel& b, ModelComparison& out) {
+  if (!a.tokenizer || !b.tokenizer) {
+    if (a.tokenizer || b.tokenizer) out.config_notes.push_back("only one side has a tokenizer");
+    return;
+  }
+  const auto& x = *a.tokenizer;
+  const auto& y = *b.tokenizer;
+  // Text tokens are compared over the shared ids that both sides actually define.
+  size_t mismatched = 0;
+  std::string first;
+  for (size_t id = 0; id < std::min(x.size(), y.size()); ++id) {
+    if (x.types[id] == TokenType::Unused || y.types[id] == TokenType::Unused) continue;
+    if (x.tokens[id] != y.tokens[id]) {
+      if (!mismatched) first = "id " + std::to_string(id);
+      ++mismatched;
+    }
+  }
+  if (mismatched) out.tokenizer_differences.push_back(std::to_string(mismatched) + " tokens differ (first: " + first + ")");
+  if (x.size() != y.size())
+    out.config_notes.push_back("tokenizer sizes " + std::to_string(x.size()) + " vs " + std::to_string(y.size()));
+}
+}  // namespace
+
+ModelComparison compare_models(const CanonicalModel& a, const CanonicalModel& b, unsigned threads) {
+  ModelComparison out;
+  compare_config(a.config, b.config, out);
+  compare_tokenizers(a, b, out);
+  const auto da = canonical_digests(a, threads);
+  const auto db = canonical_digests(b, threads);
+  out.digest_a = model_digest(da);
+  out.digest_b = model_digest(db);
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const auto& ta = a.tensors[i];
+    TensorComparison c;
+    c.name = ta.spec.name;
+    c.dtype_a = std::string(dtype_name(ta.dtype));
+    const CanonicalTensor* tb = b.find(ta.spec.name);
+    if (!tb) {
+      c.verdict = Verdict::Missing;
+      out.tensors.push_back(c);
+      continue;
+    }
+    c.dtype_b = std::string(dtype_name(tb->dtype));
+    const std::string& digest_b = db[static_cast<size_t>(tb - b.tensors.data())].sha256;
+    if (da[i].sha256 == digest_b) {
+      const bool plain = ta.dtype == tb->dtype && ta.source->contiguous() && tb->source->contiguous();
+      c.verdict = plain ? Verdict::Identical : Verdict::IdenticalAfterTransform;
+      out.tensors.push_back(c);
+      continue;
+    }
+    if (is_mxfp4_role(ta.spec.role) || ta.spec.shape.size() != tb->spec.shape.size()) {
+      c.verdict = Verdict::Different;
+      c.detail = "MXFP4 bytes differ";
+      out.tensors.push_back(c);
+      continue;
+    }
+    const bool vocab_rows = (ta.spec.role == TensorRole::Embedding || ta.spec.role == TensorRole::Unembedding) &&
+                            ta.spec.shape[0] != tb->spec.shape[0];
+    const uint64_t rows = std::min(ta.spec.shape[0], tb->spec.shape[0]);
+    if (ta.spec.shape != tb->spec.shape && !vocab_rows) {
+      c.verdict = Verdict::Different;
+      c.detail = "shapes differ";
+      out.tensors.push_back(c);
+      continue;
+    }
+    double max_ref = 0;
+    measure(ta, *tb, ta.spec.shape.size() == 1 ? 1 : rows, c.max_abs_error, max_ref);
+    c.max_rel_error = max_ref > 0 ? c.max_abs_error / max_ref : c.max_abs_error;
+    if (vocab_rows && c.max_abs_error == 0 && digest_of_rows(ta, rows) == digest_of_rows(*tb, rows)) {
+      c.verdict = Verdict::LossyAsDeclared;
+      c.detail = "vocabulary rows " + std::to_string(ta.spec.shape[0]) + " vs " + std::to_string(tb->spec.shape[0]) +
+                 "; the first " + std::to_string(rows) + " rows are identical";
+    } else if (is_lossy_encoding(ta.dtype) || is_lossy_encoding(tb->dtype)) {
+      c.verdict = Verdict::LossyAsDeclared;
+      c.detail = std::string("stored as ") + (is_lossy_encoding(ta.dtype) ? c.dtype_a : c.dtype_b);
+      if (vocab_rows) c.detail += "; vocabulary rows " + std::to_string(ta.spec.shape[0]) + " vs " + std::to_string(tb->spec.shape[0]);
+    } else {
+      c.verdict = Verdict::Different;
+    }
+    out.tensors.push_back(c);
+  }
+  for (const auto& tb : b.tensors)
+    if (!a.find(tb.spec.name)) out.tensors.push_back({tb.spec.name, Verdict::Missing, "", std::string(dtype_name(tb.dtype)), 0, 0, "only in B"});
+  return out;
+}
+
+std::string ModelComparison::to_table() const {
+  std::ostringstream s;
+  size_t counts[5] = {};
+  for (const auto& t : tensors) {
+    ++counts[static_cast<int>(t.verdict)];
+    if (t.verdict == Verdict::Identical) continue;
+    s << "  " << t.name << ": " << verdict_name(t.verdict) << " (" << t.dtype_a << " vs " << t.dtype_b << ")";
+    if (t.verdict == Verdict::LossyAsDeclared || t.verdict == Verdict::Different)
+      s << " max abs error " << t.max_abs_error << ", max rel error " << t.max_rel_error;
+    if (!t.detail.empty()) s << "; " << t.detail;
+    s << "\n";
+  }
+  for (const auto& d : config_differences) s << "  config: " << d << "\n";
+  for (const auto& d : config_notes) s << "  note: " << d << "\n";
+  for (const auto& d : tokenizer_differences) s << "  tokenizer: " << d << "\n";
+  s << "tensors: " << counts[0] << " identical, " << counts[1] << " identical after layout transform, " << counts[2]
+    << " lossy as declared, " << counts[3] << " different, " << counts[4] << " missing\n";
+  s << "model digest A " << digest_a << "\nmodel digest B " << digest_b << "\n";
+  return s.str();
+}
+
+nlohmann::json ModelComparison::to_json() const {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : tensors)
+    arr.push_back({{"name", t.name}, {"verdict", verdict_name(t.verdict)}, {"dtype_a", t.dtype_a}, {"dtype_b", t.dtype_b},
+                   {"max_abs_error", t.max_abs_error}, {"max_rel_error", t.max_rel_error}, {"detail", t.detail}});
+  return {{"tensors", arr}, {"config_differences", config_differences}, {"config_notes", config_notes},
+          {"tokenizer_differences", tokenizer_differences}, {"model_digest_a", digest_a}, {"model_digest_b", digest_b},
+          {"same", !any_different()}};
+}
+
+}  // namespace gptoss

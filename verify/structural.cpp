@@ -1,0 +1,211 @@
+#include "verify/structural.h"
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "convert/model_io.h"
+#include "formats/core/error.h"
+#include "formats/core/float16.h"
+#include "formats/safetensors/safetensors_checkpoint.h"
+#include "verify/canonical_digest.h"
+
+namespace gptoss {
+namespace fs = std::filesystem;
+
+nlohmann::json VerifyResult::to_json() const {
+  nlohmann::json j = report.to_json();
+  j["format"] = format;
+  if (!stats.empty()) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& s : stats) {
+      nlohmann::json t = {{"name", s.name}, {"dtype", s.dtype}, {"elements", s.elements}, {"nan", s.nan},
+                          {"inf", s.inf}, {"zeros", s.zeros}, {"abs_max", s.abs_max}};
+      if (s.scale_min >= 0) t["scale_byte_range"] = {s.scale_min, s.scale_max};
+      arr.push_back(t);
+    }
+    j["tensors"] = arr;
+  }
+  return j;
+}
+
+namespace {
+void check_safetensors_container(const fs::path& path, Report& report) {
+  const auto ck = SafetensorsCheckpoint::open(path);
+  for (const auto& f : ck.files()) {
+    const auto bytes = f->mapped()->bytes();
+    const uint64_t n = f->header_size();
+    if (n > 0 && bytes[8] != '{')
+      report.warning("header", f->path(), "header", "JSON does not start with '{' (some readers require it)", "'{'", 8);
+    if (n % 8 != 0)
+      report.warning("padding", f->path(), "header", "header length " + std::to_string(n) + " is not a multiple of 8; "
+                     "tensor data may be misaligned", "multiple of 8", 0);
+    for (uint64_t i = n; i > 0 && bytes[8 + i - 1] != '}'; --i)
+      if (bytes[8 + i - 1] != ' ') {
+        report.warning("padding", f->path(), "header", "header padding byte is not a space", "0x20", 8 + i - 1);
+        break;
+      }
+    for (const auto& t : f->tensors()) {
+      const uint64_t align = std::min<uint64_t>(dtype_info(t.dtype).block_bytes, 8);
+      if ((f->data_offset() + t.begin) % align != 0)
+        report.warning("alignment", f->path(), t.name, "tensor data is not aligned to its element size",
+                       std::to_string(align) + "-byte alignment", f->data_offset() + t.begin);
+    }
+  }
+  if (ck.has_index()) {
+    std::ifstream in(fs::path(path) / "model.safetensors.index.json");
+    const auto index = nlohmann::json::parse(in, nullptr, false);
+    uint64_t total = 0;
+    for (const auto& f : ck.files())
+      for (const auto& t : f->tensors()) total += t.size();
+    if (index.is_object() && index.contains("metadata") && index["metadata"].contains("total_size") &&
+        index["metadata"]["total_size"].is_number_unsigned() && index["metadata"]["total_size"].get<uint64_t>() != total)
+      report.warning("index", (fs::path(path) / "model.safetensors.index.json").string(), "metadata.total_size",
+                     "says " + std::to_string(index["metadata"]["total_size"].get<uint64_t>()) + " bytes",
+                     std::to_string(total));
+  }
+}
+}  // namespace
+
+void check_model_consistency(const CanonicalModel& model, const std::string& file, Report& report) {
+  const auto& c = model.config;
+  const auto y = compute_yarn(c);
+  if (!(y.low > 0 && y.low < y.high && y.high < c.head_dim / 2.0 - 1))
+    report.warning("config", file, "rope_scaling", "YaRN correction range [" + std::to_string(y.low) + ", " +
+                   std::to_string(y.high) + "] is outside what OpenAI's reference accepts", "0 < low < high < head_dim/2 - 1");
+  const double expected_ctx = c.rope_scaling_factor * c.rope_original_context;
+  if (std::fabs(static_cast<double>(c.max_position_embeddings) - expected_ctx) > 0.5)
+    report.warning("config", file, "max_position_embeddings", std::to_string(c.max_position_embeddings) +
+                   " is not factor x original context", std::to_string(static_cast<uint64_t>(expected_ctx)));
+  for (uint32_t l = 0; l < c.num_layers; ++l)
+    if (c.is_sliding(l) != (l % 2 == 0)) {
+      report.info("config", file, "layer_types", "sliding layers are not the even layers of gpt-oss");
+      break;
+    }
+  if (c.sliding_window >= c.max_position_embeddings)
+    report.warning("config", file, "sliding_window", "window covers the whole context", "< context length");
+  if (c.swiglu_limit != 7.0) report.info("config", file, "swiglu_limit", "is " + std::to_string(c.swiglu_limit) + ", gpt-oss uses 7");
+  if (model.tokenizer) {
+    const auto& t = *model.tokenizer;
+    uint64_t defined = 0;
+    for (auto type : t.types) defined += type != TokenType::Unused;
+    if (t.size() > c.vocab_size)
+      report.error("tokenizer", file, "vocabulary", "tokenizer defines ids up to " + std::to_string(t.size() - 1) +
+                   " but the embedding has " + std::to_string(c.vocab_size) + " rows", "<= vocab_size");
+    for (auto [name, id] : {std::pair{"bos", t.bos_id}, {"eos", t.eos_id}, {"pad", t.pad_id}})
+      if (id && (*id >= t.size() || !t.is_special(*id)))
+        report.error("tokenizer", file, std::string(name) + "_token_id",
+                     "id " + std::to_string(*id) + " is not a special token of the tokenizer");
+    if (t.eos_id && *t.eos_id < t.size() && t.tokens[*t.eos_id] != "<|return|>")
+      report.warning("tokenizer", file, "eos_token_id", "eos is \"" + t.tokens[*t.eos_id] + "\"", "<|return|>");
+    if (defined == 0) report.error("tokenizer", file, "tokens", "tokenizer has no tokens");
+  } else {
+    report.info("tokenizer", file, "", "no tokenizer found beside the weights");
+  }
+  for (const auto& note : model.notes) report.info("model", file, "", note);
+}
+
+std::vector<TensorValueStats> check_values(const CanonicalModel& model, const std::string& file, Report& report,
+                                           unsigned threads) {
+  std::vector<TensorValueStats> stats(model.tensors.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::exception_ptr error;
+  auto worker = [&] {
+    for (size_t i = next++; i < model.tensors.size(); i = next++) {
+      try {
+        const auto& t = model.tensors[i];
+        TensorValueStats s;
+        s.name = t.spec.name;
+        s.dtype = std::string(dtype_name(t.dtype));
+        const bool scales = t.spec.role == TensorRole::Mlp1Scales || t.spec.role == TensorRole::Mlp2Scales;
+        if (is_mxfp4_role(t.spec.role)) {
+          int lo = 256, hi = -1;
+          stream_source(*t.source, [&](std::span<const uint8_t> chunk) {
+            s.elements += chunk.size();
+            if (scales)
+              for (uint8_t b : chunk) {
+                lo = std::min<int>(lo, b);
+                hi = std::max<int>(hi, b);
+              }
+          });
+          if (scales) {
+            s.scale_min = lo;
+            s.scale_max = hi;
+          }
+        } else {
+          for_each_canonical_chunk(t, [&](std::span<const uint8_t> chunk) {
+            const float* v = reinterpret_cast<const float*>(chunk.data());
+            const size_t n = chunk.size() / 4;
+            s.elements += n;
+            for (size_t k = 0; k < n; ++k) {
+              if (std::isnan(v[k])) ++s.nan;
+              else if (std::isinf(v[k])) ++s.inf;
+              else {
+                s.zeros += v[k] == 0.0f;
+                s.abs_max = std::max(s.abs_max, static_cast<double>(std::fabs(v[k])));
+              }
+            }
+          });
+        }
+        std::lock_guard lock(mutex);
+        stats[i] = s;
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned k = 0; k < threads; ++k) pool.emplace_back(worker);
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+
+  for (size_t i = 0; i < stats.size(); ++i) {
+    const auto& s = stats[i];
+    const auto& t = model.tensors[i];
+    if (s.nan) report.error("nan", file, s.name, std::to_string(s.nan) + " NaN values", "none");
+    if (s.inf) report.error("inf", file, s.name, std::to_string(s.inf) + " infinite values", "none");
+    if (!is_mxfp4_role(t.spec.role) && s.elements > 0 && s.zeros == s.elements)
+      report.warning("zeros", file, s.name, "every value is zero");
+    if (s.scale_max == 255) report.error("mxfp4-scale", file, s.name, "scale byte 255 (NaN in the MX spec)", "< 255");
+    else if (s.scale_max >= 242)
+      report.warning("mxfp4-scale", file, s.name, "scale byte " + std::to_string(s.scale_max) +
+                     " cannot be stored in model.bin (+14 would wrap)", "< 242");
+    if (s.scale_min >= 0 && s.scale_min < 90)
+      report.warning("mxfp4-scale", file, s.name, "scale byte " + std::to_string(s.scale_min) +
+                     " gives weights below 2^-37, which a trained checkpoint never has", ">= 90");
+    const bool norm = t.spec.role == TensorRole::AttnNorm || t.spec.role == TensorRole::MlpNorm ||
+                      t.spec.role == TensorRole::FinalNorm;
+    if (norm && s.abs_max > 1000) report.warning("range", file, s.name, "norm gain abs max " + std::to_string(s.abs_max), "< 1000");
+    if (!norm && !is_mxfp4_role(t.spec.role) && s.abs_max > 65504)
+      report.warning("range", file, s.name, "abs max " + std::to_string(s.abs_max) + " overflows f16", "<= 65504");
+  }
+  return stats;
+}
+
+VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
+  VerifyResult result;
+  const ModelFormat format = detect_input_format(path);
+  result.format = format_name(format);
+  if (format == ModelFormat::Safetensors) check_safetensors_container(path, result.report);
+  CanonicalModel model;
+  try {
+    model = load_model(path);
+  } catch (const FormatError& e) {
+    // A readable container that is not a complete, consistent GPT-OSS model is a finding.
+    if (e.field() == "tensors" || e.field() == "config" || e.field().rfind("tensor \"", 0) == 0) {
+      result.report.error("model", e.file(), e.field(), e.message());
+      return result;
+    }
+    throw;
+  }
+  check_model_consistency(model, path.string(), result.report);
+  if (options.values) result.stats = check_values(model, path.string(), result.report, options.threads);
+  return result;
+}
+
+}  // namespace gptoss
