@@ -1,0 +1,99 @@
+#include "convert/modelbin/modelbin_transforms.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "formats/core/error.h"
+#include "formats/core/float16.h"
+#include "formats/core/mapped_file.h"
+
+namespace gptoss {
+namespace {
+
+class QkTransformSource final : public RowSource {
+ public:
+  QkTransformSource(TensorSourcePtr source, uint64_t rows, uint64_t row_bytes, uint32_t head_dim, QkDirection direction,
+                    float scale, std::shared_ptr<std::atomic<uint64_t>> inexact)
+      : RowSource(rows, row_bytes),
+        source_(std::move(source)),
+        head_dim_(head_dim),
+        direction_(direction),
+        scale_(scale),
+        inexact_(std::move(inexact)) {}
+
+ protected:
+  void produce(uint64_t first_row, uint64_t count, uint8_t* out) const override {
+    const uint64_t rb = row_bytes();
+    const uint64_t half = head_dim_ / 2;
+    for (uint64_t k = 0; k < count; ++k) {
+      const uint64_t row = first_row + k;
+      const uint64_t head = row / head_dim_, j = row % head_dim_;
+      uint64_t from;
+      if (direction_ == QkDirection::ToModelBin)
+        from = (j >> 1) + (j & 1) * half;  // model.bin row 2i <- i, 2i+1 <- i + D/2
+      else
+        from = j < half ? 2 * j : 2 * (j - half) + 1;
+      source_->read((head * head_dim_ + from) * rb, std::span<uint8_t>(out + k * rb, rb));
+    }
+    uint64_t lossy = 0;
+    const float inverse = 1.0f / scale_;
+    for (uint64_t i = 0; i < count * rb; i += 2) {
+      const uint16_t in = load_u16(out + i);
+      const float x = bf16_to_f32(in);
+      const uint16_t result = f32_to_bf16(x * scale_);
+      if (!std::isnan(x) && bf16_to_f32(result) * inverse != x) ++lossy;
+      store_u16(out + i, result);
+    }
+    if (lossy && inexact_) *inexact_ += lossy;
+  }
+
+ private:
+  TensorSourcePtr source_;
+  uint32_t head_dim_;
+  QkDirection direction_;
+  float scale_;
+  std::shared_ptr<std::atomic<uint64_t>> inexact_;
+};
+
+class ScaleOffsetSource final : public TensorSource {
+ public:
+  ScaleOffsetSource(TensorSourcePtr source, int delta, std::string file, std::string field,
+                    std::optional<uint64_t> file_base)
+      : source_(std::move(source)), delta_(delta), file_(std::move(file)), field_(std::move(field)), base_(file_base) {}
+  uint64_t size() const override { return source_->size(); }
+  void read(uint64_t offset, std::span<uint8_t> out) const override {
+    source_->read(offset, out);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const int v = out[i] + delta_;
+      if (v < 0 || v > 255)
+        throw_format_error(file_, field_, base_ ? std::optional<uint64_t>(*base_ + offset + i) : std::nullopt,
+                           "MXFP4 scale byte " + std::to_string(out[i]) + " at element " + std::to_string(offset + i) +
+                               (delta_ > 0 ? ": model.bin stores scale + 14 in one byte, so scales >= 242 cannot be written"
+                                           : ": a model.bin scale below 14 (stored = checkpoint scale + 14) has no "
+                                             "checkpoint value"));
+      out[i] = static_cast<uint8_t>(v);
+    }
+  }
+
+ private:
+  TensorSourcePtr source_;
+  int delta_;
+  std::string file_, field_;
+  std::optional<uint64_t> base_;
+};
+
+}  // namespace
+
+TensorSourcePtr make_qk_transform(TensorSourcePtr source, uint64_t rows, uint64_t row_bytes, uint32_t head_dim,
+                                  QkDirection direction, float scale, std::shared_ptr<std::atomic<uint64_t>> inexact) {
+  return std::make_shared<QkTransformSource>(std::move(source), rows, row_bytes, head_dim, direction, scale,
+                                             std::move(inexact));
+}
+
+TensorSourcePtr make_scale_offset(TensorSourcePtr source, int delta, std::string file, std::string field,
+                                  std::optional<uint64_t> file_base) {
+  return std::make_shared<ScaleOffsetSource>(std::move(source), delta, std::move(file), std::move(field), file_base);
+}
+
+}  // namespace gptoss
