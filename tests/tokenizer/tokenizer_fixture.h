@@ -1,0 +1,23 @@
+#pragma once
+// The real o200k_harmony tokenizer, loaded once per test binary (parsing the 27 MB json takes
+// a second or two), and the tokenizer goldens of refs-a.json.
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/tokenizer_data.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace gptoss::test {
+
+// nullptr when tokenizer.json is not cached.
+std::shared_ptr<const TokenizerData> real_tokenizer_data();
+const Tokenizer* real_tokenizer();
+// refs-a.json, or null json when the goldens are absent.
+const nlohmann::json& refs_a();
+
+}  // namespace gptoss::test
+
+#define REAL_TOKENIZER_OR_SKIP()                                                             \
+  const ::gptoss::Tokenizer* tokenizer = ::gptoss::test::real_tokenizer();                   \
+  if (!tokenizer) GTEST_SKIP() << "tokenizer.json is not cached: run scripts/setup.sh";
