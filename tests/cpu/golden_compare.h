@@ -15,9 +15,10 @@ struct GoldenErrors {
   float final_norm = 0;
   float logits_last = 0;
   float logits_probe = 0;  // every position, at probe_ids
-  float lse = 0;           // every position
+  float lse = 0;           // every position; only when the model has the golden's full vocabulary
+  bool full_vocabulary = true;  // false for model.bin, which stores 200014 of the 201088 rows
   float top8 = 0;          // every position, our logit at the golden top-8 ids
-  int argmax_mismatches = 0;  // positions whose golden top-1 beats top-2 by > 1e-2 yet is not our argmax
+  int argmax_mismatches = 0;  // positions whose golden top-1 (an id we have) beats top-2 by > 1e-2 yet is not our argmax
   float worst() const;
 };
 

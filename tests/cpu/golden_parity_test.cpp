@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "convert/model_io.h"
+#include "formats/codecs/float_codec.h"
 #include "tests/cpu/engines.h"
 #include "tests/cpu/golden_compare.h"
 #include "tests/test_support.h"
@@ -86,20 +87,56 @@ TEST(CpuGoldenParity, Bf16GgufMatchesTransformers) {
   expect_all_prompts_match(engine, GoldenRefs(*goldens), "gguf-bf16", kTolerance);
 }
 
-// The golden llama.cpp Q8_0 GGUF: dense weights carry Q8_0 rounding, so the engine is only
-// expected within the Q8_0 error. Our activations stay f32, so this is well inside llama.cpp's
-// own 0.19-1.39 distance (which also quantizes activations).
-TEST(CpuGoldenParity, GoldenQ8_0GgufWithinQuantizationError) {
+// Rounds a weight through Q8_0 the way llama.cpp's converter does (ggml's reference quantizer).
+void round_through_q8_0(std::vector<float>& values) {
+  std::vector<uint8_t> encoded(values.size() / 32 * 34);
+  encode_from_f32(DType::Q8_0, values.data(), values.size(), encoded.data());
+  decode_to_f32(DType::Q8_0, encoded.data(), values.size(), values.data());
+}
+
+// The golden llama.cpp Q8_0 GGUF stores the embedding, the attention matrices and the
+// unembedding as Q8_0 (norms, biases, sinks and the router as F32; experts MXFP4). The engine
+// must see exactly ggml's Q8_0 of the Hugging Face weights, and its distance from transformers
+// is then the Q8_0 error, which this test measures (docs/cpu-engine.md) and bounds loosely:
+// llama.cpp itself, which also quantizes activations, is 0.19-1.39 away on the last logits.
+TEST(CpuGoldenParity, GoldenQ8_0GgufIsOurQ8_0OfTheCheckpoint) {
   GOLDENS_OR_SKIP();
   std::string reason;
   auto model = load_or_skip_reason(*goldens / "a" / "model-q8_0.gguf", reason);
   if (!model) GTEST_SKIP() << "GGUF reader has not landed: " << reason;
-  cpu::CpuEngine engine(*model);
+  const auto gguf = cpu::decode_cpu_weights(*model);
+  auto expected = cpu::decode_cpu_weights(load_model(preset_a_checkpoint() / "hf"));
+  round_through_q8_0(expected.embedding);
+  round_through_q8_0(expected.unembedding);
+  for (auto& layer : expected.layers)
+    for (auto* matrix : {&layer.q, &layer.k, &layer.v, &layer.out}) round_through_q8_0(*matrix);
+  auto expect_same = [](const std::vector<float>& got, const std::vector<float>& want, const std::string& name) {
+    ASSERT_EQ(got.size(), want.size()) << name;
+    EXPECT_EQ(max_abs_diff(got.data(), want.data(), got.size()), 0.0f) << name;
+  };
+  expect_same(gguf.embedding, expected.embedding, "embedding");
+  expect_same(gguf.unembedding, expected.unembedding, "unembedding");
+  for (size_t l = 0; l < gguf.layers.size(); ++l) {
+    const auto &g = gguf.layers[l], &e = expected.layers[l];
+    const std::string at = " of layer " + std::to_string(l);
+    expect_same(g.q, e.q, "q" + at);
+    expect_same(g.k, e.k, "k" + at);
+    expect_same(g.v, e.v, "v" + at);
+    expect_same(g.out, e.out, "out" + at);
+    expect_same(g.router, e.router, "router" + at);
+    expect_same(g.mlp1, e.mlp1, "mlp1" + at);
+    expect_same(g.mlp2, e.mlp2, "mlp2" + at);
+    expect_same(g.mlp1_bias, e.mlp1_bias, "mlp1 bias" + at);
+    expect_same(g.sinks, e.sinks, "sinks" + at);
+  }
+
+  cpu::CpuEngine engine(gguf);
   GoldenRefs refs(*goldens);
   for (const auto& prompt : golden_prompts()) {
     const auto errors = compare_with_goldens(engine, refs, prompt);
     std::printf("%s\n", describe("gguf-q8_0 " + prompt, errors).c_str());
-    EXPECT_LE(errors.worst(), 0.5f) << prompt;
+    EXPECT_LE(errors.logits_last, 1.0f) << prompt;
+    EXPECT_LE(errors.lse, 0.1f) << prompt;
   }
 }
 

@@ -1,0 +1,97 @@
+// gptoss-run end to end on preset a: greedy generation from --prompt-tokens, the --dump-logits
+// file format, sampling determinism, and errors.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+
+#include "tests/cpu/golden_refs.h"
+#include "tests/test_support.h"
+
+namespace gptoss::test {
+namespace {
+
+std::string gptoss_run() { return (tools_dir() / "gptoss-run").string(); }
+
+std::string join_ids(const std::vector<uint32_t>& ids) {
+  std::string s;
+  for (uint32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s;
+}
+
+nlohmann::json run_json(const std::string& arguments) {
+  const auto result = run_command("(" + gptoss_run() + " " + arguments + " --json 2>/dev/null)");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  return nlohmann::json::parse(result.output);
+}
+
+TEST(GptossRunCli, GreedyFromPromptTokensMatchesGoldenContinuation) {
+  GOLDENS_OR_SKIP();
+  GoldenRefs refs(*goldens);
+  const auto model = (preset_a_checkpoint() / "hf").string();
+  for (const std::string prompt : {"four", "harmony"}) {
+    const auto j = run_json(model + " --prompt-tokens " + join_ids(refs.ids(prompt)) + " --max-tokens 12 --no-default-stops");
+    const auto golden = refs.i32(prompt + ".greedy12");
+    EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), golden) << prompt;  // all golden margins > 3e-3
+    EXPECT_EQ(j["stop_reason"], "max_tokens");
+    EXPECT_GT(j["prompt_tokens_per_second"].get<double>(), 0.0);
+    EXPECT_GT(j["generation_tokens_per_second"].get<double>(), 0.0);
+  }
+}
+
+TEST(GptossRunCli, DumpLogitsWritesEveryPromptPositionPositionMajor) {
+  GOLDENS_OR_SKIP();
+  GoldenRefs refs(*goldens);
+  TempDir dir;
+  const auto ids = refs.ids("long");
+  const auto path = dir / "logits.f32";
+  const auto j = run_json((preset_a_checkpoint() / "hf").string() + " --prompt-tokens " + join_ids(ids) +
+                          " --max-tokens 0 --dump-logits " + path.string());
+  EXPECT_TRUE(j["tokens"].empty());
+  const auto bytes = read_file_bytes(path);
+  const size_t vocab = 201088;
+  ASSERT_EQ(bytes.size(), ids.size() * vocab * sizeof(float));
+  std::vector<float> logits(bytes.size() / sizeof(float));
+  std::memcpy(logits.data(), bytes.data(), bytes.size());
+  const auto probe_ids = refs.i32("probe_ids");
+  const auto probe = refs.f32("long.logits_probe");
+  float worst = 0;
+  for (size_t t = 0; t < ids.size(); ++t)
+    for (size_t n = 0; n < probe_ids.size(); ++n)
+      worst = std::max(worst, std::abs(logits[t * vocab + static_cast<size_t>(probe_ids[n])] - probe[t * probe_ids.size() + n]));
+  EXPECT_LE(worst, 1e-3f);
+  const auto last = refs.f32("long.logits_last");
+  EXPECT_LE(max_abs_diff(logits.data() + (ids.size() - 1) * vocab, last.data(), vocab), 1e-3f);
+}
+
+TEST(GptossRunCli, SeededSamplingRepeatsAndStopsAtStopTokens) {
+  GOLDENS_OR_SKIP();
+  GoldenRefs refs(*goldens);
+  const auto base = (preset_a_checkpoint() / "hf").string() + " --prompt-tokens " + join_ids(refs.ids("four")) +
+                    " --max-tokens 8 --temperature 0.8 --top-k 50 --top-p 0.95 --min-p 0.01";
+  const auto a = run_json(base + " --seed 7");
+  const auto b = run_json(base + " --seed 7");
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  ASSERT_EQ(a["tokens"].size(), 8u);
+  // Making the third sampled token a stop token ends generation right there, token included.
+  const auto third = a["tokens"][2].get<uint32_t>();
+  const auto stopped = run_json(base + " --seed 7 --stop-token " + std::to_string(third));
+  EXPECT_EQ(stopped["stop_reason"], "stop_token");
+  const auto tokens = stopped["tokens"].get<std::vector<uint32_t>>();
+  ASSERT_FALSE(tokens.empty());
+  EXPECT_EQ(tokens.back(), third);
+  EXPECT_LE(tokens.size(), 3u);
+}
+
+TEST(GptossRunCli, RejectsMalformedPromptTokens) {
+  const auto model = (preset_a_checkpoint() / "hf").string();
+  auto result = run_command(gptoss_run() + " " + model + " --prompt-tokens 1,x,3");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("\"x\" is not a token id"), std::string::npos) << result.output;
+  result = run_command(gptoss_run() + " " + model + " --prompt-tokens 1,999999999");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("outside the vocabulary"), std::string::npos) << result.output;
+}
+
+}  // namespace
+}  // namespace gptoss::test

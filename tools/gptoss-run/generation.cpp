@@ -1,0 +1,66 @@
+#include "tools/gptoss-run/generation.h"
+
+#include <charconv>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace gptoss::run {
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+GenerationResult generate(cpu::CpuEngine& engine, sampling::Sampler& sampler, const GenerationRequest& request) {
+  if (request.prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
+  GenerationResult result;
+  engine.reset();
+  const auto prefill_start = std::chrono::steady_clock::now();
+  auto logits = engine.forward(request.prompt, request.prompt_logits ? cpu::LogitRows::All : cpu::LogitRows::Last);
+  result.prompt_seconds = seconds_since(prefill_start);
+  const size_t vocab = engine.vocab_size();
+  if (request.prompt_logits) {
+    // Keep every row for the caller; sampling only needs the last one.
+    *request.prompt_logits = logits;
+    logits.erase(logits.begin(), logits.end() - static_cast<std::ptrdiff_t>(vocab));
+  }
+  if (request.max_tokens == 0) return result;
+
+  const auto generation_start = std::chrono::steady_clock::now();
+  auto stop = request.stop;
+  stop.max_tokens = request.max_tokens;
+  while (true) {
+    const uint32_t token = sampler.sample(logits);
+    result.tokens.push_back(token);
+    if (request.on_token) request.on_token(token);
+    result.stop = stop.check(token, result.tokens.size());
+    if (result.stop != sampling::StopReason::None) break;
+    const uint32_t next[] = {token};
+    logits = engine.forward(next);
+  }
+  result.generation_seconds = seconds_since(generation_start);
+  return result;
+}
+
+std::vector<uint32_t> parse_token_list(const std::string& text) {
+  std::vector<uint32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    size_t first = start, last = end;
+    while (first < last && text[first] == ' ') ++first;
+    while (last > first && text[last - 1] == ' ') --last;
+    uint32_t id = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + first, text.data() + last, id);
+    if (first == last || ec != std::errc() || ptr != text.data() + last)
+      throw std::invalid_argument("--prompt-tokens: \"" + text.substr(start, end - start) +
+                                  "\" is not a token id (expected ID,ID,... of unsigned integers)");
+    ids.push_back(id);
+    start = end + 1;
+  }
+  return ids;
+}
+
+}  // namespace gptoss::run
