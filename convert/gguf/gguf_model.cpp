@@ -64,12 +64,12 @@ uint32_t file_type_for(DType dense) {
   }
 }
 
-GgufMetadata gguf_metadata(const CanonicalModel& model, DType dense) {
+GgufMetadata gguf_metadata(const CanonicalModel& model, DType dense, const std::string& name) {
   const GptOssConfig& c = model.config;
   GgufMetadata md;
   md.add_string("general.architecture", kArch);
   md.add_string("general.type", "model");
-  md.add_string("general.name", "gpt-oss");
+  md.add_string("general.name", name.empty() ? "gpt-oss" : name);
   md.add_string("general.size_label", size_label(model));
   md.add_u32(arch_key("block_count"), c.num_layers);
   if (c.max_position_embeddings > UINT32_MAX) throw std::invalid_argument("context length does not fit GGUF's UINT32");
@@ -198,7 +198,7 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
     }
   }
 
-  const GgufMetadata metadata = gguf_metadata(model, dense);
+  const GgufMetadata metadata = gguf_metadata(model, dense, options.name);
   write_gguf_split(path, metadata, entries, options.split_max_bytes);
 
   for (const auto& l : lossy) {

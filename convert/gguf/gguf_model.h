@@ -15,6 +15,7 @@ CanonicalModel load_gguf_model(const std::filesystem::path& path);
 struct GgufWriteOptions {
   DType dense_dtype = DType::BF16;  // token_embd, output, attn q/k/v/o: BF16, F16, F32 or Q8_0
   uint64_t split_max_bytes = 0;     // 0 = one file
+  std::string name;                 // general.name; empty = "gpt-oss"
   std::function<void(const std::string& item, uint64_t done, uint64_t total)> progress;
 };
 
