@@ -1,7 +1,9 @@
 #pragma once
 // The real o200k_harmony tokenizer, loaded once per test binary (parsing the 27 MB json takes
 // a second or two), and the tokenizer goldens of refs-a.json.
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,12 @@ std::shared_ptr<const TokenizerData> real_tokenizer_data();
 const Tokenizer* real_tokenizer();
 // refs-a.json, or null json when the goldens are absent.
 const nlohmann::json& refs_a();
+
+// Deterministic text of about `bytes` bytes that mixes what the pre-tokenizer must get right:
+// words in several scripts and cases, contractions in any case, digits, punctuation runs, runs of
+// spaces, tabs and newlines, emoji with joiners and modifiers, combining marks, CJK, and scattered
+// code points from the whole Unicode range (valid UTF-8 only).
+std::string mixed_text(size_t bytes, uint64_t seed);
 
 }  // namespace gptoss::test
 
