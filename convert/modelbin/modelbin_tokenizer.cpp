@@ -1,5 +1,6 @@
 #include "convert/modelbin/modelbin_tokenizer.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string_view>
@@ -129,30 +130,28 @@ std::vector<std::pair<std::string, std::string>> merges_from_ranks(const std::ve
   std::unordered_map<std::string_view, uint32_t> rank;
   rank.reserve(count * 2);
   for (uint32_t id = 0; id < count; ++id) rank.emplace(tokens[id], id);
+  // Every split of a token into two tokens is a merge; merges are ordered by the rank of the
+  // token they make, then by the ranks of the left and right parts. This is how tiktoken
+  // vocabularies are expressed as Hugging Face BPE (o200k's tokenizer.json has 446189 merges).
   std::vector<std::pair<std::string, std::string>> merges;
-  std::vector<std::string> parts;
+  struct Split {
+    uint32_t left, right;
+    size_t at;
+  };
+  std::vector<Split> splits;
   for (uint32_t id = 0; id < count; ++id) {
-    const std::string& token = tokens[id];
-    if (token.size() < 2) continue;
-    parts.clear();
-    for (char c : token) parts.emplace_back(1, c);
-    // Byte-level BPE restricted to ranks below this token's: merge the lowest-ranked pair until
-    // two parts remain; they are the merge that creates the token.
-    while (parts.size() > 2) {
-      uint32_t best = UINT32_MAX;
-      size_t at = 0;
-      for (size_t i = 0; i + 1 < parts.size(); ++i) {
-        auto it = rank.find(parts[i] + parts[i + 1]);
-        if (it != rank.end() && it->second < id && it->second < best) {
-          best = it->second;
-          at = i;
-        }
-      }
-      if (best == UINT32_MAX) break;
-      parts[at] += parts[at + 1];
-      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    const std::string_view token = tokens[id];
+    splits.clear();
+    for (size_t at = 1; at < token.size(); ++at) {
+      auto l = rank.find(token.substr(0, at));
+      if (l == rank.end()) continue;
+      auto r = rank.find(token.substr(at));
+      if (r == rank.end()) continue;
+      splits.push_back({l->second, r->second, at});
     }
-    if (parts.size() == 2) merges.emplace_back(std::move(parts[0]), std::move(parts[1]));
+    std::sort(splits.begin(), splits.end(),
+              [](const Split& a, const Split& b) { return a.left != b.left ? a.left < b.left : a.right < b.right; });
+    for (const auto& sp : splits) merges.emplace_back(token.substr(0, sp.at), token.substr(sp.at));
   }
   return merges;
 }
