@@ -22,6 +22,11 @@ class GgufModelFiles {
   static GgufModelFiles open(const std::filesystem::path& path);
   // Already-parsed files in shard order (tests): checked the same way.
   static GgufModelFiles from_files(std::vector<GgufFile> files);
+  // The tensor refs point into files_: moving keeps the vector's buffer, copying would not.
+  GgufModelFiles(GgufModelFiles&&) = default;
+  GgufModelFiles& operator=(GgufModelFiles&&) = default;
+  GgufModelFiles(const GgufModelFiles&) = delete;
+  GgufModelFiles& operator=(const GgufModelFiles&) = delete;
 
   const GgufFile& metadata() const { return files_.front(); }
   const std::vector<GgufFile>& files() const { return files_; }
@@ -29,6 +34,7 @@ class GgufModelFiles {
   const GgufTensorRef* find_tensor(std::string_view name) const;
 
  private:
+  GgufModelFiles() = default;
   void index();
   std::vector<GgufFile> files_;
   std::vector<GgufTensorRef> tensors_;
