@@ -33,6 +33,9 @@ std::vector<Candidate> filtered_distribution(std::span<const float> logits, cons
 
 uint32_t argmax(std::span<const float> logits);
 
+// Draws from the filtered distribution with the seeded generator. Walks the candidates in id
+// order unless top-p sorted them: deterministic for a given seed, without sorting the whole
+// vocabulary for every token.
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);

@@ -83,6 +83,28 @@ TEST(GptossRunCli, SeededSamplingRepeatsAndStopsAtStopTokens) {
   EXPECT_LE(tokens.size(), 3u);
 }
 
+TEST(GptossRunCli, TextPromptsGoThroughTheTokenizerAndHarmony) {
+  GOLDENS_OR_SKIP();
+  TOKENIZER_OR_SKIP();
+  GoldenRefs refs(*goldens);
+  const auto model = (preset_a_checkpoint() / "hf").string();
+  // The golden "harmony" prompt is exactly a user message rendered for the assistant's turn.
+  const auto chat = run_json(model + " -p 'What is 2+2?' --no-system --max-tokens 12 --no-default-stops");
+  EXPECT_EQ(chat["prompt_tokens"].get<std::vector<uint32_t>>(), refs.ids("harmony"));
+  EXPECT_EQ(chat["tokens"].get<std::vector<int32_t>>(), refs.i32("harmony.greedy12"));
+  EXPECT_TRUE(chat.contains("final"));
+  // --no-harmony encodes the text as is (refs-a.json tokenize golden).
+  const auto plain = run_json(model + " -p 'The capital of France is' --no-harmony --max-tokens 0");
+  EXPECT_EQ(plain["prompt_tokens"].get<std::vector<uint32_t>>(), (std::vector<uint32_t>{976, 9029, 328, 10128, 382}));
+  // With a system message the prompt starts with <|start|>system<|message|>.
+  const auto with_system = run_json(model + " -p Hi --max-tokens 0");
+  const auto ids = with_system["prompt_tokens"].get<std::vector<uint32_t>>();
+  ASSERT_GT(ids.size(), 3u);
+  EXPECT_EQ(ids[0], 200006u);  // <|start|>
+  EXPECT_EQ(ids[2], 200008u);  // <|message|>
+  EXPECT_EQ(ids.back(), 173781u);  // "assistant" after the last <|start|>
+}
+
 TEST(GptossRunCli, RejectsMalformedPromptTokens) {
   const auto model = (preset_a_checkpoint() / "hf").string();
   auto result = run_command(gptoss_run() + " " + model + " --prompt-tokens 1,x,3");

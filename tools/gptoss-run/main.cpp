@@ -10,25 +10,26 @@
 #include "convert/model_io.h"
 #include "formats/core/atomic_file.h"
 #include "runtime/cpu/cpu_engine.h"
+#include "runtime/harmony/harmony_messages.h"
 #include "runtime/sampler/sampler.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "tools/gptoss-run/generation.h"
+#include "tools/gptoss-run/token_display.h"
 
 namespace {
 
 constexpr const char* kDescription =
     "Run a GPT-OSS model (safetensors folder, .gguf or model.bin) on the CPU reference engine.\n"
-    "Generated tokens stream to stdout; prompt and generation tokens/s go to stderr at the end.\n"
+    "\n"
+    "-p TEXT is rendered as a harmony conversation (system + user message, then the assistant\n"
+    "turn) and the final channel is shown; --show-reasoning adds the analysis channel, --raw\n"
+    "shows every generated token as text. --no-harmony encodes TEXT as is (special tokens written\n"
+    "in it are recognised) for plain completion. --prompt-tokens feeds ids directly and shows the\n"
+    "output raw. Generated text streams to stdout; prompt and generation tokens/s go to stderr.\n"
     "\n"
     "--dump-logits FILE writes the logits of every PROMPT position as raw little-endian f32,\n"
     "position-major: prompt_tokens x vocab values, row t holding the logits that predict token\n"
-    "t + 1 (no header; vocab is the model's vocab_size, printed on stderr).";
-
-// The raw bytes of a token for display: the tokenizer data's bytes when the model carries a
-// tokenizer, else the id in brackets.
-std::string token_text(const gptoss::TokenizerData* tokenizer, uint32_t id) {
-  if (tokenizer && id < tokenizer->size()) return tokenizer->tokens[id];
-  return "[" + std::to_string(id) + "]";
-}
+    "t + 1 (no header; vocab is the model's vocab_size, printed on stderr and in --json).";
 
 void write_logits(const std::filesystem::path& path, const std::vector<float>& logits) {
   gptoss::AtomicFileWriter out(path);
@@ -45,17 +46,25 @@ const char* stop_reason_name(gptoss::sampling::StopReason reason) {
   return "none";
 }
 
+std::optional<gptoss::harmony::ReasoningEffort> effort_from_name(const std::string& name) {
+  if (name == "low") return gptoss::harmony::ReasoningEffort::Low;
+  if (name == "high") return gptoss::harmony::ReasoningEffort::High;
+  return gptoss::harmony::ReasoningEffort::Medium;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{kDescription};
-  std::string model_path, prompt_text, prompt_tokens, dump_logits, engine_name = "cpu";
+  std::string model_path, prompt_text, prompt_tokens, dump_logits, engine_name = "cpu", effort = "medium";
+  std::string developer, date;
   uint64_t max_tokens = 128;
   gptoss::sampling::SamplingParams sampling;
   std::vector<uint32_t> extra_stops;
-  bool json_output = false, no_default_stops = false, no_harmony = false;
+  bool json_output = false, no_default_stops = false, no_harmony = false, raw = false, show_reasoning = false;
+  bool no_system = false;
   app.add_option("model", model_path, "checkpoint folder, .safetensors, .gguf or model.bin")->required();
-  auto* text_option = app.add_option("-p,--prompt", prompt_text, "prompt text (needs the tokenizer)");
+  auto* text_option = app.add_option("-p,--prompt", prompt_text, "prompt text (needs the model's tokenizer)");
   app.add_option("--prompt-tokens", prompt_tokens, "prompt as token ids: ID,ID,...")->excludes(text_option);
   app.add_option("--max-tokens", max_tokens, "tokens to generate at most (0: prompt only)")->capture_default_str();
   app.add_option("--temperature", sampling.temperature, "0 = greedy")->capture_default_str();
@@ -67,31 +76,66 @@ int main(int argc, char** argv) {
   app.add_flag("--no-default-stops", no_default_stops, "do not stop at EOS, <|return|> or <|call|>");
   app.add_option("--dump-logits", dump_logits, "write every prompt position's logits (see above)");
   app.add_flag("--json", json_output, "print one JSON object at the end instead of streaming text");
-  app.add_flag("--no-harmony", no_harmony, "plain completion: do not wrap -p text in the harmony chat format");
+  app.add_flag("--no-harmony", no_harmony, "plain completion: encode -p text as is");
+  app.add_flag("--raw", raw, "show every generated token as text, specials included");
+  app.add_flag("--show-reasoning", show_reasoning, "show the analysis channel too");
+  app.add_option("--reasoning-effort", effort, "harmony system message: low, medium or high")
+      ->check(CLI::IsMember({"low", "medium", "high"}))
+      ->capture_default_str();
+  app.add_option("--developer", developer, "harmony developer instructions");
+  app.add_flag("--no-system", no_system, "harmony without a system message (as the golden prompts)");
+  app.add_option("--date", date, "harmony conversation start date (YYYY-MM-DD)");
   app.add_option("--engine", engine_name, "cpu (the Vulkan engine is not built yet)")
       ->check(CLI::IsMember({"cpu"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (prompt_tokens.empty()) {
-      // Text prompts need the BPE tokenizer (and harmony rendering unless --no-harmony); neither
-      // has landed in this build yet.
-      std::cerr << "gptoss-run: "
-                << (prompt_text.empty() ? "give a prompt with --prompt-tokens ID,ID,..."
-                                        : "text prompts (-p) need the tokenizer, which is not in this build yet; "
-                                          "use --prompt-tokens ID,ID,...")
-                << "\n";
-      return 2;
-    }
-    const auto prompt = gptoss::run::parse_token_list(prompt_tokens);
+    if (prompt_tokens.empty() && prompt_text.empty()) throw std::invalid_argument("give a prompt: -p TEXT or --prompt-tokens ID,ID,...");
     const auto model = gptoss::load_model(model_path);
-    const gptoss::TokenizerData* tokenizer = model.tokenizer.get();
+    std::optional<gptoss::Tokenizer> tokenizer;
+    if (model.tokenizer) {
+      try {
+        tokenizer.emplace(*model.tokenizer);
+      } catch (const std::exception& e) {
+        if (!prompt_text.empty()) throw;
+        std::cerr << "gptoss-run: the model's tokenizer is unusable, showing token ids: " << e.what() << "\n";
+      }
+    }
+    if (!prompt_text.empty() && !tokenizer)
+      throw std::invalid_argument("-p needs a tokenizer and " + model_path + " has none; use --prompt-tokens");
+
+    const bool harmony = !prompt_text.empty() && !no_harmony;
+    std::vector<uint32_t> prompt;
+    if (!prompt_tokens.empty()) {
+      prompt = gptoss::run::parse_token_list(prompt_tokens);
+    } else if (no_harmony) {
+      prompt = tokenizer->encode(prompt_text, /*allow_special=*/true);
+    } else {
+      gptoss::harmony::SystemContent system;
+      system.reasoning_effort = effort_from_name(effort);
+      if (!date.empty()) system.conversation_start_date = date;
+      std::vector<gptoss::harmony::Message> messages;
+      if (!no_system) messages.push_back(gptoss::harmony::Message::system(system));
+      if (!developer.empty()) {
+        gptoss::harmony::DeveloperContent content;
+        content.instructions = developer;
+        messages.push_back(gptoss::harmony::Message::developer(content));
+      }
+      messages.push_back(gptoss::harmony::Message::user(prompt_text));
+      prompt = gptoss::harmony::render_conversation_for_completion_tokens(*tokenizer, messages);
+    }
+
     gptoss::cpu::CpuEngine engine(model);
     for (uint32_t id : prompt)
       if (id >= engine.vocab_size())
         throw std::invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary of " +
                                     std::to_string(engine.vocab_size()));
+
+    const auto mode = !tokenizer ? gptoss::run::DisplayMode::Ids
+                      : harmony && !raw ? gptoss::run::DisplayMode::Harmony
+                                        : gptoss::run::DisplayMode::Raw;
+    gptoss::run::TokenDisplay display(mode, tokenizer ? &*tokenizer : nullptr, show_reasoning);
 
     gptoss::run::GenerationRequest request;
     request.prompt = prompt;
@@ -99,37 +143,38 @@ int main(int argc, char** argv) {
     request.stop.stop_tokens = extra_stops;
     if (!no_default_stops) {
       if (model.config.eos_token_id) request.stop.stop_tokens.push_back(*model.config.eos_token_id);
-      if (tokenizer) {
-        if (tokenizer->eos_id) request.stop.stop_tokens.push_back(*tokenizer->eos_id);
+      if (tokenizer)
         for (const char* special : {"<|return|>", "<|call|>"})
-          if (auto id = tokenizer->find_special(special)) request.stop.stop_tokens.push_back(*id);
-      }
+          if (auto id = tokenizer->special_id(special)) request.stop.stop_tokens.push_back(*id);
     }
     std::vector<float> prompt_logits;
     if (!dump_logits.empty()) request.prompt_logits = &prompt_logits;
-    if (!json_output) {
-      request.on_token = [&](uint32_t id) {
-        const auto text = token_text(tokenizer, id);
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        std::fflush(stdout);
-      };
-    }
+    auto print = [&](const std::string& text) {
+      if (json_output || text.empty()) return;
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    };
+    request.on_token = [&](uint32_t id) { print(display.push(id)); };
     gptoss::sampling::Sampler sampler(sampling);
     const auto result = gptoss::run::generate(engine, sampler, request);
+    print(display.finish());
     if (!dump_logits.empty()) write_logits(dump_logits, prompt_logits);
 
     const double prompt_rate = static_cast<double>(prompt.size()) / result.prompt_seconds;
     const double generation_rate =
         result.tokens.empty() ? 0.0 : static_cast<double>(result.tokens.size()) / result.generation_seconds;
     if (json_output) {
-      std::string text;
-      for (uint32_t id : result.tokens) text += token_text(tokenizer, id);
       nlohmann::ordered_json j;
       j["engine"] = engine_name;
       j["vocab_size"] = engine.vocab_size();
       j["prompt_tokens"] = prompt;
       j["tokens"] = result.tokens;
-      j["text"] = text;
+      if (tokenizer) j["text"] = gptoss::run::decode_for_display(*tokenizer, result.tokens);
+      if (auto& parser = display.parser()) {
+        j["final"] = parser->text_of_channel("final");
+        j["analysis"] = parser->text_of_channel("analysis");
+        j["harmony_problems"] = parser->problems();
+      }
       j["stop_reason"] = stop_reason_name(result.stop);
       j["prompt_seconds"] = result.prompt_seconds;
       j["generation_seconds"] = result.generation_seconds;
@@ -139,6 +184,10 @@ int main(int argc, char** argv) {
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::printf("\n");
+      std::fflush(stdout);
+      if (auto& parser = display.parser(); parser && !parser->problems().empty())
+        std::fprintf(stderr, "harmony: %zu problems parsing the output (e.g. %s); --raw shows every token\n",
+                     parser->problems().size(), parser->problems().front().c_str());
       std::fprintf(stderr, "prompt: %zu tokens, %.1f tokens/s; generation: %zu tokens, %.1f tokens/s (stop: %s)\n",
                    prompt.size(), prompt_rate, result.tokens.size(), generation_rate, stop_reason_name(result.stop));
       if (!dump_logits.empty())
