@@ -43,6 +43,7 @@ GoldenErrors compare_with_goldens(cpu::CpuEngine& engine, const GoldenRefs& refs
   const auto lse = refs.f32(prompt + ".lse");
   const auto top8_ids = refs.i32(prompt + ".top8_ids");
   const auto top8_logits = refs.f32(prompt + ".top8_logits");
+  size_t agreeing = 0;
   for (size_t t = 0; t < count; ++t) {
     const float* row = logits.data() + t * vocab;
     for (size_t n = 0; n < probe_ids.size(); ++n) {
@@ -62,9 +63,11 @@ GoldenErrors compare_with_goldens(cpu::CpuEngine& engine, const GoldenRefs& refs
     }
     const auto argmax = static_cast<size_t>(std::max_element(row, row + vocab) - row);
     const auto golden_top = static_cast<size_t>(top8_ids[t * 8]);
+    agreeing += argmax == golden_top;
     if (golden_top < vocab && top8_logits[t * 8] - top8_logits[t * 8 + 1] > 1e-2f && argmax != golden_top)
       ++errors.argmax_mismatches;
   }
+  errors.argmax_agreement = static_cast<double>(agreeing) / static_cast<double>(count);
   return errors;
 }
 
@@ -76,10 +79,10 @@ std::string describe(const std::string& label, const GoldenErrors& e) {
     layers += buffer;
   }
   std::snprintf(buffer, sizeof buffer,
-                "%-24s embed %.2e layers%s final_norm %.2e logits_last %.2e probe %.2e lse %.2e%s top8 %.2e",
+                "%-24s embed %.2e layers%s final_norm %.2e logits_last %.2e probe %.2e lse %.2e%s top8 %.2e argmax %.0f%%",
                 label.c_str(), static_cast<double>(e.embed), layers.c_str(), static_cast<double>(e.final_norm),
                 static_cast<double>(e.logits_last), static_cast<double>(e.logits_probe), static_cast<double>(e.lse),
-                e.full_vocabulary ? "" : " (not compared: fewer vocabulary rows)", static_cast<double>(e.top8));
+                e.full_vocabulary ? "" : " (not compared: fewer vocabulary rows)", static_cast<double>(e.top8), 100 * e.argmax_agreement);
   return buffer;
 }
 

@@ -19,6 +19,7 @@ struct GoldenErrors {
   bool full_vocabulary = true;  // false for model.bin, which stores 200014 of the 201088 rows
   float top8 = 0;          // every position, our logit at the golden top-8 ids
   int argmax_mismatches = 0;  // positions whose golden top-1 (an id we have) beats top-2 by > 1e-2 yet is not our argmax
+  double argmax_agreement = 1;  // fraction of positions whose argmax is the golden top-1
   float worst() const;
 };
 
