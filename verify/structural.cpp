@@ -8,7 +8,11 @@
 
 #include "convert/model_io.h"
 #include "formats/core/error.h"
+#include "formats/core/checked_math.h"
 #include "formats/core/float16.h"
+#include "formats/gguf/gguf_file.h"
+#include "formats/gguf/gguf_split.h"
+#include "formats/modelbin/modelbin_file.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
 #include "verify/canonical_digest.h"
 
@@ -66,6 +70,61 @@ void check_safetensors_container(const fs::path& path, Report& report) {
                      "says " + std::to_string(index["metadata"]["total_size"].get<uint64_t>()) + " bytes",
                      std::to_string(total));
   }
+}
+// Reports the first non-zero byte in [begin, end) of a file as a padding finding.
+void check_zero_gap(std::span<const uint8_t> bytes, uint64_t begin, uint64_t end, const std::string& file,
+                    const std::string& where, Report& report) {
+  for (uint64_t i = begin; i < end && i < bytes.size(); ++i)
+    if (bytes[i] != 0) {
+      report.warning("padding", file, where, "padding byte is " + std::to_string(bytes[i]), "0", i);
+      return;
+    }
+}
+
+void check_gguf_container(const fs::path& path, Report& report) {
+  const auto set = GgufModelFiles::open(path);
+  for (const auto& f : set.files()) {
+    const auto bytes = f.mapped()->bytes();
+    const auto& tensors = f.tensors();
+    const uint64_t data = f.data_offset();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const auto& t = tensors[i];
+      const uint64_t end = data + t.offset + t.size;
+      const uint64_t next = i + 1 < tensors.size() ? data + tensors[i + 1].offset : align_up(end, f.alignment());
+      check_zero_gap(bytes, end, next, f.path(), t.name, report);
+      if (t.name.size() >= 64)
+        report.error("name", f.path(), t.name, "tensor name is " + std::to_string(t.name.size()) + " bytes; llama.cpp "
+                     "limits names to 63", "< 64 bytes", t.info_offset);
+    }
+    if (!tensors.empty()) {
+      const auto& last = tensors.back();
+      const uint64_t end = align_up(data + last.offset + last.size, f.alignment());
+      if (end != bytes.size())
+        report.warning("padding", f.path(), last.name, "file ends at " + std::to_string(bytes.size()) +
+                       ", not at the padded end of the last tensor", std::to_string(end));
+    }
+  }
+}
+
+void check_modelbin_container(const fs::path& path, Report& report) {
+  const auto bin = modelbin::ModelBinFile::open(path);
+  const auto bytes = bin.mapped()->bytes();
+  auto regions = bin.layout().write_order();
+  std::sort(regions.begin(), regions.end(), [](const auto& a, const auto& b) { return a.region.offset < b.region.offset; });
+  uint64_t previous_end = bin.layout().tokenizer_end;
+  std::string previous = "tokenizer";
+  for (const auto& r : regions) {
+    if (r.region.offset < previous_end)
+      report.error("layout", bin.path(), r.name, "overlaps " + previous, "offset >= " + std::to_string(previous_end),
+                   r.region.offset);
+    else
+      check_zero_gap(bytes, previous_end, r.region.offset, bin.path(), "after " + previous, report);
+    previous_end = std::max(previous_end, r.region.end());
+    previous = r.name;
+  }
+  if (previous_end != bytes.size())
+    report.warning("padding", bin.path(), "end of file", "file has " + std::to_string(bytes.size() - previous_end) +
+                   " bytes after the last MoE block", "none");
 }
 }  // namespace
 
@@ -191,17 +250,19 @@ VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
   VerifyResult result;
   const ModelFormat format = detect_input_format(path);
   result.format = format_name(format);
-  if (format == ModelFormat::Safetensors) check_safetensors_container(path, result.report);
+  switch (format) {
+    case ModelFormat::Safetensors: check_safetensors_container(path, result.report); break;
+    case ModelFormat::Gguf: check_gguf_container(path, result.report); break;
+    case ModelFormat::ModelBin: check_modelbin_container(path, result.report); break;
+  }
+  // The container parsed: whatever stops it from being a complete, consistent GPT-OSS model is
+  // a finding (exit 1), not an unreadable input (exit 2).
   CanonicalModel model;
   try {
     model = load_model(path);
   } catch (const FormatError& e) {
-    // A readable container that is not a complete, consistent GPT-OSS model is a finding.
-    if (e.field() == "tensors" || e.field() == "config" || e.field().rfind("tensor \"", 0) == 0) {
-      result.report.error("model", e.file(), e.field(), e.message());
-      return result;
-    }
-    throw;
+    result.report.error("model", e.file(), e.field(), e.message(), {}, e.offset());
+    return result;
   }
   check_model_consistency(model, path.string(), result.report);
   if (options.values) result.stats = check_values(model, path.string(), result.report, options.threads);

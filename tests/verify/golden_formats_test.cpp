@@ -1,0 +1,278 @@
+// gptoss-verify on every golden format, canonical digests across formats, and corruptions of
+// GGUF and model.bin files.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "convert/gguf/gguf_model.h"
+#include "convert/model_io.h"
+#include "formats/core/error.h"
+#include "formats/core/mapped_file.h"
+#include "formats/gguf/gguf_file.h"
+#include "formats/modelbin/modelbin_file.h"
+#include "tests/test_support.h"
+#include "verify/canonical_digest.h"
+#include "verify/checksums.h"
+#include "verify/equivalence.h"
+#include "verify/structural.h"
+
+namespace gptoss {
+namespace {
+namespace fs = std::filesystem;
+
+bool has_finding(const Report& r, const std::string& check, const std::string& item_part) {
+  for (const auto& f : r.findings())
+    if (f.severity != Severity::Info && f.check == check && f.item.find(item_part) != std::string::npos) return true;
+  return false;
+}
+
+size_t count(const ModelComparison& c, Verdict v) {
+  size_t n = 0;
+  for (const auto& t : c.tensors) n += t.verdict == v;
+  return n;
+}
+
+TEST(VerifyGoldens, EveryGoldenFileVerifiesClean) {
+  GOLDENS_OR_SKIP();
+  for (const char* name : {"model.bin", "model-q8_0.gguf"}) {
+    const auto result = verify_model(*goldens / "a" / name, {true, 2});
+    EXPECT_FALSE(result.report.has_problems()) << name << "\n" << result.report.to_table();
+    EXPECT_EQ(result.stats.size(), 79u) << name;
+  }
+}
+
+TEST(VerifyGoldens, SameCanonicalDigestsInEveryLosslessFormat) {
+  GOLDENS_OR_SKIP();
+  TOKENIZER_OR_SKIP();
+  const auto& ck = test::preset_a_checkpoint();
+  test::TempDir dir;
+  const auto hf = load_model(ck / "hf");
+  write_gguf_model(hf, dir / "bf16.gguf", GgufWriteOptions{});
+  const auto reference = canonical_digests(hf, 2);
+  for (const fs::path& other : {ck / "original", dir / "bf16.gguf", *goldens / "a" / "model.bin"}) {
+    const auto model = load_model(other);
+    const auto digests = canonical_digests(model, 2);
+    ASSERT_EQ(digests.size(), reference.size());
+    const bool drops_vocab = other.extension() == ".bin";
+    for (size_t i = 0; i < digests.size(); ++i) {
+      const bool vocab = digests[i].name == "embedding.weight" || digests[i].name == "unembedding.weight";
+      if (drops_vocab && vocab) {
+        EXPECT_NE(digests[i].sha256, reference[i].sha256) << other << " " << digests[i].name;
+      } else {
+        EXPECT_EQ(digests[i].sha256, reference[i].sha256) << other << " " << digests[i].name;
+      }
+    }
+  }
+  // model.bin: exactly the vocabulary rows are lossy as declared, nothing is different.
+  const auto cmp = compare_models(hf, load_model(*goldens / "a" / "model.bin"), 2);
+  EXPECT_EQ(count(cmp, Verdict::LossyAsDeclared), 2u) << cmp.to_table();
+  EXPECT_EQ(count(cmp, Verdict::Different), 0u) << cmp.to_table();
+  EXPECT_GT(count(cmp, Verdict::IdenticalAfterTransform), 0u);  // QKV interleave/prescale, scales +14, experts regrouped
+  EXPECT_TRUE(cmp.config_differences.empty()) << cmp.to_table();
+}
+
+TEST(VerifyGoldens, GoldenQ8_0GgufReportsExactlyTheQ8_0TensorsAsLossy) {
+  GOLDENS_OR_SKIP();
+  const auto hf = load_model(test::preset_a_checkpoint() / "hf");
+  const auto q8 = load_model(*goldens / "a" / "model-q8_0.gguf");
+  const auto cmp = compare_models(hf, q8, 2);
+  size_t lossy = 0;
+  for (const auto& t : cmp.tensors) {
+    const auto* tensor = q8.find(t.name);
+    ASSERT_NE(tensor, nullptr) << t.name;
+    if (tensor->dtype == DType::Q8_0) {
+      ++lossy;
+      EXPECT_EQ(t.verdict, Verdict::LossyAsDeclared) << t.name;
+      EXPECT_GT(t.max_abs_error, 0) << t.name;
+      EXPECT_LT(t.max_rel_error, 0.01) << t.name;  // Q8_0 keeps 7 bits: far below 1% of the range
+    } else {
+      EXPECT_NE(t.verdict, Verdict::Different) << t.name;
+      EXPECT_NE(t.verdict, Verdict::LossyAsDeclared) << t.name;
+    }
+  }
+  EXPECT_EQ(lossy, 2u + 4u * 4u);  // embedding, unembedding, and q/k/v/o of each layer
+  EXPECT_FALSE(cmp.any_different()) << cmp.to_table();
+}
+
+// --- corruptions of a GGUF -------------------------------------------------------------------
+
+struct GgufCopy {
+  test::TempDir dir;
+  fs::path file = dir / "model.gguf";
+  GgufCopy() {
+    const auto model = load_model(test::preset_a_checkpoint() / "hf");
+    write_gguf_model(model, file, GgufWriteOptions{});
+  }
+  std::vector<uint8_t> bytes() const { return test::read_file_bytes(file); }
+  void write(const std::vector<uint8_t>& b) const { test::write_file_bytes(file, b); }
+  const GgufTensorInfo& tensor(const GgufFile& f, const std::string& name) const { return *f.find_tensor(name); }
+};
+
+TEST(VerifyGgufCorruption, DataBitFlipShowsInManifestAndEquivalence) {
+  GgufCopy copy;
+  const auto before = compute_checksums(list_stored_items(copy.file), copy.dir.path(), 2);
+  auto b = copy.bytes();
+  {
+    const auto f = GgufFile::open(copy.file);
+    const auto& t = copy.tensor(f, "blk.1.ffn_up_exps.weight");
+    b[f.data_offset() + t.offset + 77] ^= 0x04;
+  }
+  copy.write(b);
+  const auto mismatches = check_manifest(before, compute_checksums(list_stored_items(copy.file), copy.dir.path(), 2));
+  ASSERT_EQ(mismatches.size(), 2u);
+  EXPECT_EQ(mismatches[1].label, "model.gguf:blk.1.ffn_up_exps.weight");
+  const auto cmp = compare_models(load_model(test::preset_a_checkpoint() / "hf"), load_model(copy.file), 2);
+  for (const auto& t : cmp.tensors) EXPECT_EQ(t.verdict == Verdict::Different, t.name == "layers.1.mlp1.blocks") << t.name;
+}
+
+TEST(VerifyGgufCorruption, HeaderAndTruncationAreUnreadable) {
+  GgufCopy copy;
+  auto b = copy.bytes();
+  b[4] = 9;  // version 9
+  copy.write(b);
+  EXPECT_THROW(verify_model(copy.file, {}), FormatError);
+  GgufCopy cut;
+  fs::resize_file(cut.file, fs::file_size(cut.file) / 2);
+  EXPECT_THROW(verify_model(cut.file, {}), FormatError);
+}
+
+TEST(VerifyGgufCorruption, NonZeroPaddingIsFlagged) {
+  GgufCopy copy;
+  auto b = copy.bytes();
+  {
+    const auto f = GgufFile::open(copy.file);
+    // Any tensor whose size leaves padding before the next one.
+    for (const auto& t : f.tensors())
+      if (t.size % f.alignment() != 0) {
+        b[f.data_offset() + t.offset + t.size] = 0xAB;
+        copy.write(b);
+        const auto result = verify_model(copy.file, {});
+        EXPECT_TRUE(has_finding(result.report, "padding", t.name)) << result.report.to_table();
+        return;
+      }
+  }
+  GTEST_SKIP() << "every tensor of preset a fills whole 32-byte blocks";
+}
+
+TEST(VerifyGgufCorruption, SwappedTensorNamesAreDifferentWeights) {
+  GgufCopy copy;
+  auto b = copy.bytes();
+  // Swap the names of two same-shape tensors in the tensor-info records (name bytes follow the
+  // record's u64 length).
+  const std::string k = "blk.2.attn_k.weight", v = "blk.2.attn_v.weight";
+  {
+    const auto f = GgufFile::open(copy.file);
+    const uint64_t pk = copy.tensor(f, k).info_offset + 8, pv = copy.tensor(f, v).info_offset + 8;
+    ASSERT_EQ(std::string(b.begin() + static_cast<long>(pk), b.begin() + static_cast<long>(pk + k.size())), k);
+    std::memcpy(b.data() + pk, v.data(), v.size());
+    std::memcpy(b.data() + pv, k.data(), k.size());
+  }
+  copy.write(b);
+  const auto cmp = compare_models(load_model(test::preset_a_checkpoint() / "hf"), load_model(copy.file), 2);
+  EXPECT_EQ(count(cmp, Verdict::Different), 2u) << cmp.to_table();
+}
+
+TEST(VerifyGgufCorruption, WrongShapeIsAFinding) {
+  GgufCopy copy;
+  auto b = copy.bytes();
+  {
+    const auto f = GgufFile::open(copy.file);
+    const auto& t = copy.tensor(f, "blk.3.attn_k.weight");  // ne [64, 128] -> [128, 64]: same size
+    const uint64_t ne_at = t.info_offset + 8 + t.name.size() + 4;
+    ASSERT_EQ(load_u64(b.data() + ne_at), 64u);
+    store_u64(b.data() + ne_at, 128);
+    store_u64(b.data() + ne_at + 8, 64);
+  }
+  copy.write(b);
+  const auto result = verify_model(copy.file, {});
+  EXPECT_TRUE(has_finding(result.report, "model", "")) << result.report.to_table();
+  EXPECT_NE(result.report.to_table().find("attn_k"), std::string::npos) << result.report.to_table();
+}
+
+TEST(VerifyGgufCorruption, InjectedNaNIsAValueFinding) {
+  GgufCopy copy;
+  auto b = copy.bytes();
+  {
+    const auto f = GgufFile::open(copy.file);
+    const auto& t = copy.tensor(f, "blk.2.attn_norm.weight");  // F32
+    store_u32(b.data() + f.data_offset() + t.offset + 8, 0x7fc00000u);
+  }
+  copy.write(b);
+  const auto result = verify_model(copy.file, {true, 2});
+  EXPECT_TRUE(has_finding(result.report, "nan", "layers.2.attn_norm.weight")) << result.report.to_table();
+}
+
+// --- corruptions of a model.bin --------------------------------------------------------------
+
+struct BinCopy {
+  test::TempDir dir;
+  fs::path file = dir / "model.bin";
+  explicit BinCopy(const fs::path& golden) { fs::copy_file(golden, file); }
+  std::vector<uint8_t> bytes() const { return test::read_file_bytes(file); }
+  void write(const std::vector<uint8_t>& b) const { test::write_file_bytes(file, b); }
+  modelbin::Region region(const std::string& name) const {
+    for (const auto& r : modelbin::ModelBinFile::open(file).layout().write_order())
+      if (r.name == name) return r.region;
+    ADD_FAILURE() << "no region " << name;
+    return {};
+  }
+};
+
+TEST(VerifyModelBinCorruption, HeaderFieldsAndTruncationAreUnreadable) {
+  GOLDENS_OR_SKIP();
+  BinCopy uuid(*goldens / "a" / "model.bin");
+  auto b = uuid.bytes();
+  b[0x10] ^= 0x01;  // model UUID
+  uuid.write(b);
+  EXPECT_THROW(verify_model(uuid.file, {}), FormatError);
+  BinCopy dims(*goldens / "a" / "model.bin");
+  b = dims.bytes();
+  store_u32(b.data() + 0x20 + 4, 40);  // num_blocks 4 -> 40: layout past the end of the file
+  dims.write(b);
+  EXPECT_THROW(verify_model(dims.file, {}), FormatError);
+  BinCopy cut(*goldens / "a" / "model.bin");
+  fs::resize_file(cut.file, fs::file_size(cut.file) - 4096);
+  EXPECT_THROW(verify_model(cut.file, {}), FormatError);
+}
+
+TEST(VerifyModelBinCorruption, DataFlipNaNPaddingAndSwappedExperts) {
+  GOLDENS_OR_SKIP();
+  const auto hf = load_model(test::preset_a_checkpoint() / "hf");
+  {
+    BinCopy copy(*goldens / "a" / "model.bin");
+    auto b = copy.bytes();
+    store_u16(b.data() + copy.region("block 1 attention sinks").offset + 4, 0x7fc0);
+    copy.write(b);
+    const auto result = verify_model(copy.file, {true, 2});
+    EXPECT_TRUE(has_finding(result.report, "nan", "layers.1.attn_sinks")) << result.report.to_table();
+  }
+  {
+    BinCopy copy(*goldens / "a" / "model.bin");
+    auto b = copy.bytes();
+    const auto tokenizer_end = modelbin::ModelBinFile::open(copy.file).layout().tokenizer_end;
+    b[tokenizer_end + 10] = 1;  // inside the zero padding before the weights
+    copy.write(b);
+    const auto result = verify_model(copy.file, {});
+    EXPECT_TRUE(has_finding(result.report, "padding", "after tokenizer")) << result.report.to_table();
+  }
+  {
+    BinCopy copy(*goldens / "a" / "model.bin");
+    auto b = copy.bytes();
+    const auto e0 = copy.region("block 2 expert 0 mlp2 blocks");
+    const auto e1 = copy.region("block 2 expert 1 mlp2 blocks");
+    std::vector<uint8_t> tmp(b.begin() + static_cast<long>(e0.offset), b.begin() + static_cast<long>(e0.end()));
+    std::copy(b.begin() + static_cast<long>(e1.offset), b.begin() + static_cast<long>(e1.end()), b.begin() + static_cast<long>(e0.offset));
+    std::copy(tmp.begin(), tmp.end(), b.begin() + static_cast<long>(e1.offset));
+    copy.write(b);
+    const auto cmp = compare_models(hf, load_model(copy.file), 2);
+    ASSERT_EQ(count(cmp, Verdict::Different), 1u) << cmp.to_table();
+    for (const auto& t : cmp.tensors) {
+      if (t.verdict == Verdict::Different) {
+        EXPECT_EQ(t.name, "layers.2.mlp2.blocks");
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gptoss
