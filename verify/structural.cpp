@@ -87,6 +87,13 @@ void check_gguf_container(const fs::path& path, Report& report) {
     const auto bytes = f.mapped()->bytes();
     const auto& tensors = f.tensors();
     const uint64_t data = f.data_offset();
+    if (!tensors.empty()) {
+      // The gap between the last tensor-info record and the aligned data section.
+      uint64_t infos_end = 0;
+      for (const auto& t : tensors)
+        infos_end = std::max(infos_end, t.info_offset + 8 + t.name.size() + 4 + 8 * t.ne.size() + 4 + 8);
+      check_zero_gap(bytes, infos_end, data, f.path(), "before the data section", report);
+    }
     for (size_t i = 0; i < tensors.size(); ++i) {
       const auto& t = tensors[i];
       const uint64_t end = data + t.offset + t.size;
