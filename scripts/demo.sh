@@ -1,25 +1,58 @@
 #!/usr/bin/env bash
-# The main job on the embedded default model: synthesize the tiny GPT-OSS (preset a), convert it
-# to every format, verify each, and print what came out.
+# The main job on the embedded default model (a synthesized tiny GPT-OSS, preset a): convert it to
+# every format, verify each, check they hold the same weights, run each and print the parity table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh >/dev/null
 BIN=${BUILD_DIR:-build}/tools
 OUT=${DEMO_DIR:-out/demo}
+GOLDENS=../shared/goldens/a
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
-echo "== synthesize preset a (the golden fixture's recipe)"
+echo "== 1. synthesize preset a (shared/goldens/make_fixture.py's recipe): HF and original layouts"
 "$BIN"/gptoss-synth "$OUT/ckpt" --tokenizer .cache/tokenizer.json
 sha256sum "$OUT"/ckpt/hf/model.safetensors "$OUT"/ckpt/original/model.safetensors
 
-echo "== convert: HF -> original layout -> HF"
-"$BIN"/gptoss-convert -q "$OUT/ckpt/hf" "$OUT/hf-to-original" --layout original
-"$BIN"/gptoss-convert -q "$OUT/hf-to-original" "$OUT/roundtrip-hf"
-if cmp -s "$OUT/ckpt/hf/model.safetensors" "$OUT/roundtrip-hf/model.safetensors"; then
-  echo "round trip HF -> original -> HF: byte-identical weights"
-else
-  echo "round trip HF -> original -> HF: DIFFERENT" >&2
-  exit 1
+echo
+echo "== 2. convert the HF checkpoint to every format"
+"$BIN"/gptoss-convert -q "$OUT/ckpt/hf" "$OUT/original" --layout original
+"$BIN"/gptoss-convert -q "$OUT/ckpt/hf" "$OUT/model-bf16.gguf"
+"$BIN"/gptoss-convert -q "$OUT/ckpt/hf" "$OUT/model-q8_0.gguf" --dense q8_0
+"$BIN"/gptoss-convert -q "$OUT/ckpt/hf" "$OUT/model.bin"
+"$BIN"/gptoss-convert -q "$OUT/model.bin" "$OUT/from-modelbin"
+ls -l "$OUT"/*.gguf "$OUT"/model.bin
+if [ -d "$GOLDENS" ]; then
+  echo "-- against the goldens made by llama.cpp and OpenAI's converter:"
+  cmp "$OUT/model.bin" "$GOLDENS/model.bin" && echo "model.bin: byte-identical to OpenAI's create-local-model.py"
+  "$BIN"/gptoss-verify --same "$GOLDENS/model-q8_0.gguf" "$OUT/model-q8_0.gguf" | grep -E '^tensors:' \
+    | sed 's/^/model-q8_0.gguf vs llama.cpp convert_hf_to_gguf.py --outtype q8_0: /'
 fi
+
+echo
+echo "== 3. verify each (structure, values)"
+for m in "$OUT/ckpt/hf" "$OUT/original" "$OUT/model-bf16.gguf" "$OUT/model-q8_0.gguf" "$OUT/model.bin" "$OUT/from-modelbin"; do
+  "$BIN"/gptoss-verify -q --values "$m" | grep -E '^\S.*\((safetensors|GGUF|model.bin)\)|errors,' | paste - -
+done
+
+echo
+echo "== 4. do they hold the same weights? (gptoss-verify --same HF X)"
+for m in "$OUT/original" "$OUT/model-bf16.gguf" "$OUT/model.bin" "$OUT/model-q8_0.gguf"; do
+  echo "-- $m"
+  "$BIN"/gptoss-verify --same "$OUT/ckpt/hf" "$m" | grep -E '^tensors:|^(SAME|DIFFERENT)|lossy as declared \(' | head -5 || true
+done
+
+echo
+echo "== 5. run each format on the CPU reference engine: layer-by-layer parity"
+if [ -f "$GOLDENS/refs-a.safetensors" ]; then
+  "$BIN"/gptoss-run "$OUT/ckpt/hf" --parity "$OUT/original" "$OUT/model-bf16.gguf" "$OUT/model.bin" "$OUT/model-q8_0.gguf" \
+    --refs "$GOLDENS/refs-a.safetensors" --refs-prompt long
+else
+  "$BIN"/gptoss-run "$OUT/ckpt/hf" --parity "$OUT/original" "$OUT/model-bf16.gguf" "$OUT/model.bin" "$OUT/model-q8_0.gguf" \
+    --prompt-tokens 200006,1428,200008,4827,382,220,17,10,17,30,200007,200006,173781
+fi
+
+echo
+echo "== 6. generate (harmony chat, greedy; the tiny model's weights are random, so is its text)"
+"$BIN"/gptoss-run "$OUT/model.bin" -p "What is 2+2?" --max-tokens 12 --raw

@@ -11,6 +11,7 @@
 #include "formats/core/atomic_file.h"
 #include "runtime/cpu/cpu_engine.h"
 #include "runtime/harmony/harmony_messages.h"
+#include "runtime/parity/activation_trace.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/gptoss-run/generation.h"
@@ -29,7 +30,12 @@ constexpr const char* kDescription =
     "\n"
     "--dump-logits FILE writes the logits of every PROMPT position as raw little-endian f32,\n"
     "position-major: prompt_tokens x vocab values, row t holding the logits that predict token\n"
-    "t + 1 (no header; vocab is the model's vocab_size, printed on stderr and in --json).";
+    "t + 1 (no header; vocab is the model's vocab_size, printed on stderr and in --json).\n"
+    "\n"
+    "--parity OTHER... runs MODEL and every OTHER on the prompt (one prefill) and prints, per stage\n"
+    "(embedding, each layer's residual stream, final norm, logits), the max abs difference against\n"
+    "MODEL, or against golden activations with --refs FILE --refs-prompt NAME (the prompt's ids are\n"
+    "then taken from the references).";
 
 void write_logits(const std::filesystem::path& path, const std::vector<float>& logits) {
   gptoss::AtomicFileWriter out(path);
@@ -88,9 +94,42 @@ int main(int argc, char** argv) {
   app.add_option("--engine", engine_name, "cpu (the Vulkan engine is not built yet)")
       ->check(CLI::IsMember({"cpu"}))
       ->capture_default_str();
+  std::vector<std::string> parity_models;
+  std::string refs_path, refs_prompt;
+  app.add_option("--parity", parity_models, "compare stage by stage with these models (see above)");
+  app.add_option("--refs", refs_path, "golden activations (refs-a.safetensors) for --parity");
+  app.add_option("--refs-prompt", refs_prompt, "prompt name inside --refs (hi, four, harmony, long, random)");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (!parity_models.empty() || !refs_path.empty()) {
+      std::optional<gptoss::parity::Trace> reference;
+      std::vector<uint32_t> ids;
+      if (!refs_path.empty()) {
+        if (refs_prompt.empty()) throw std::invalid_argument("--refs needs --refs-prompt NAME");
+        const auto refs = gptoss::SafetensorsFile::open(refs_path);
+        reference = gptoss::parity::trace_from_refs(refs, refs_prompt, &ids);
+      } else if (!prompt_tokens.empty()) {
+        ids = gptoss::run::parse_token_list(prompt_tokens);
+      } else {
+        throw std::invalid_argument("--parity needs --prompt-tokens or --refs");
+      }
+      std::vector<gptoss::parity::Trace> traces;
+      std::vector<std::string> all = {model_path};
+      all.insert(all.end(), parity_models.begin(), parity_models.end());
+      for (const auto& path : all) {
+        const auto m = gptoss::load_model(path);
+        std::string label = gptoss::format_name(gptoss::detect_input_format(path)) + " " +
+                            std::filesystem::path(path).filename().string();
+        traces.push_back(gptoss::parity::trace_cpu(m, ids, "cpu: " + label));
+      }
+      if (!reference) {
+        reference = traces.front();
+        traces.erase(traces.begin());
+      }
+      std::printf("%zu prompt tokens\n%s", ids.size(), gptoss::parity::parity_table(*reference, traces).c_str());
+      return 0;
+    }
     if (prompt_tokens.empty() && prompt_text.empty()) throw std::invalid_argument("give a prompt: -p TEXT or --prompt-tokens ID,ID,...");
     const auto model = gptoss::load_model(model_path);
     std::optional<gptoss::Tokenizer> tokenizer;

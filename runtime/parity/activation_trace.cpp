@@ -1,0 +1,114 @@
+#include "runtime/parity/activation_trace.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "formats/core/error.h"
+#include "runtime/cpu/cpu_engine.h"
+
+namespace gptoss::parity {
+
+const Stage* Trace::find(const std::string& name) const {
+  for (const auto& s : stages)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label) {
+  Trace trace;
+  trace.label = std::move(label);
+  cpu::CpuEngine engine(model);
+  auto observer = [&](const cpu::ActivationView& v) {
+    Stage s;
+    s.name = v.stage == cpu::Stage::Embedding   ? "embedding"
+             : v.stage == cpu::Stage::FinalNorm ? "final norm"
+                                                : "layer " + std::to_string(v.layer);
+    s.rows = v.rows;
+    s.cols = v.cols;
+    s.first_row = v.first_position;
+    s.values.assign(v.values.begin(), v.values.end());
+    trace.stages.push_back(std::move(s));
+  };
+  auto logits = engine.forward(tokens, cpu::LogitRows::All, observer);
+  Stage s{"logits", tokens.size(), engine.vocab_size(), 0, std::move(logits)};
+  trace.stages.push_back(std::move(s));
+  return trace;
+}
+
+namespace {
+Stage stage_from_refs(const SafetensorsFile& refs, const std::string& tensor, const std::string& name) {
+  const auto* t = refs.find(tensor);
+  if (!t) throw_format_error(refs.path(), tensor, std::nullopt, "missing from the references");
+  if (t->dtype != DType::F32 || t->shape.empty() || t->shape.size() > 2)
+    throw_format_error(refs.path(), tensor, std::nullopt, "expected a 1-D or 2-D F32 tensor");
+  Stage s;
+  s.name = name;
+  s.rows = t->shape.size() == 2 ? t->shape[0] : 1;
+  s.cols = t->shape.back();
+  const auto bytes = refs.data(*t);
+  s.values.resize(bytes.size() / 4);
+  std::memcpy(s.values.data(), bytes.data(), bytes.size());
+  return s;
+}
+}  // namespace
+
+Trace trace_from_refs(const SafetensorsFile& refs, const std::string& prompt, std::vector<uint32_t>* ids) {
+  Trace trace;
+  trace.label = "transformers";
+  const auto* id_tensor = refs.find(prompt + ".ids");
+  if (!id_tensor || id_tensor->dtype != DType::I32)
+    throw_format_error(refs.path(), prompt + ".ids", std::nullopt, "missing or not I32");
+  const auto id_bytes = refs.data(*id_tensor);
+  std::vector<uint32_t> tokens(id_bytes.size() / 4);
+  std::memcpy(tokens.data(), id_bytes.data(), id_bytes.size());
+  trace.stages.push_back(stage_from_refs(refs, prompt + ".embed", "embedding"));
+  for (int l = 0; refs.find(prompt + ".layer" + std::to_string(l)); ++l)
+    trace.stages.push_back(stage_from_refs(refs, prompt + ".layer" + std::to_string(l), "layer " + std::to_string(l)));
+  trace.stages.push_back(stage_from_refs(refs, prompt + ".final_norm", "final norm"));
+  Stage logits = stage_from_refs(refs, prompt + ".logits_last", "logits");
+  logits.first_row = tokens.size() - 1;
+  trace.stages.push_back(std::move(logits));
+  if (ids) *ids = std::move(tokens);
+  return trace;
+}
+
+double max_abs_difference(const Stage& a, const Stage& b) {
+  const uint64_t first = std::max(a.first_row, b.first_row);
+  const uint64_t end = std::min(a.first_row + a.rows, b.first_row + b.rows);
+  const size_t cols = std::min(a.cols, b.cols);
+  if (first >= end || cols == 0) return NAN;
+  double worst = 0;
+  for (uint64_t r = first; r < end; ++r)
+    for (size_t c = 0; c < cols; ++c) {
+      const double d = std::fabs(static_cast<double>(a.values[(r - a.first_row) * a.cols + c]) -
+                                 b.values[(r - b.first_row) * b.cols + c]);
+      if (std::isnan(d)) return NAN;
+      worst = std::max(worst, d);
+    }
+  return worst;
+}
+
+std::string parity_table(const Trace& reference, const std::vector<Trace>& others) {
+  std::ostringstream out;
+  out << "| stage (max abs diff vs " << reference.label << ") |";
+  for (const auto& t : others) out << " " << t.label << " |";
+  out << "\n|---|";
+  for (size_t i = 0; i < others.size(); ++i) out << "---|";
+  out << "\n";
+  for (const auto& stage : reference.stages) {
+    out << "| " << stage.name << " |";
+    for (const auto& t : others) {
+      const Stage* s = t.find(stage.name);
+      char cell[32];
+      if (!s) std::snprintf(cell, sizeof cell, "-");
+      else std::snprintf(cell, sizeof cell, "%.2e", max_abs_difference(stage, *s));
+      out << " " << cell << " |";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace gptoss::parity

@@ -1,0 +1,44 @@
+#pragma once
+// Layer-by-layer parity: the activations of one forward pass (embedding, the residual stream
+// after every decoder layer, final norm, logits), recorded from an engine or read from golden
+// references, and the table comparing several of them stage by stage.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "convert/canonical_model.h"
+#include "formats/safetensors/safetensors_file.h"
+
+namespace gptoss::parity {
+
+struct Stage {
+  std::string name;      // "embedding", "layer 0", ..., "final norm", "logits"
+  size_t rows = 0;       // positions
+  size_t cols = 0;
+  uint64_t first_row = 0;  // position of rows[0] (refs hold only the last position's logits)
+  std::vector<float> values;  // row-major [rows, cols]
+};
+
+struct Trace {
+  std::string label;
+  std::vector<Stage> stages;
+  const Stage* find(const std::string& name) const;
+};
+
+// Runs the CPU reference engine on `tokens` (one prefill) and records every stage.
+Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label);
+
+// Golden references (shared/goldens/a/refs-a.safetensors): `prompt`.embed, .layerN, .final_norm
+// and .logits_last; also returns the prompt ids (`prompt`.ids).
+Trace trace_from_refs(const SafetensorsFile& refs, const std::string& prompt, std::vector<uint32_t>* ids);
+
+// Max |a - b| over the rows and columns both stages hold (a model.bin has fewer vocabulary
+// columns; references hold only the last position's logits). NaN if they share nothing.
+double max_abs_difference(const Stage& a, const Stage& b);
+
+// Markdown table: one row per stage of `reference`, one column per other trace, each cell the max
+// abs difference against the reference.
+std::string parity_table(const Trace& reference, const std::vector<Trace>& others);
+
+}  // namespace gptoss::parity
