@@ -30,6 +30,8 @@ class ConvertSource final : public RowSource {
         src_(std::move(src)), from_(from), to_(to), row_elements_(row_elements),
         from_row_bytes_(*dtype_byte_size(from, row_elements)), stats_(std::move(stats)) {}
 
+  void release_pages() const override { src_->release_pages(); }
+
  protected:
   void produce(uint64_t first_row, uint64_t count, uint8_t* out) const override {
     // Bounded work per call: at most a few MB of f32 at a time.
@@ -41,6 +43,7 @@ class ConvertSource final : public RowSource {
       const size_t n = static_cast<size_t>(rows * row_elements_);
       in.resize(rows * from_row_bytes_);
       src_->read((first_row + done) * from_row_bytes_, in);
+      src_->release_range((first_row + done) * from_row_bytes_, in.size());  // rows map 1:1
       values.resize(n);
       decode_to_f32(from_, in.data(), n, values.data());
       uint8_t* dst = out + done * row_bytes();

@@ -1,5 +1,8 @@
 #include "convert/tensor_source.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -17,6 +20,19 @@ void check_range(uint64_t offset, uint64_t count, uint64_t size) {
 void MappedSource::read(uint64_t offset, std::span<uint8_t> out) const {
   check_range(offset, out.size(), bytes_.size());
   std::memcpy(out.data(), bytes_.data() + offset, out.size());
+  if (file_ && file_->shrank()) file_->check_intact();  // the copy read zeros past the file's new end
+}
+
+void MappedSource::release_range(uint64_t offset, uint64_t size) const {
+  // Only file-backed mappings: MADV_DONTNEED on anonymous memory would zero it. Whole pages
+  // inside the range only, so a neighbour's partly read page is never dropped mid-use.
+  if (!file_ || !file_->is_mapped() || offset >= bytes_.size()) return;
+  size = std::min<uint64_t>(size, bytes_.size() - offset);
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(bytes_.data() + offset);
+  const uintptr_t begin = (first + page - 1) / page * page;
+  const uintptr_t end = (first + size) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 void OwnedSource::read(uint64_t offset, std::span<uint8_t> out) const {
@@ -76,16 +92,20 @@ std::vector<uint8_t> read_all(const TensorSource& source) {
 void stream_source(const TensorSource& source, const std::function<void(std::span<const uint8_t>)>& sink,
                    uint64_t chunk_bytes) {
   if (auto view = source.contiguous()) {
-    for (uint64_t off = 0; off < view->size(); off += chunk_bytes)
-      sink(view->subspan(off, std::min<uint64_t>(chunk_bytes, view->size() - off)));
-    return;
+    for (uint64_t off = 0; off < view->size(); off += chunk_bytes) {
+      const uint64_t n = std::min<uint64_t>(chunk_bytes, view->size() - off);
+      sink(view->subspan(off, n));
+      source.release_range(off, n);
+    }
+  } else {
+    std::vector<uint8_t> buffer(std::min<uint64_t>(chunk_bytes, source.size()));
+    for (uint64_t off = 0; off < source.size(); off += buffer.size()) {
+      const uint64_t n = std::min<uint64_t>(buffer.size(), source.size() - off);
+      source.read(off, std::span<uint8_t>(buffer.data(), n));
+      sink(std::span<const uint8_t>(buffer.data(), n));
+    }
   }
-  std::vector<uint8_t> buffer(std::min<uint64_t>(chunk_bytes, source.size()));
-  for (uint64_t off = 0; off < source.size(); off += buffer.size()) {
-    const uint64_t n = std::min<uint64_t>(buffer.size(), source.size() - off);
-    source.read(off, std::span<uint8_t>(buffer.data(), n));
-    sink(std::span<const uint8_t>(buffer.data(), n));
-  }
+  source.release_pages();
 }
 
 }  // namespace gptoss

@@ -21,6 +21,16 @@ class TensorSource {
   virtual void read(uint64_t offset, std::span<uint8_t> out) const = 0;
   // The whole encoding as one view when it lies contiguously in memory (zero copy).
   virtual std::optional<std::span<const uint8_t>> contiguous() const { return std::nullopt; }
+  // Drops this tensor's pages of mapped input files from the process (they stay in the page
+  // cache). Writers call it after streaming a tensor, so resident memory stays bounded by one
+  // tensor instead of growing to the whole input. Transforms forward it to their inputs.
+  virtual void release_pages() const {}
+  // The same for bytes [offset, offset + size) of the encoding, where that maps to input pages
+  // directly (contiguous sources); used between the chunks of one large tensor.
+  virtual void release_range(uint64_t offset, uint64_t size) const {
+    (void)offset;
+    (void)size;
+  }
 };
 
 using TensorSourcePtr = std::shared_ptr<const TensorSource>;
@@ -33,6 +43,8 @@ class MappedSource final : public TensorSource {
   uint64_t size() const override { return bytes_.size(); }
   void read(uint64_t offset, std::span<uint8_t> out) const override;
   std::optional<std::span<const uint8_t>> contiguous() const override { return bytes_; }
+  void release_pages() const override { release_range(0, bytes_.size()); }
+  void release_range(uint64_t offset, uint64_t size) const override;
 
  private:
   std::shared_ptr<const MappedFile> file_;
@@ -92,6 +104,8 @@ class SliceSource final : public TensorSource {
   uint64_t size() const override { return size_; }
   void read(uint64_t offset, std::span<uint8_t> out) const override { parent_->read(offset_ + offset, out); }
   std::optional<std::span<const uint8_t>> contiguous() const override;
+  void release_pages() const override { parent_->release_range(offset_, size_); }
+  void release_range(uint64_t offset, uint64_t size) const override { parent_->release_range(offset_ + offset, size); }
 
  private:
   TensorSourcePtr parent_;
@@ -105,6 +119,9 @@ class ConcatSource final : public TensorSource {
   explicit ConcatSource(std::vector<TensorSourcePtr> parts);
   uint64_t size() const override { return total_; }
   void read(uint64_t offset, std::span<uint8_t> out) const override;
+  void release_pages() const override {
+    for (const auto& p : parts_) p->release_pages();
+  }
 
  private:
   std::vector<TensorSourcePtr> parts_;

@@ -21,6 +21,8 @@ class StridedUnits final : public RowSource {
       : RowSource(src->size() / unit_bytes / stride, unit_bytes),
         src_(std::move(src)), stride_(stride), phase_(phase) {}
 
+  void release_pages() const override { src_->release_pages(); }
+
  protected:
   void produce(uint64_t first, uint64_t count, uint8_t* out) const override {
     const uint64_t ub = row_bytes();
@@ -45,6 +47,8 @@ class InterleavedUnits final : public RowSource {
  public:
   InterleavedUnits(TensorSourcePtr a, TensorSourcePtr b, uint64_t unit_bytes)
       : RowSource(2 * (a->size() / unit_bytes), unit_bytes), a_(std::move(a)), b_(std::move(b)) {}
+
+  void release_pages() const override { a_->release_pages(); b_->release_pages(); }
 
  protected:
   void produce(uint64_t first, uint64_t count, uint8_t* out) const override {
@@ -79,6 +83,8 @@ class GgmlFromOai final : public RowSource {
       throw std::invalid_argument("MXFP4 blocks and scales disagree in size");
   }
 
+  void release_pages() const override { blocks_->release_pages(); scales_->release_pages(); }
+
  protected:
   void produce(uint64_t first, uint64_t count, uint8_t* out) const override {
     std::vector<uint8_t> blocks, scales;
@@ -111,6 +117,8 @@ class OaiFromGgml final : public RowSource {
   OaiFromGgml(TensorSourcePtr ggml, uint64_t bpr, bool scales)
       : RowSource(ggml->size() / (bpr * kMxfp4GgmlBlockBytes), scales ? bpr : bpr * kMxfp4OaiBlockBytes),
         ggml_(std::move(ggml)), bpr_(bpr), scales_(scales) {}
+
+  void release_pages() const override { ggml_->release_pages(); }
 
  protected:
   void produce(uint64_t first, uint64_t count, uint8_t* out) const override {

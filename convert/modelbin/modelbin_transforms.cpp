@@ -22,6 +22,8 @@ class QkTransformSource final : public RowSource {
         scale_(scale),
         inexact_(std::move(inexact)) {}
 
+  void release_pages() const override { source_->release_pages(); }
+
  protected:
   void produce(uint64_t first_row, uint64_t count, uint8_t* out) const override {
     const uint64_t rb = row_bytes();
@@ -75,6 +77,8 @@ class ScaleOffsetSource final : public TensorSource {
       out[i] = static_cast<uint8_t>(v);
     }
   }
+
+  void release_pages() const override { source_->release_pages(); }
 
  private:
   TensorSourcePtr source_;

@@ -23,6 +23,7 @@ class MappedFile {
 
   const std::string& path() const { return path_; }
   uint64_t size() const { return size_; }
+  bool is_mapped() const { return mapped_; }  // false for from_bytes() images
   std::span<const uint8_t> bytes() const { return {data_, static_cast<size_t>(size_)}; }
 
   // [offset, offset+size) of the file, or a FormatError naming `field` when it is out of range.

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "convert/model_io.h"
+#include "formats/core/atomic_file.h"
 #include "formats/core/dtype.h"
 #include "tools/common/progress_bar.h"
 
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
                "safetensors checkpoint folder. Outputs appear only when complete."};
   std::string input, output, layout = "hf", dense;
   uint64_t max_shard = 0;
-  bool quiet = false;
+  bool quiet = false, verbose = false;
   app.add_option("input", input, "checkpoint folder, .safetensors, .gguf or model.bin")->required();
   app.add_option("output", output, "output folder, .gguf or .bin")->required();
   app.add_option("--layout", layout, "safetensors output layout: hf or original")->check(CLI::IsMember({"hf", "original"}));
@@ -23,7 +24,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"bf16", "f16", "f32", "q8_0"}));
   app.add_option("--max-shard-size,--split-max-size", max_shard, "split the output at this many bytes per file");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
+  app.add_flag("-v,--verbose", verbose, "print every lossy-step note (default: the first few and a count)");
   CLI11_PARSE(app, argc, argv);
+  gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
   try {
     const auto model = gptoss::load_model(input);
     std::cerr << "read " << model.source_description << ": " << model.tensors.size() << " tensors, "
@@ -37,7 +40,11 @@ int main(int argc, char** argv) {
     options.progress = [&](const gptoss::ProgressEvent& e) { bar.update(e.done_bytes, e.total_bytes, e.item); };
     const auto notes = gptoss::write_model(model, output, options);
     bar.finish();
-    for (const auto& n : notes) std::cerr << "lossy: " << n << "\n";
+    // A Q8_0 conversion has a note per quantized tensor: show a few and the count unless -v.
+    const size_t shown = verbose ? notes.size() : std::min<size_t>(notes.size(), 4);
+    for (size_t i = 0; i < shown; ++i) std::cerr << "lossy: " << notes[i] << "\n";
+    if (shown < notes.size())
+      std::cerr << "lossy: ... and " << notes.size() - shown << " more tensors (-v lists them all)\n";
     std::cerr << "wrote " << output << " (" << gptoss::format_name(gptoss::output_format_for(output)) << ")\n";
   } catch (const std::exception& e) {
     std::cerr << "gptoss-convert: " << e.what() << "\n";
