@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "formats/codecs/float_codec.h"
+#include "formats/core/mapped_file.h"
 #include "verify/sha256.h"
 
 namespace gptoss {
@@ -25,10 +26,12 @@ void for_each_canonical_chunk(const CanonicalTensor& t, const std::function<void
     const uint64_t n = std::min(rows_per_chunk, rows - r);
     raw.resize(n * row_bytes);
     t.source->read(r * row_bytes, raw);
+    t.source->release_range(r * row_bytes, raw.size());
     values.resize(n * row);
     decode_to_f32(t.dtype, raw.data(), values.size(), values.data());
     sink({reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4});
   }
+  t.source->release_pages();
 }
 
 std::string canonical_tensor_digest(const CanonicalTensor& t) {
@@ -39,6 +42,7 @@ std::string canonical_tensor_digest(const CanonicalTensor& t) {
 
 std::vector<TensorDigest> canonical_digests(const CanonicalModel& model, unsigned threads) {
   std::vector<TensorDigest> out(model.tensors.size());
+  const uint64_t shrink_events = MappedFile::shrink_events();
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   std::atomic<size_t> next{0};
   std::exception_ptr error;
@@ -57,6 +61,7 @@ std::vector<TensorDigest> canonical_digests(const CanonicalModel& model, unsigne
   for (unsigned i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (auto& th : pool) th.join();
   if (error) std::rethrow_exception(error);
+  MappedFile::throw_if_shrunk_since(shrink_events);  // digests of zeros read past a shrunk file's end are not digests
   return out;
 }
 

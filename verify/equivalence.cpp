@@ -35,6 +35,7 @@ std::vector<float> decode_rows(const CanonicalTensor& t, uint64_t first, uint64_
   const uint64_t row_bytes = *dtype_byte_size(t.dtype, row);
   std::vector<uint8_t> raw(rows * row_bytes);
   t.source->read(first * row_bytes, raw);
+  t.source->release_range(first * row_bytes, raw.size());
   std::vector<float> out(rows * row);
   decode_to_f32(t.dtype, raw.data(), out.size(), out.data());
   return out;

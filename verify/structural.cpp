@@ -10,6 +10,7 @@
 #include "formats/core/error.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/float16.h"
+#include "formats/core/mapped_file.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_split.h"
 #include "formats/modelbin/modelbin_file.h"
@@ -255,6 +256,7 @@ std::vector<TensorValueStats> check_values(const CanonicalModel& model, const st
 
 VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
   VerifyResult result;
+  const uint64_t shrink_events = MappedFile::shrink_events();  // a file shrinking under us is an error, not a finding
   const ModelFormat format = detect_input_format(path);
   result.format = format_name(format);
   switch (format) {
@@ -268,11 +270,13 @@ VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
   try {
     model = load_model(path);
   } catch (const FormatError& e) {
+    MappedFile::throw_if_shrunk_since(shrink_events);
     result.report.error("model", e.file(), e.field(), e.message(), {}, e.offset());
     return result;
   }
   check_model_consistency(model, path.string(), result.report);
   if (options.values) result.stats = check_values(model, path.string(), result.report, options.threads);
+  MappedFile::throw_if_shrunk_since(shrink_events);
   return result;
 }
 
