@@ -1,5 +1,7 @@
 #include "convert/modelbin/modelbin_tokenizer.h"
 
+#include "convert/tokenizer_merges.h"
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -126,36 +128,6 @@ modelbin::TokenizerSection modelbin_tokenizer_section(const TokenizerData& tok, 
   return section;
 }
 
-std::vector<std::pair<std::string, std::string>> merges_from_ranks(const std::vector<std::string>& tokens, size_t count) {
-  std::unordered_map<std::string_view, uint32_t> rank;
-  rank.reserve(count * 2);
-  for (uint32_t id = 0; id < count; ++id) rank.emplace(tokens[id], id);
-  // Every split of a token into two tokens is a merge; merges are ordered by the rank of the
-  // token they make, then by the ranks of the left and right parts. This is how tiktoken
-  // vocabularies are expressed as Hugging Face BPE (o200k's tokenizer.json has 446189 merges).
-  std::vector<std::pair<std::string, std::string>> merges;
-  struct Split {
-    uint32_t left, right;
-    size_t at;
-  };
-  std::vector<Split> splits;
-  for (uint32_t id = 0; id < count; ++id) {
-    const std::string_view token = tokens[id];
-    splits.clear();
-    for (size_t at = 1; at < token.size(); ++at) {
-      auto l = rank.find(token.substr(0, at));
-      if (l == rank.end()) continue;
-      auto r = rank.find(token.substr(at));
-      if (r == rank.end()) continue;
-      splits.push_back({l->second, r->second, at});
-    }
-    std::sort(splits.begin(), splits.end(),
-              [](const Split& a, const Split& b) { return a.left != b.left ? a.left < b.left : a.right < b.right; });
-    for (const auto& sp : splits) merges.emplace_back(token.substr(0, sp.at), token.substr(sp.at));
-  }
-  return merges;
-}
-
 std::shared_ptr<TokenizerData> tokenizer_from_modelbin(const modelbin::ModelBinFile& file, std::vector<std::string>& notes) {
   const auto& th = file.tokenizer_header();
   auto tok = std::make_shared<TokenizerData>();
@@ -187,7 +159,7 @@ std::shared_ptr<TokenizerData> tokenizer_from_modelbin(const modelbin::ModelBinF
     notes.push_back("special-token UUID table differs from OpenAI's writer (token names follow o200k_harmony):" +
                     differences);
   tok->pretokenizer_regex = std::string(file.regex());
-  tok->merges = merges_from_ranks(tok->tokens, th.num_text_tokens);
+  tok->merges = derive_merges_from_ranks(*tok);  // model.bin stores ranks only
   tok->bos_id = tok->find_special("<|startoftext|>");
   tok->eos_id = tok->find_special("<|return|>");
   tok->pad_id = tok->find_special("<|endoftext|>");

@@ -33,9 +33,4 @@ modelbin::TokenizerSection modelbin_tokenizer_section(const TokenizerData& token
 // (tiktoken's merge order), so the result can be written as a tokenizer.json again.
 std::shared_ptr<TokenizerData> tokenizer_from_modelbin(const modelbin::ModelBinFile& file, std::vector<std::string>& notes);
 
-// BPE merges implied by ranked byte tokens (rank = id) as Hugging Face expresses a tiktoken
-// vocabulary: every split of a token into two tokens, by the made token's rank, then by the
-// parts' ranks.
-std::vector<std::pair<std::string, std::string>> merges_from_ranks(const std::vector<std::string>& tokens, size_t count);
-
 }  // namespace gptoss
