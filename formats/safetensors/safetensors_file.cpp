@@ -80,6 +80,8 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const MappedFile> mapped)
   } catch (const json::parse_error& e) {
     throw_format_error(file, "header", 8 + std::min<uint64_t>(e.byte > 0 ? e.byte - 1 : 0, n),
                        std::string("invalid JSON: ") + e.what());
+  } catch (const json::exception& e) {  // e.g. out_of_range 406: a number too large for a double
+    throw_format_error(file, "header", 8, std::string("invalid JSON: ") + e.what());
   }
   if (!root.is_object()) throw_format_error(file, "header", 8, "top level of the header must be a JSON object");
   if (!duplicate.empty()) throw_format_error(file, "header", 8, "duplicate key \"" + duplicate + "\"");
