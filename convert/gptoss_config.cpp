@@ -37,13 +37,14 @@ double get_f64(const json& j, const char* key, const std::string& source, std::o
 std::optional<uint32_t> first_token_id(const json& j, const char* key, const std::string& source) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
   const json& v = j[key].is_array() && !j[key].empty() ? j[key][0] : j[key];
-  if (!v.is_number_unsigned()) throw_format_error(source, key, std::nullopt, "must be a token id, found " + v.dump());
+  if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX)  // get<uint32_t> would wrap 2^40 to 0
+    throw_format_error(source, key, std::nullopt, "must be a token id, found " + v.dump());
   return v.get<uint32_t>();
 }
 
 std::vector<bool> default_layer_types(uint32_t layers) {
-  std::vector<bool> out(layers);
-  for (uint32_t i = 0; i < layers; ++i) out[i] = i % 2 == 0;  // even layers slide, as in gpt-oss
+  std::vector<bool> out(std::min(layers, kMaxConfigLayers));  // validate() reports a larger count
+  for (size_t i = 0; i < out.size(); ++i) out[i] = i % 2 == 0;  // even layers slide, as in gpt-oss
   return out;
 }
 }  // namespace
@@ -54,6 +55,12 @@ void GptOssConfig::validate(const std::string& source) const {
     if (!ok) problems << "\n  - " << what;
   };
   need(num_layers > 0, "num_hidden_layers must be > 0");
+  need(num_layers <= kMaxConfigLayers, "num_hidden_layers must be at most " + std::to_string(kMaxConfigLayers));
+  need(num_experts <= kMaxConfigExperts, "num_local_experts must be at most " + std::to_string(kMaxConfigExperts));
+  need(hidden_size <= kMaxConfigWidth && intermediate_size <= kMaxConfigWidth && head_dim <= kMaxConfigWidth &&
+           num_heads <= kMaxConfigWidth && num_kv_heads <= kMaxConfigWidth,
+       "hidden_size, intermediate_size, head_dim and head counts must be at most " + std::to_string(kMaxConfigWidth));
+  need(vocab_size <= kMaxConfigVocab, "vocab_size must be at most " + std::to_string(kMaxConfigVocab));
   need(hidden_size > 0 && hidden_size % 32 == 0, "hidden_size must be a positive multiple of 32 (MXFP4 blocks)");
   need(intermediate_size > 0 && intermediate_size % 32 == 0,
        "intermediate_size must be a positive multiple of 32 (MXFP4 blocks)");
@@ -163,6 +170,8 @@ GptOssConfig config_from_hf_json(const json& j, const std::string& source) {
   if (j.contains("layer_types")) {
     const json& lt = j["layer_types"];
     if (!lt.is_array()) throw_format_error(source, "layer_types", std::nullopt, "must be an array of strings");
+    if (lt.size() > kMaxConfigLayers)
+      throw_format_error(source, "layer_types", std::nullopt, "more than " + std::to_string(kMaxConfigLayers) + " layers");
     for (const auto& v : lt) {
       if (v == "sliding_attention") c.sliding_layers.push_back(true);
       else if (v == "full_attention") c.sliding_layers.push_back(false);
@@ -215,9 +224,13 @@ GptOssConfig load_config_file(const std::string& path) {
   } catch (const json::exception& e) {
     throw_format_error(path, "", std::nullopt, std::string("invalid JSON: ") + e.what());
   }
-  if (j.is_object() && j.contains("num_experts") && !j.contains("num_local_experts"))
-    return config_from_original_json(j, path);
-  return config_from_hf_json(j, path);
+  try {
+    if (j.is_object() && j.contains("num_experts") && !j.contains("num_local_experts"))
+      return config_from_original_json(j, path);
+    return config_from_hf_json(j, path);
+  } catch (const json::exception& e) {  // a value of the wrong JSON type deep inside
+    throw_format_error(path, "", std::nullopt, std::string("unexpected JSON value: ") + e.what());
+  }
 }
 
 nlohmann::ordered_json config_to_hf_json(const GptOssConfig& c) {

@@ -47,6 +47,14 @@ struct GptOssConfig {
   bool operator==(const GptOssConfig&) const = default;
 };
 
+// Caps on hyper-parameters read from files, far above any GPT-OSS model (36 layers, 128 experts,
+// width 2880, 201088 tokens). validate() enforces them, and readers check the layer count before
+// sizing anything by it, so a hostile header cannot make us allocate or loop without bound.
+inline constexpr uint32_t kMaxConfigLayers = 1024;
+inline constexpr uint32_t kMaxConfigExperts = 65536;
+inline constexpr uint32_t kMaxConfigWidth = 1u << 20;  // hidden, intermediate, head_dim, heads
+inline constexpr uint32_t kMaxConfigVocab = 1u << 24;
+
 // YaRN numbers derived from the config, as transformers and OpenAI compute them.
 struct YarnParams {
   double low = 0, high = 0;       // correction range in rotary-pair index space

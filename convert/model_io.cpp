@@ -5,6 +5,7 @@
 #include "convert/gguf/gguf_model.h"
 #include "convert/modelbin/modelbin_model.h"
 #include "formats/core/error.h"
+#include "formats/core/mapped_file.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;
@@ -40,13 +41,22 @@ ModelFormat output_format_for(const fs::path& path) {
   return ModelFormat::Safetensors;
 }
 
-CanonicalModel load_model(const fs::path& path) {
+namespace {
+CanonicalModel load_by_format(const fs::path& path) {
   switch (detect_input_format(path)) {
     case ModelFormat::Gguf: return load_gguf_model(path);
     case ModelFormat::ModelBin: return load_modelbin_model(path);
     case ModelFormat::Safetensors: break;
   }
   return load_safetensors_model(path);
+}
+}  // namespace
+
+CanonicalModel load_model(const fs::path& path) {
+  const uint64_t shrink_events = MappedFile::shrink_events();
+  CanonicalModel model = load_by_format(path);
+  MappedFile::throw_if_shrunk_since(shrink_events);  // headers read while the file shrank are not trusted
+  return model;
 }
 
 std::vector<std::string> write_model(const CanonicalModel& model, const fs::path& path, const WriteOptions& options) {

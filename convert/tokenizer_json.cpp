@@ -90,6 +90,12 @@ std::shared_ptr<TokenizerData> tokenizer_from_json(const json& j, const std::str
         throw_format_error(source, "added_tokens", std::nullopt, "entry needs an integer id below 2^24 and a string content");
       max_id = std::max<uint64_t>(max_id, a["id"].get<uint64_t>() + 1);
     }
+  // Ids are dense in every real tokenizer; a few listed tokens must not claim 2^24 slots.
+  const uint64_t listed = model["vocab"].size() + (j.contains("added_tokens") && j["added_tokens"].is_array() ? j["added_tokens"].size() : 0);
+  if (max_id > 2 * listed + 1024)
+    throw_format_error(source, "model.vocab", std::nullopt,
+                       "token ids reach " + std::to_string(max_id - 1) + " but only " + std::to_string(listed) +
+                           " tokens are listed: ids must be (nearly) dense");
   tok->tokens.assign(max_id, std::string());
   tok->types.assign(max_id, TokenType::Unused);
   for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
@@ -152,7 +158,11 @@ std::shared_ptr<TokenizerData> load_tokenizer_json(const std::filesystem::path& 
   } catch (const json::exception& e) {
     throw_format_error(path.string(), "", std::nullopt, std::string("invalid JSON: ") + e.what());
   }
-  return tokenizer_from_json(j, path.string());
+  try {
+    return tokenizer_from_json(j, path.string());
+  } catch (const json::exception& e) {  // a value of the wrong JSON type deep inside
+    throw_format_error(path.string(), "", std::nullopt, std::string("unexpected JSON value: ") + e.what());
+  }
 }
 
 }  // namespace gptoss

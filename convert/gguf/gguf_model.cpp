@@ -255,6 +255,9 @@ GptOssConfig gguf_config(const GgufModelFiles& files) {
   c.intermediate_size = get_u32(f, "expert_feed_forward_length");
   c.sliding_window = get_u32(f, "attention.sliding_window");
   c.max_position_embeddings = get_u32(f, "context_length");
+  if (c.num_layers > kMaxConfigLayers)
+    f.fail(arch_key("block_count"), f.find(arch_key("block_count"))->offset,
+           std::to_string(c.num_layers) + " blocks is more than the limit of " + std::to_string(kMaxConfigLayers));
   c.sliding_layers.resize(c.num_layers);
   for (uint32_t l = 0; l < c.num_layers; ++l) c.sliding_layers[l] = l % 2 == 0;  // llama.cpp's fixed pattern
   c.rms_norm_eps = opt_f32(f, "attention.layer_norm_rms_epsilon").value_or(0);

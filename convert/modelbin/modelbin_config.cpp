@@ -110,6 +110,9 @@ GptOssConfig config_from_modelbin_header(const modelbin::ModelHeader& h, uint64_
   c.num_heads = h.num_heads;
   c.num_kv_heads = h.num_kv_heads;
   c.sliding_window = h.attention_window;
+  if (c.num_layers > kMaxConfigLayers)
+    throw_format_error(file, "model_header.num_blocks", modelbin::kModelHeaderOffset + 4,
+                       std::to_string(c.num_layers) + " blocks is more than the limit of " + std::to_string(kMaxConfigLayers));
   c.sliding_layers.resize(c.num_layers);
   for (uint32_t l = 0; l < c.num_layers; ++l) c.sliding_layers[l] = l % 2 == 0;  // fixed by the runtime
   if (vocabulary_size > UINT32_MAX)
@@ -138,7 +141,9 @@ GptOssConfig config_from_modelbin_header(const modelbin::ModelHeader& h, uint64_
   const double raw_original = std::round(h.context_length / c.rope_scaling_factor);
   c.rope_original_context = static_cast<uint32_t>(std::max(1.0, raw_original));
   c.max_position_embeddings = h.context_length;
-  if (static_cast<uint32_t>(static_cast<double>(c.rope_original_context) * c.rope_scaling_factor) != h.context_length)
+  // A tiny interpolation_scale makes the product overflow uint32 (undefined as a cast): compare in double.
+  const double product = static_cast<double>(c.rope_original_context) * c.rope_scaling_factor;
+  if (!(product < 4294967296.0) || static_cast<uint32_t>(product) != h.context_length)
     notes.push_back("model.bin context_length " + std::to_string(h.context_length) +
                     " is not an integer original context times the YaRN factor " + std::to_string(c.rope_scaling_factor) +
                     "; using original context " + std::to_string(c.rope_original_context));

@@ -2,6 +2,13 @@
 // Output files appear only when complete: bytes go to a temp file beside the target, which is
 // fsync'd and renamed over the target by commit(). Destroying an uncommitted writer removes the
 // temp file, so an error or exception never leaves a partial output behind.
+//
+// Interruptions: every live temp file is listed in a process-wide table. A program that calls
+// remove_temp_files_on_signals() has them unlinked when SIGINT, SIGTERM or SIGHUP arrives (then
+// dies of that signal as before). A process killed outright (SIGKILL, power loss) leaves its
+// temp file behind; the next writer for the same target removes every `.NAME.tmp-PID-*` whose
+// process is gone. commit() refuses to publish an output while an input file it may have read
+// from shrank (see MappedFile), and write errors name the cause (disk full, file size limit).
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -43,9 +50,21 @@ class AtomicFileWriter {
   std::filesystem::path target_;
   std::filesystem::path temp_;
   int fd_ = -1;
+  int live_slot_ = -1;          // entry in the table of live temp files, -1 when not listed
+  uint64_t shrink_events_ = 0;  // MappedFile::shrink_events() when the writer was created
   std::vector<uint8_t> buffer_;
   size_t buffered_ = 0;
   uint64_t position_ = 0;
 };
+
+// Installs handlers for SIGINT, SIGTERM and SIGHUP that unlink every live temp file of this
+// process and then let the signal take its previous effect, and ignores SIGXFSZ so that hitting
+// a file-size limit is a write error (EFBIG) with a clear message instead of a silent kill.
+// For programs (the CLIs); call it once at start-up.
+void remove_temp_files_on_signals();
+
+// Removes `.NAME.tmp-PID-XXXXXXXX` files beside `target` left by processes that no longer run.
+// Returns how many were removed. AtomicFileWriter calls it before creating its temp file.
+size_t remove_stale_temp_files(const std::filesystem::path& target);
 
 }  // namespace gptoss

@@ -1,6 +1,14 @@
 #pragma once
 // Read-only memory-mapped input files. Every view into the file goes through slice(), which
 // checks the range against the file size first and reports the field that asked for it.
+//
+// A file that another process truncates while it is mapped would make the next access past its
+// new end raise SIGBUS. Every mapping is registered with a process-wide SIGBUS handler instead:
+// a fault inside a registered mapping replaces the pages from the fault to the end of the mapping
+// with zeros, marks the file as shrunk and lets the access continue. The zeros never reach an
+// output: MappedSource::read, AtomicFileWriter::commit, load_model and the checksum loops call
+// check_intact() / throw_if_shrunk_since(), which throw a FormatError naming the file. The hot
+// path pays nothing (no per-access check, one atomic load per chunk). See docs/robustness.md.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -32,12 +40,25 @@ class MappedFile {
   // Tells the kernel we will read the range once, front to back (large sequential copies).
   void advise_sequential(uint64_t offset, uint64_t size) const;
 
+  // True once an access faulted because the file shrank after it was mapped (one atomic load).
+  bool shrank() const;
+  // FormatError "file shrank while being read" naming the file when shrank() or when the file
+  // is now shorter than its mapping (a truncation inside the last page never faults).
+  void check_intact() const;
+
+  // A counter of shrink events in this process (any mapped file). Take it before a piece of
+  // work, pass it to throw_if_shrunk_since() after: a FormatError names a file that shrank.
+  static uint64_t shrink_events();
+  static void throw_if_shrunk_since(uint64_t events);
+
  private:
   MappedFile() = default;
   std::string path_;
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
   bool mapped_ = false;
+  int fd_ = -1;          // kept open to notice truncation that never faults (fstat)
+  int guard_slot_ = -1;  // index in the SIGBUS guard's table, -1 when not guarded
   std::vector<uint8_t> owned_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "convert/safetensors_model.h"
 #include "convert/synthesize.h"
+#include "formats/core/atomic_file.h"
 #include "tools/common/progress_bar.h"
 
 int main(int argc, char** argv) {
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--layouts", layouts, "hf, original or both")->check(CLI::IsMember({"hf", "original", "both"}));
   app.add_option("--max-shard-size", max_shard, "shard the safetensors at this many bytes (0 = one file)");
   CLI11_PARSE(app, argc, argv);
+  gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
   try {
     namespace fs = std::filesystem;
     const auto model = gptoss::synthesize_model(gptoss::synth_preset(preset));

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "worker threads (default: all cores)");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   CLI11_PARSE(app, argc, argv);
+  gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
   const bool progress = !quiet && !json && stderr_is_terminal();
   try {
     if (!check.empty()) return run_check(check, threads, progress, json);
