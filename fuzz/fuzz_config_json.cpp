@@ -1,5 +1,5 @@
 // config.json: both readers (Hugging Face and OpenAI original layout) on any JSON the input
-// parses as; a config they accept must give finite YaRN numbers and survive a write/read round trip.
+// parses as; a config they accept must give YaRN frequencies that are numbers and survive a write/read round trip.
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -14,7 +14,9 @@ using namespace gptoss;
 void check_accepted(const GptOssConfig& config) {
   const YarnParams yarn = compute_yarn(config);
   fuzz::require(yarn.inv_freq.size() == config.head_dim / 2, "inv_freq has the wrong length");
-  fuzz::require(yarn.high >= yarn.low, "YaRN correction range is reversed");
+  // No check on low <= high: like transformers, an extreme rope_theta (just above 1) clamps low
+  // above high, and the ramp still stays in [0, 1].
+  for (float f : yarn.inv_freq) fuzz::require(!std::isnan(f), "inv_freq has a NaN");
   const GptOssConfig again = config_from_hf_json(nlohmann::json::parse(config_to_hf_json(config).dump()), "round-trip");
   fuzz::require(again == config, "config_to_hf_json / config_from_hf_json round trip changed the config");
 }

@@ -31,6 +31,9 @@ max_len() {
 }
 
 build() {
+  mkdir -p "$BUILD"
+  exec 9>"$BUILD/.fuzz-build.lock"
+  flock 9  # two fuzz.sh started at once must not run ninja in the same folder together
   if [[ ! -f "$BUILD/build.ninja" ]]; then
     local san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -gline-tables-only"
     local launcher=()
@@ -48,6 +51,7 @@ build() {
     ASAN_OPTIONS=detect_leaks=0 "$BUILD/fuzz/gptoss_fuzz_seeds" "${args[@]}"
     touch "$BUILD/fuzz-seeds/.done"
   fi
+  flock -u 9
 }
 
 # run TARGET SECONDS [args]: the working corpus grows in $BUILD/fuzz-corpus/TARGET; the seeds
