@@ -61,6 +61,7 @@ std::unique_ptr<Context> Context::create() {
   ctx->info_.vendor_id = props2.properties.vendorID;
   ctx->info_.type = props2.properties.deviceType;
   ctx->info_.subgroup_size = subgroup.subgroupSize;
+  ctx->info_.max_storage_buffer_range = props2.properties.limits.maxStorageBufferRange;
   for (uint32_t h = 0; h < ctx->memory_.memoryHeapCount; ++h)
     if (ctx->memory_.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       ctx->info_.device_local_bytes = std::max<uint64_t>(ctx->info_.device_local_bytes, ctx->memory_.memoryHeaps[h].size);

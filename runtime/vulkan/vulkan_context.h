@@ -20,6 +20,7 @@ struct DeviceInfo {
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint64_t device_local_bytes = 0;
   uint32_t subgroup_size = 0;
+  uint64_t max_storage_buffer_range = 0;  // largest range one storage-buffer binding may cover
 };
 
 class Context;

@@ -1,0 +1,136 @@
+// The Vulkan engine against the CPU reference engine on preset a, stage by stage (embedding,
+// every layer's residual stream, final norm, logits), on golden prompts' ids; and decoding
+// through the device KV cache against prefills, across the sliding window (8 in preset a).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "convert/model_io.h"
+#include "runtime/cpu/cpu_engine.h"
+#include "runtime/vulkan/vulkan_engine.h"
+#include "tests/test_support.h"
+#include "tests/vulkan/vulkan_test_support.h"
+
+namespace gptoss::test {
+namespace {
+
+struct Engines {
+  CanonicalModel model;
+  cpu::CpuEngine cpu;
+  vk::VulkanEngine vulkan;
+  Engines(CanonicalModel m, std::shared_ptr<vk::Context> ctx)
+      : model(std::move(m)), cpu(model), vulkan(model, {}, std::move(ctx)) {}
+};
+
+Engines& preset_a_engines(std::shared_ptr<vk::Context> ctx) {
+  static Engines engines(load_model(preset_a_checkpoint() / "hf"), std::move(ctx));
+  return engines;
+}
+
+std::vector<uint32_t> golden_prompt_ids(const std::filesystem::path& goldens, const std::string& name) {
+  std::ifstream in(goldens / "a" / "refs-a.json");
+  const auto refs = nlohmann::json::parse(in);
+  return refs.at("prompts").at(name).get<std::vector<uint32_t>>();
+}
+
+using Stages = std::map<std::string, std::vector<float>>;
+
+std::vector<float> run_traced(auto& engine, std::span<const uint32_t> ids, Stages& stages) {
+  engine.reset();
+  auto observer = [&](const cpu::ActivationView& v) {
+    const std::string name = v.stage == cpu::Stage::Embedding   ? "embedding"
+                             : v.stage == cpu::Stage::FinalNorm ? "final norm"
+                                                                : "layer " + std::to_string(v.layer);
+    EXPECT_EQ(v.rows, ids.size());
+    EXPECT_EQ(v.first_position, 0u);
+    stages[name].assign(v.values.begin(), v.values.end());
+  };
+  return engine.forward(ids, cpu::LogitRows::All, observer);
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float worst = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+class VulkanEngineParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VulkanEngineParity, EveryStageMatchesTheCpuEngine) {
+  GOLDENS_OR_SKIP();
+  VULKAN_OR_SKIP();
+  auto& engines = preset_a_engines(ctx);
+  const auto ids = golden_prompt_ids(*goldens, GetParam());
+  Stages cpu_stages, vk_stages;
+  const auto cpu_logits = run_traced(engines.cpu, ids, cpu_stages);
+  const auto vk_logits = run_traced(engines.vulkan, ids, vk_stages);
+  ASSERT_EQ(vk_stages.size(), engines.model.config.num_layers + 2u);
+  EXPECT_EQ(max_abs_diff(vk_stages["embedding"], cpu_stages["embedding"]), 0.0f);
+  for (uint32_t l = 0; l < engines.model.config.num_layers; ++l) {
+    const std::string name = "layer " + std::to_string(l);
+    const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
+    EXPECT_LE(diff, 2e-3f) << name;
+    std::printf("%s %s max |vulkan - cpu| %.2e\n", GetParam().c_str(), name.c_str(), static_cast<double>(diff));
+  }
+  EXPECT_LE(max_abs_diff(vk_stages["final norm"], cpu_stages["final norm"]), 2e-3f);
+  ASSERT_EQ(vk_logits.size(), ids.size() * engines.vulkan.vocab_size());
+  const float logit_diff = max_abs_diff(vk_logits, cpu_logits);
+  EXPECT_LE(logit_diff, 1e-3f);
+  std::printf("%s logits max |vulkan - cpu| %.2e over %zu positions\n", GetParam().c_str(),
+              static_cast<double>(logit_diff), ids.size());
+  EXPECT_EQ(engines.vulkan.position(), ids.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(GoldenPrompts, VulkanEngineParity, ::testing::Values("harmony", "long"));
+
+TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
+  GOLDENS_OR_SKIP();
+  VULKAN_OR_SKIP();
+  auto& engines = preset_a_engines(ctx);
+  auto& engine = engines.vulkan;
+  const auto ids = golden_prompt_ids(*goldens, "long");
+  const size_t vocab = engine.vocab_size();
+  engines.cpu.reset();
+  const auto cpu_all = engines.cpu.forward(ids, cpu::LogitRows::All);  // row t predicts t + 1
+  for (size_t t : {1u, 6u, 8u, 9u, 15u}) {
+    SCOPED_TRACE("T = " + std::to_string(t));
+    engine.reset();
+    EXPECT_TRUE(engine.forward(std::span(ids).first(t), cpu::LogitRows::None).empty());
+    ASSERT_EQ(engine.position(), t);
+    // Four or more decode steps, each one token through the cache.
+    for (size_t step = 0; step < 5; ++step) {
+      const auto decoded = engine.forward(std::span(ids).subspan(t + step, 1));
+      ASSERT_EQ(decoded.size(), vocab);
+      const std::vector<float> cpu_row(cpu_all.begin() + static_cast<std::ptrdiff_t>((t + step) * vocab),
+                                       cpu_all.begin() + static_cast<std::ptrdiff_t>((t + step + 1) * vocab));
+      EXPECT_LE(max_abs_diff(decoded, cpu_row), 1e-3f) << "decode step " << step;
+      if (step == 0) {
+        const auto resume = engine.position();
+        engine.reset();
+        const auto prefilled = engine.forward(std::span(ids).first(t + 1));
+        EXPECT_LE(max_abs_diff(decoded, prefilled), 1e-6f);
+        // Re-run the prefix so the cache continues from t + 1.
+        ASSERT_EQ(engine.position(), resume);
+      }
+    }
+  }
+}
+
+TEST(VulkanEngineKvCache, RejectsTokensOutsideTheVocabularyAndContext) {
+  VULKAN_OR_SKIP();
+  auto& engine = preset_a_engines(ctx).vulkan;
+  engine.reset();
+  const uint32_t bad[] = {engine.vocab_size()};
+  EXPECT_THROW(engine.forward(bad), std::out_of_range);
+  EXPECT_EQ(engine.position(), 0u);
+  EXPECT_TRUE(engine.forward({}).empty());
+}
+
+}  // namespace
+}  // namespace gptoss::test
