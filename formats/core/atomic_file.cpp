@@ -174,6 +174,7 @@ void AtomicFileWriter::flush_buffer() {
 
 void AtomicFileWriter::write(std::span<const uint8_t> bytes) {
   if (fd_ < 0) throw_format_error(target_.string(), "", std::nullopt, "write after the file was closed");
+  if (bytes.empty()) return;  // an empty span may have a null data(): memcpy from null is undefined
   position_ += bytes.size();
   if (bytes.size() >= buffer_.size()) {
     flush_buffer();
