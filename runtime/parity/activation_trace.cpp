@@ -1,5 +1,6 @@
 #include "runtime/parity/activation_trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -7,6 +8,7 @@
 
 #include "formats/core/error.h"
 #include "runtime/cpu/cpu_engine.h"
+#include "runtime/vulkan/vulkan_engine.h"
 
 namespace gptoss::parity {
 
@@ -16,10 +18,12 @@ const Stage* Trace::find(const std::string& name) const {
   return nullptr;
 }
 
-Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label) {
+namespace {
+// Records every stage of one prefill of `tokens` on any engine with CpuEngine's interface.
+template <class Engine>
+Trace trace_engine(Engine& engine, std::span<const uint32_t> tokens, std::string label) {
   Trace trace;
   trace.label = std::move(label);
-  cpu::CpuEngine engine(model);
   auto observer = [&](const cpu::ActivationView& v) {
     Stage s;
     s.name = v.stage == cpu::Stage::Embedding   ? "embedding"
@@ -35,6 +39,19 @@ Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, s
   Stage s{"logits", tokens.size(), engine.vocab_size(), 0, std::move(logits)};
   trace.stages.push_back(std::move(s));
   return trace;
+}
+}  // namespace
+
+Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label) {
+  cpu::CpuEngine engine(model);
+  return trace_engine(engine, tokens, std::move(label));
+}
+
+Trace trace_vulkan(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label) {
+  vk::VulkanEngineOptions options;
+  options.max_context = static_cast<uint32_t>(std::max<size_t>(tokens.size(), 1));
+  vk::VulkanEngine engine(model, options);
+  return trace_engine(engine, tokens, std::move(label));
 }
 
 namespace {

@@ -28,6 +28,9 @@ struct Trace {
 
 // Runs the CPU reference engine on `tokens` (one prefill) and records every stage.
 Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label);
+// The same on the Vulkan engine (prefill token by token through its decode path). Throws
+// std::runtime_error when no Vulkan device is usable.
+Trace trace_vulkan(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label);
 
 // Golden references (shared/goldens/a/refs-a.safetensors): `prompt`.embed, .layerN, .final_norm
 // and .logits_last; also returns the prompt ids (`prompt`.ids).

@@ -1,10 +1,13 @@
-// gptoss-run: generate with a GPT-OSS model in any format, on the CPU reference engine.
+// gptoss-run: generate with a GPT-OSS model in any format, on the CPU reference engine or the
+// Vulkan engine (--engine vulkan).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "convert/model_io.h"
@@ -14,13 +17,15 @@
 #include "runtime/parity/activation_trace.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "runtime/vulkan/vulkan_engine.h"
 #include "tools/gptoss-run/generation.h"
 #include "tools/gptoss-run/token_display.h"
 
 namespace {
 
 constexpr const char* kDescription =
-    "Run a GPT-OSS model (safetensors folder, .gguf or model.bin) on the CPU reference engine.\n"
+    "Run a GPT-OSS model (safetensors folder, .gguf or model.bin) on the CPU reference engine\n"
+    "(--engine cpu, the default) or the Vulkan engine (--engine vulkan).\n"
     "\n"
     "-p TEXT is rendered as a harmony conversation (system + user message, then the assistant\n"
     "turn) and the final channel is shown; --show-reasoning adds the analysis channel, --raw\n"
@@ -35,7 +40,8 @@ constexpr const char* kDescription =
     "--parity OTHER... runs MODEL and every OTHER on the prompt (one prefill) and prints, per stage\n"
     "(embedding, each layer's residual stream, final norm, logits), the max abs difference against\n"
     "MODEL, or against golden activations with --refs FILE --refs-prompt NAME (the prompt's ids are\n"
-    "then taken from the references).";
+    "then taken from the references). --engines cpu,vulkan runs every model on each engine listed\n"
+    "(one column per model and engine); with --prompt-tokens alone it compares MODEL across them.";
 
 void write_logits(const std::filesystem::path& path, const std::vector<float>& logits) {
   gptoss::AtomicFileWriter out(path);
@@ -91,18 +97,23 @@ int main(int argc, char** argv) {
   app.add_option("--developer", developer, "harmony developer instructions");
   app.add_flag("--no-system", no_system, "harmony without a system message (as the golden prompts)");
   app.add_option("--date", date, "harmony conversation start date (YYYY-MM-DD)");
-  app.add_option("--engine", engine_name, "cpu (the Vulkan engine is not built yet)")
-      ->check(CLI::IsMember({"cpu"}))
+  app.add_option("--engine", engine_name, "cpu (f32 reference) or vulkan")
+      ->check(CLI::IsMember({"cpu", "vulkan"}))
       ->capture_default_str();
   std::vector<std::string> parity_models;
   std::string refs_path, refs_prompt;
   app.add_option("--parity", parity_models, "compare stage by stage with these models (see above)");
   app.add_option("--refs", refs_path, "golden activations (refs-a.safetensors) for --parity");
+  std::vector<std::string> parity_engines = {"cpu"};
+  auto* engines_option = app.add_option("--engines", parity_engines, "engines --parity runs each model on: cpu, vulkan (comma separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"cpu", "vulkan"}))
+      ->capture_default_str();
   app.add_option("--refs-prompt", refs_prompt, "prompt name inside --refs (hi, four, harmony, long, random)");
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (!parity_models.empty() || !refs_path.empty()) {
+    if (!parity_models.empty() || !refs_path.empty() || engines_option->count() > 0) {
       std::optional<gptoss::parity::Trace> reference;
       std::vector<uint32_t> ids;
       if (!refs_path.empty()) {
@@ -121,7 +132,9 @@ int main(int argc, char** argv) {
         const auto m = gptoss::load_model(path);
         std::string label = gptoss::format_name(gptoss::detect_input_format(path)) + " " +
                             std::filesystem::path(path).filename().string();
-        traces.push_back(gptoss::parity::trace_cpu(m, ids, "cpu: " + label));
+        for (const auto& engine : parity_engines)
+          traces.push_back(engine == "vulkan" ? gptoss::parity::trace_vulkan(m, ids, "vulkan: " + label)
+                                              : gptoss::parity::trace_cpu(m, ids, "cpu: " + label));
       }
       if (!reference) {
         reference = traces.front();
@@ -165,11 +178,23 @@ int main(int argc, char** argv) {
       prompt = gptoss::harmony::render_conversation_for_completion_tokens(*tokenizer, messages);
     }
 
-    gptoss::cpu::CpuEngine engine(model);
+    std::optional<gptoss::cpu::CpuEngine> cpu_engine;
+    std::optional<gptoss::vk::VulkanEngine> vulkan_engine;
+    gptoss::run::EngineCalls engine;
+    if (engine_name == "vulkan") {
+      gptoss::vk::VulkanEngineOptions options;
+      options.max_context = static_cast<uint32_t>(
+          std::min<uint64_t>(prompt.size() + max_tokens, std::numeric_limits<uint32_t>::max()));
+      engine = gptoss::run::engine_calls(vulkan_engine.emplace(model, options));
+      std::fprintf(stderr, "vulkan: %s (%s)\n", vulkan_engine->device().name.c_str(),
+                   vulkan_engine->device().driver.c_str());
+    } else {
+      engine = gptoss::run::engine_calls(cpu_engine.emplace(model));
+    }
     for (uint32_t id : prompt)
-      if (id >= engine.vocab_size())
+      if (id >= engine.vocab_size)
         throw std::invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary of " +
-                                    std::to_string(engine.vocab_size()));
+                                    std::to_string(engine.vocab_size));
 
     const auto mode = !tokenizer ? gptoss::run::DisplayMode::Ids
                       : harmony && !raw ? gptoss::run::DisplayMode::Harmony
@@ -205,7 +230,7 @@ int main(int argc, char** argv) {
     if (json_output) {
       nlohmann::ordered_json j;
       j["engine"] = engine_name;
-      j["vocab_size"] = engine.vocab_size();
+      j["vocab_size"] = engine.vocab_size;
       j["prompt_tokens"] = prompt;
       j["tokens"] = result.tokens;
       if (tokenizer) j["text"] = gptoss::run::decode_for_display(*tokenizer, result.tokens);
@@ -230,7 +255,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "prompt: %zu tokens, %.1f tokens/s; generation: %zu tokens, %.1f tokens/s (stop: %s)\n",
                    prompt.size(), prompt_rate, result.tokens.size(), generation_rate, stop_reason_name(result.stop));
       if (!dump_logits.empty())
-        std::fprintf(stderr, "wrote %zu x %u logits to %s\n", prompt.size(), engine.vocab_size(), dump_logits.c_str());
+        std::fprintf(stderr, "wrote %zu x %u logits to %s\n", prompt.size(), engine.vocab_size, dump_logits.c_str());
     }
   } catch (const std::exception& e) {
     std::cerr << "gptoss-run: " << e.what() << "\n";
