@@ -89,6 +89,29 @@ TEST_P(VulkanEngineParity, EveryStageMatchesTheCpuEngine) {
 
 INSTANTIATE_TEST_SUITE_P(GoldenPrompts, VulkanEngineParity, ::testing::Values("harmony", "long"));
 
+// The golden Q8_0 GGUF: every dense matrix is Q8_0 on the device, decoded inside the kernels.
+TEST(VulkanEngineQ8, GoldenQ8GgufMatchesTheCpuEngine) {
+  GOLDENS_OR_SKIP();
+  VULKAN_OR_SKIP();
+  const auto model = load_model(*goldens / "a" / "model-q8_0.gguf");
+  ASSERT_EQ(model.get(TensorRole::AttnQ, 0).dtype, DType::Q8_0);
+  const auto ids = golden_prompt_ids(*goldens, "harmony");
+  cpu::CpuEngine cpu_engine(model);
+  vk::VulkanEngineOptions options;
+  options.max_context = 64;
+  vk::VulkanEngine vulkan_engine(model, options, ctx);
+  Stages cpu_stages, vk_stages;
+  const auto cpu_logits = run_traced(cpu_engine, ids, cpu_stages);
+  const auto vk_logits = run_traced(vulkan_engine, ids, vk_stages);
+  for (uint32_t l = 0; l < model.config.num_layers; ++l) {
+    const std::string name = "layer " + std::to_string(l);
+    EXPECT_LE(max_abs_diff(vk_stages[name], cpu_stages[name]), 2e-3f) << name;
+  }
+  const float logit_diff = max_abs_diff(vk_logits, cpu_logits);
+  EXPECT_LE(logit_diff, 1e-3f);
+  std::printf("q8_0 gguf harmony logits max |vulkan - cpu| %.2e\n", static_cast<double>(logit_diff));
+}
+
 TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
   GOLDENS_OR_SKIP();
   VULKAN_OR_SKIP();
