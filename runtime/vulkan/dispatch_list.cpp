@@ -76,12 +76,15 @@ void DispatchList::copy(const Buffer& source, uint64_t source_offset, const Buff
 
 void DispatchList::record(VkCommandBuffer cb) const {
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT;
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                           VK_ACCESS_TRANSFER_WRITE_BIT;
   const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-  // The host wrote the step buffer before submit; the first step must see it.
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT | stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  // The host wrote the step buffer before submit (the submit makes host writes visible; the
+  // barrier states it), and the previous token's work must be done with the scratch buffers.
+  VkMemoryBarrier from_host = barrier;
+  from_host.srcAccessMask |= VK_ACCESS_HOST_WRITE_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT | stages, stages, 0, 1, &from_host, 0, nullptr, 0, nullptr);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
     if (i > 0) vkCmdPipelineBarrier(cb, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "convert/model_io.h"
+#include "formats/core/error.h"
 #include "runtime/cpu/cpu_engine.h"
 #include "runtime/vulkan/vulkan_engine.h"
 #include "tests/test_support.h"
@@ -153,6 +154,35 @@ TEST(VulkanEngineKvCache, RejectsTokensOutsideTheVocabularyAndContext) {
   EXPECT_THROW(engine.forward(bad), std::out_of_range);
   EXPECT_EQ(engine.position(), 0u);
   EXPECT_TRUE(engine.forward({}).empty());
+}
+
+// A tensor whose bytes do not match its shape, or whose encoding the kernels cannot read, is a
+// FormatError naming it, before anything runs.
+TEST(VulkanEngineLoad, RefusesTensorsTheKernelsCannotRead) {
+  VULKAN_OR_SKIP();
+  const auto checkpoint = preset_a_checkpoint() / "hf";
+  {
+    auto model = load_model(checkpoint);
+    for (auto& t : model.tensors)
+      if (t.spec.role == TensorRole::AttnK && t.spec.layer == 2) t.source = std::make_shared<OwnedSource>(std::vector<uint8_t>(10));
+    try {
+      vk::VulkanEngine engine(model, {}, ctx);
+      FAIL() << "a truncated tensor was accepted";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("layers.2.attn_k.weight"), std::string::npos) << e.what();
+    }
+  }
+  {
+    auto model = load_model(checkpoint);
+    for (auto& t : model.tensors)
+      if (t.spec.role == TensorRole::FinalNorm) t.dtype = DType::F64;
+    try {
+      vk::VulkanEngine engine(model, {}, ctx);
+      FAIL() << "an F64 tensor was accepted";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot decode"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
