@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # ASan + UBSan build of the test suite in build-asan/ (or $BUILD_DIR), then ctest there.
-#   scripts/sanitize.sh          every test
-#   SANITIZE_SUBSET=ci scripts/sanitize.sh
-#                                every test except the slow CPU-engine golden/parity tests, which
-#                                run the same container readers as the rest but spend minutes in
-#                                instrumented matrix code (what CI runs; see docs/robustness.md)
-# Any sanitizer report fails the test that produced it (halt_on_error, no recovery for UBSan).
+#   scripts/sanitize.sh                        every target, every test
+#   SANITIZE_SUBSET=ci scripts/sanitize.sh     what CI runs: the targets and tests that parse
+#       files (formats, conversion, verification, robustness, fuzz regressions, the CLIs they
+#       drive); not the CPU/Vulkan engines, gptoss-run and the tokenizer, whose instrumented
+#       builds and golden runs cost most of the time and read no untrusted container bytes.
+# JOBS (default nproc) sets build and test parallelism. Any sanitizer report fails its test
+# (halt_on_error; UBSan is built with -fno-sanitize-recover). See docs/robustness.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-asan}
 JOBS=${JOBS:-$(nproc)}
 SUBSET=${SANITIZE_SUBSET:-all}
-# Tests left out of the CI subset (ctest -E regex on GoogleTest suite names).
-CI_EXCLUDE='^(CpuGoldenParity|CpuGreedy|CpuMappingSensitivity|CpuKvCache|TokenizerSpeed)\.'
+
+CI_TARGETS=(core_tests safetensors_tests gguf_tests modelbin_tests convert_tests synth_tests verify_tests
+            e2e_tests robustness_tests fuzz_regression_tests
+            gptoss-convert gptoss-verify gptoss-synth gptoss-badinputs)
+# Tests whose binaries the CI subset does not build (ctest lists them as *_NOT_BUILT).
+CI_EXCLUDE='_NOT_BUILT$'
+# The Mesa/llvmpipe Vulkan driver leaks a few bytes from a module it unloads (an unknown frame,
+# so no suppression can name it): its tests run with leak detection off.
+VULKAN_TESTS='^(Vulkan|GptossRunVulkan|Parity\.|VulkanEngine)'
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -21,12 +29,22 @@ werror=OFF
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DGPTOSS_SANITIZE=ON -DGPTOSS_WERROR=$werror "${launcher[@]}" >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j "$JOBS"
+if [ "$SUBSET" = "ci" ]; then
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${CI_TARGETS[@]}"
+else
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+fi
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1}
+asan='halt_on_error=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1'
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}
-exclude=()
-[ "$SUBSET" = "ci" ] && exclude=(-E "$CI_EXCLUDE")
 cd "$BUILD_DIR"
-ctest --output-on-failure -j "$JOBS" --timeout 1800 "${exclude[@]}"
+status=0
+exclude="$VULKAN_TESTS"
+[ "$SUBSET" = "ci" ] && exclude="$VULKAN_TESTS|$CI_EXCLUDE"
+ASAN_OPTIONS=${ASAN_OPTIONS:-$asan:detect_leaks=1} \
+  ctest --output-on-failure -j "$JOBS" --timeout 1800 -E "$exclude" || status=$?
+if [ "$SUBSET" != "ci" ]; then
+  ASAN_OPTIONS=${ASAN_OPTIONS:-$asan:detect_leaks=0} \
+    ctest --output-on-failure -j "$JOBS" --timeout 1800 -R "$VULKAN_TESTS" || status=$?
+fi
+exit $status
