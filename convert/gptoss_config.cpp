@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <numbers>
 #include <sstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "formats/core/error.h"
+#include "formats/core/json_file.h"
 
 namespace gptoss {
 namespace {
@@ -216,14 +218,7 @@ GptOssConfig config_from_original_json(const json& j, const std::string& source)
 }
 
 GptOssConfig load_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw_format_error(path, "", std::nullopt, "cannot open");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw_format_error(path, "", std::nullopt, std::string("invalid JSON: ") + e.what());
-  }
+  const json j = read_json_file(path);
   try {
     if (j.is_object() && j.contains("num_experts") && !j.contains("num_local_experts"))
       return config_from_original_json(j, path);

@@ -3,11 +3,14 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "convert/dtype_convert.h"
 #include "convert/tokenizer_json.h"
 #include "formats/core/atomic_file.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/error.h"
+#include "formats/core/json_file.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
 #include "formats/safetensors/safetensors_writer.h"
 
@@ -73,16 +76,6 @@ bool is_k(TensorRole r) { return r == TensorRole::AttnK || r == TensorRole::Attn
 bool is_v(TensorRole r) { return r == TensorRole::AttnV || r == TensorRole::AttnVBias; }
 bool is_qkv(TensorRole r) { return is_q(r) || is_k(r) || is_v(r); }
 
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw_format_error(p.string(), "", std::nullopt, "cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw_format_error(p.string(), "", std::nullopt, std::string("invalid JSON: ") + e.what());
-  }
-}
-
 void write_text_file(const fs::path& p, const std::string& text) {
   AtomicFileWriter out(p);
   out.write(text.data(), text.size());
@@ -98,12 +91,12 @@ CanonicalModel load_safetensors_model(const fs::path& path) {
   const fs::path config_path = dir / "config.json";
   if (!fs::exists(config_path))
     throw_format_error(config_path.string(), "", std::nullopt, "checkpoint has no config.json beside its weights");
-  const nlohmann::json config_json = read_json(config_path);
+  const nlohmann::json config_json = read_json_file(config_path);
   CanonicalModel model;
   model.config = layout == CheckpointLayout::Original ? config_from_original_json(config_json, config_path.string())
                                                       : config_from_hf_json(config_json, config_path.string());
   if (layout == CheckpointLayout::HuggingFace && fs::exists(dir / "generation_config.json")) {
-    const auto gen = read_json(dir / "generation_config.json");
+    const auto gen = read_json_file(dir / "generation_config.json");
     if (gen.is_object() && gen.contains("bos_token_id") && gen["bos_token_id"].is_number_unsigned() &&
         !model.config.bos_token_id)
       model.config.bos_token_id = gen["bos_token_id"].get<uint32_t>();
@@ -149,7 +142,7 @@ CanonicalModel load_safetensors_model(const fs::path& path) {
       if (model.config.pad_token_id) tok->pad_id = model.config.pad_token_id;
       const fs::path tcfg = candidate.parent_path() / "tokenizer_config.json";
       if (fs::exists(tcfg)) {
-        const auto tc = read_json(tcfg);
+        const auto tc = read_json_file(tcfg);
         if (tc.is_object() && tc.contains("chat_template") && tc["chat_template"].is_string())
           tok->chat_template = tc["chat_template"].get<std::string>();
       }

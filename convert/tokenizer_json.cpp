@@ -1,9 +1,11 @@
 #include "convert/tokenizer_json.h"
 
 #include <array>
-#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "formats/core/error.h"
+#include "formats/core/json_file.h"
 
 namespace gptoss {
 namespace {
@@ -150,14 +152,7 @@ std::shared_ptr<TokenizerData> tokenizer_from_json(const json& j, const std::str
 }
 
 std::shared_ptr<TokenizerData> load_tokenizer_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw_format_error(path.string(), "", std::nullopt, "cannot open");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw_format_error(path.string(), "", std::nullopt, std::string("invalid JSON: ") + e.what());
-  }
+  const json j = read_json_file(path);
   try {
     return tokenizer_from_json(j, path.string());
   } catch (const json::exception& e) {  // a value of the wrong JSON type deep inside

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the embedded default model (a synthesized tiny GPT-OSS, preset a): convert it to
-# every format, verify each, check they hold the same weights, run each and print the parity table.
+# every format, verify each, check they hold the same weights, run each on the CPU and Vulkan engines
+# and print the parity tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -54,5 +55,14 @@ else
 fi
 
 echo
-echo "== 6. generate (harmony chat, greedy; the tiny model's weights are random, so is its text)"
+echo "== 6. the Vulkan engine (GPU, or Mesa's lavapipe on a machine without one) against the CPU engine"
+vulkan_prompt=(--prompt-tokens 200006,1428,200008,4827,382,220,17,10,17,30,200007,200006,173781)
+[ -f "$GOLDENS/refs-a.safetensors" ] && vulkan_prompt=(--refs "$GOLDENS/refs-a.safetensors" --refs-prompt long)
+"$BIN"/gptoss-run "$OUT/model.bin" --parity "$OUT/model-q8_0.gguf" --engines cpu,vulkan "${vulkan_prompt[@]}" \
+  || echo "(no usable Vulkan device: the Vulkan columns are skipped)"
+
+echo
+echo "== 7. generate (harmony chat, greedy; the tiny model's weights are random, so is its text)"
 "$BIN"/gptoss-run "$OUT/model.bin" -p "What is 2+2?" --max-tokens 12 --raw
+"$BIN"/gptoss-run "$OUT/model.bin" -p "What is 2+2?" --max-tokens 12 --raw --engine vulkan \
+  || echo "(no usable Vulkan device)"

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "formats/codecs/float_codec.h"
 #include "verify/canonical_digest.h"
 

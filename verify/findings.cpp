@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace gptoss {
 
 std::string severity_name(Severity s) {

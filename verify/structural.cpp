@@ -2,14 +2,16 @@
 
 #include <atomic>
 #include <cmath>
-#include <fstream>
 #include <mutex>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "convert/model_io.h"
 #include "formats/core/error.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/float16.h"
+#include "formats/core/json_file.h"
 #include "formats/core/mapped_file.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_split.h"
@@ -60,8 +62,7 @@ void check_safetensors_container(const fs::path& path, Report& report) {
     }
   }
   if (ck.has_index()) {
-    std::ifstream in(fs::path(path) / "model.safetensors.index.json");
-    const auto index = nlohmann::json::parse(in, nullptr, false);
+    const auto index = read_json_file(fs::path(path) / "model.safetensors.index.json");  // the reader parsed it already
     uint64_t total = 0;
     for (const auto& f : ck.files())
       for (const auto& t : f->tensors()) total += t.size();

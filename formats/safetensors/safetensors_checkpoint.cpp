@@ -1,13 +1,13 @@
 #include "formats/safetensors/safetensors_checkpoint.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "formats/core/error.h"
+#include "formats/core/json_file.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;
@@ -25,13 +25,7 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
     const fs::path index = path / "model.safetensors.index.json";
     if (fs::exists(index)) {
       ck.has_index_ = true;
-      std::ifstream in(index);
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(in);
-      } catch (const nlohmann::json::exception& e) {
-        throw_format_error(index.string(), "", std::nullopt, std::string("invalid JSON: ") + e.what());
-      }
+      const nlohmann::json j = read_json_file(index);
       if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
         throw_format_error(index.string(), "weight_map", std::nullopt, "missing or not an object");
       std::set<std::string> files;

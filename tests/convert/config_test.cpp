@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "convert/gptoss_config.h"
 #include "convert/synthesize.h"
 #include "formats/core/error.h"

@@ -2,6 +2,8 @@
 // conversions between them round-trip exactly.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "convert/safetensors_model.h"
 #include "convert/synthesize.h"
 #include "convert/dtype_convert.h"

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "convert/safetensors_model.h"
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"

@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "convert/gguf/gguf_tokenizer.h"
 #include "convert/gptoss_config.h"
 #include "convert/model_io.h"

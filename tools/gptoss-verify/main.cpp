@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include "convert/model_io.h"
 #include "formats/core/atomic_file.h"
 #include "formats/core/error.h"
