@@ -3,8 +3,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
-
-#include <nlohmann/json_fwd.hpp>
+#include <string_view>
 
 #include "convert/tokenizer_data.h"
 
@@ -14,7 +13,11 @@ namespace gptoss {
 std::string bytes_to_gpt2_unicode(std::string_view raw);
 std::optional<std::string> gpt2_unicode_to_bytes(std::string_view text);  // nullopt if not a mapped string
 
-std::shared_ptr<TokenizerData> tokenizer_from_json(const nlohmann::json& json, const std::string& source);
+// The text of a tokenizer.json (`source` names it in errors); invalid JSON, a missing vocabulary,
+// ids that are not dense, text that is not byte-level BPE, a token or id listed twice are
+// FormatErrors.
+std::shared_ptr<TokenizerData> tokenizer_from_json_text(std::string_view text, const std::string& source);
+// The same from a file, parsed from its memory map.
 std::shared_ptr<TokenizerData> load_tokenizer_json(const std::filesystem::path& path);
 
 }  // namespace gptoss
