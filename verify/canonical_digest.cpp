@@ -10,12 +10,7 @@
 
 namespace gptoss {
 
-void for_each_canonical_chunk(const CanonicalTensor& t, const std::function<void(std::span<const uint8_t>)>& sink) {
-  if (is_mxfp4_role(t.spec.role)) {
-    stream_source(*t.source, sink, 8u << 20);
-    return;
-  }
-  // Dense: decode whole rows (whole blocks for Q8_0) to f32.
+void for_each_dense_chunk(const CanonicalTensor& t, const DenseChunkSink& sink) {
   const uint64_t row = t.spec.shape.back();
   const uint64_t row_bytes = *dtype_byte_size(t.dtype, row);
   const uint64_t rows = row_bytes ? t.source->size() / row_bytes : 0;
@@ -29,9 +24,19 @@ void for_each_canonical_chunk(const CanonicalTensor& t, const std::function<void
     t.source->release_range(r * row_bytes, raw.size());
     values.resize(n * row);
     decode_to_f32(t.dtype, raw.data(), values.size(), values.data());
-    sink({reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4});
+    sink(raw, values, r * row);
   }
   t.source->release_pages();
+}
+
+void for_each_canonical_chunk(const CanonicalTensor& t, const std::function<void(std::span<const uint8_t>)>& sink) {
+  if (is_mxfp4_role(t.spec.role)) {
+    stream_source(*t.source, sink, 8u << 20);
+    return;
+  }
+  for_each_dense_chunk(t, [&](std::span<const uint8_t>, std::span<const float> values, uint64_t) {
+    sink({reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4});
+  });
 }
 
 std::string canonical_tensor_digest(const CanonicalTensor& t) {

@@ -27,4 +27,11 @@ std::string model_digest(const std::vector<TensorDigest>& digests);
 // Streams a canonical tensor's values as f32 (dense) or bytes (MXFP4) in bounded chunks.
 void for_each_canonical_chunk(const CanonicalTensor& tensor, const std::function<void(std::span<const uint8_t>)>& sink);
 
+// A dense tensor in whole rows (whole blocks for Q8_0): the stored encoding of each chunk, the
+// same values decoded to f32, and the index of the chunk's first element, so a caller that needs
+// both (Q8_0 block scales and values) reads the data once.
+using DenseChunkSink = std::function<void(std::span<const uint8_t> encoded, std::span<const float> values,
+                                          uint64_t first_element)>;
+void for_each_dense_chunk(const CanonicalTensor& tensor, const DenseChunkSink& sink);
+
 }  // namespace gptoss

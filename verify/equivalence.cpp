@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "formats/codecs/float_codec.h"
 #include "verify/canonical_digest.h"
+#include "verify/declared_loss.h"
 
 namespace gptoss {
 
@@ -29,44 +29,6 @@ bool ModelComparison::any_different() const {
 }
 
 namespace {
-bool is_lossy_encoding(DType t) { return t == DType::Q8_0 || t == DType::F16; }
-
-// Decoded values of the first `rows` rows of a dense tensor.
-std::vector<float> decode_rows(const CanonicalTensor& t, uint64_t first, uint64_t rows) {
-  const uint64_t row = t.spec.shape.back();
-  const uint64_t row_bytes = *dtype_byte_size(t.dtype, row);
-  std::vector<uint8_t> raw(rows * row_bytes);
-  t.source->read(first * row_bytes, raw);
-  t.source->release_range(first * row_bytes, raw.size());
-  std::vector<float> out(rows * row);
-  decode_to_f32(t.dtype, raw.data(), out.size(), out.data());
-  return out;
-}
-
-// Max abs error and max |a| over the shared rows, streamed.
-void measure(const CanonicalTensor& a, const CanonicalTensor& b, uint64_t rows, double& max_abs, double& max_ref) {
-  const uint64_t row = a.spec.shape.back();
-  const uint64_t step = std::max<uint64_t>(1, (2u << 20) / row);
-  for (uint64_t r = 0; r < rows; r += step) {
-    const uint64_t n = std::min(step, rows - r);
-    const auto x = decode_rows(a, r, n), y = decode_rows(b, r, n);
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double d = std::fabs(static_cast<double>(x[i]) - y[i]);
-      if (d > max_abs || std::isnan(d)) max_abs = std::isnan(d) ? INFINITY : d;
-      max_ref = std::max(max_ref, static_cast<double>(std::fabs(x[i])));
-    }
-  }
-}
-
-std::string digest_of_rows(const CanonicalTensor& t, uint64_t rows) {
-  // Canonical digest restricted to the first `rows` rows (dense only).
-  CanonicalTensor cut = t;
-  const uint64_t row_bytes = *dtype_byte_size(t.dtype, t.spec.shape.back());
-  cut.source = std::make_shared<SliceSource>(t.source, 0, rows * row_bytes);
-  cut.spec.shape[0] = rows;
-  return canonical_tensor_digest(cut);
-}
-
 void compare_config(const GptOssConfig& a, const GptOssConfig& b, ModelComparison& out) {
   auto diff = [&](const char* name, auto x, auto y) {
     if (x != y) {
@@ -171,19 +133,28 @@ ModelComparison compare_models(const CanonicalModel& a, const CanonicalModel& b,
       out.tensors.push_back(c);
       continue;
     }
-    double max_ref = 0;
-    measure(ta, *tb, ta.spec.shape.size() == 1 ? 1 : rows, c.max_abs_error, max_ref);
-    c.max_rel_error = max_ref > 0 ? c.max_abs_error / max_ref : c.max_abs_error;
-    if (vocab_rows && c.max_abs_error == 0 && digest_of_rows(ta, rows) == digest_of_rows(*tb, rows)) {
+    const auto m = measure_declared_loss(ta, *tb, ta.spec.shape.size() == 1 ? 1 : rows);
+    c.max_abs_error = m.max_abs_error;
+    c.max_rel_error = m.max_reference > 0 ? m.max_abs_error / m.max_reference : m.max_abs_error;
+    const std::string vocabulary = vocab_rows ? "vocabulary rows " + std::to_string(ta.spec.shape[0]) + " vs " +
+                                                    std::to_string(tb->spec.shape[0]) + ", the first " + std::to_string(rows) + " compared"
+                                              : "";
+    if (m.nan) {
+      c.verdict = Verdict::Different;
+      c.detail = std::to_string(m.nan) + " NaN values";
+    } else if (m.beyond) {
+      std::ostringstream d;
+      d << m.beyond << " values differ by more than " << (ta.dtype == tb->dtype ? "nothing (same encoding)" : c.dtype_a + " vs " + c.dtype_b + " rounding allows")
+        << "; first at element " << m.first_beyond << ": error " << m.first_beyond_error << ", allowed " << m.first_beyond_allowance;
+      c.verdict = Verdict::Different;
+      c.detail = d.str();
+    } else if (ta.dtype != tb->dtype || vocab_rows) {
       c.verdict = Verdict::LossyAsDeclared;
-      c.detail = "vocabulary rows " + std::to_string(ta.spec.shape[0]) + " vs " + std::to_string(tb->spec.shape[0]) +
-                 "; the first " + std::to_string(rows) + " rows are identical";
-    } else if (is_lossy_encoding(ta.dtype) || is_lossy_encoding(tb->dtype)) {
-      c.verdict = Verdict::LossyAsDeclared;
-      c.detail = std::string("stored as ") + (is_lossy_encoding(ta.dtype) ? c.dtype_a : c.dtype_b);
-      if (vocab_rows) c.detail += "; vocabulary rows " + std::to_string(ta.spec.shape[0]) + " vs " + std::to_string(tb->spec.shape[0]);
+      c.detail = ta.dtype != tb->dtype ? c.dtype_a + " vs " + c.dtype_b + ": every error within the rounding the encodings allow" : "";
+      if (vocab_rows) c.detail += (c.detail.empty() ? "" : "; ") + vocabulary;
     } else {
       c.verdict = Verdict::Different;
+      c.detail = "same encoding, same values, different bytes (signed zeros)";
     }
     out.tensors.push_back(c);
   }

@@ -1,23 +1,19 @@
 #include "verify/structural.h"
 
-#include <atomic>
 #include <cmath>
-#include <mutex>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "convert/model_io.h"
+#include "convert/modelbin/modelbin_config.h"
 #include "formats/core/error.h"
 #include "formats/core/checked_math.h"
-#include "formats/core/float16.h"
 #include "formats/core/json_file.h"
 #include "formats/core/mapped_file.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_split.h"
 #include "formats/modelbin/modelbin_file.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
-#include "verify/canonical_digest.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;
@@ -31,6 +27,10 @@ nlohmann::json VerifyResult::to_json() const {
       nlohmann::json t = {{"name", s.name}, {"dtype", s.dtype}, {"elements", s.elements}, {"nan", s.nan},
                           {"inf", s.inf}, {"zeros", s.zeros}, {"abs_max", s.abs_max}};
       if (s.scale_min >= 0) t["scale_byte_range"] = {s.scale_min, s.scale_max};
+      if (s.q8_0)
+        t["q8_0_scales"] = {{"blocks", s.q8_0->blocks}, {"range", {s.q8_0->min, s.q8_0->max}},
+                            {"non_finite", s.q8_0->non_finite}, {"negative", s.q8_0->negative},
+                            {"zero_with_data", s.q8_0->zero_with_data}, {"minus_128", s.q8_0->minus_128}};
       arr.push_back(t);
     }
     j["tensors"] = arr;
@@ -135,6 +135,13 @@ void check_modelbin_container(const fs::path& path, Report& report) {
     report.warning("padding", bin.path(), "end of file", "file has " + std::to_string(bytes.size() - previous_end) +
                    " bytes after the last MoE block", "none");
 }
+// The model.bin header's YaRN and context fields against the config they read back as: a stored
+// value no config produces is a finding at the field's offset (the reader only notes it).
+void check_modelbin_header(const fs::path& path, const GptOssConfig& config, Report& report) {
+  const auto bin = modelbin::ModelBinFile::open(path);
+  for (const auto& f : modelbin_header_inconsistencies(bin.header(), config))
+    report.warning("config", bin.path(), f.field, "is " + f.found, f.expected, f.offset);
+}
 }  // namespace
 
 void check_model_consistency(const CanonicalModel& model, const std::string& file, Report& report) {
@@ -175,86 +182,6 @@ void check_model_consistency(const CanonicalModel& model, const std::string& fil
   for (const auto& note : model.notes) report.info("model", file, "", note);
 }
 
-std::vector<TensorValueStats> check_values(const CanonicalModel& model, const std::string& file, Report& report,
-                                           unsigned threads) {
-  std::vector<TensorValueStats> stats(model.tensors.size());
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  std::exception_ptr error;
-  auto worker = [&] {
-    for (size_t i = next++; i < model.tensors.size(); i = next++) {
-      try {
-        const auto& t = model.tensors[i];
-        TensorValueStats s;
-        s.name = t.spec.name;
-        s.dtype = std::string(dtype_name(t.dtype));
-        const bool scales = t.spec.role == TensorRole::Mlp1Scales || t.spec.role == TensorRole::Mlp2Scales;
-        if (is_mxfp4_role(t.spec.role)) {
-          int lo = 256, hi = -1;
-          stream_source(*t.source, [&](std::span<const uint8_t> chunk) {
-            s.elements += chunk.size();
-            if (scales)
-              for (uint8_t b : chunk) {
-                lo = std::min<int>(lo, b);
-                hi = std::max<int>(hi, b);
-              }
-          });
-          if (scales) {
-            s.scale_min = lo;
-            s.scale_max = hi;
-          }
-        } else {
-          for_each_canonical_chunk(t, [&](std::span<const uint8_t> chunk) {
-            const float* v = reinterpret_cast<const float*>(chunk.data());
-            const size_t n = chunk.size() / 4;
-            s.elements += n;
-            for (size_t k = 0; k < n; ++k) {
-              if (std::isnan(v[k])) ++s.nan;
-              else if (std::isinf(v[k])) ++s.inf;
-              else {
-                s.zeros += v[k] == 0.0f;
-                s.abs_max = std::max(s.abs_max, static_cast<double>(std::fabs(v[k])));
-              }
-            }
-          });
-        }
-        std::lock_guard lock(mutex);
-        stats[i] = s;
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned k = 0; k < threads; ++k) pool.emplace_back(worker);
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
-
-  for (size_t i = 0; i < stats.size(); ++i) {
-    const auto& s = stats[i];
-    const auto& t = model.tensors[i];
-    if (s.nan) report.error("nan", file, s.name, std::to_string(s.nan) + " NaN values", "none");
-    if (s.inf) report.error("inf", file, s.name, std::to_string(s.inf) + " infinite values", "none");
-    if (!is_mxfp4_role(t.spec.role) && s.elements > 0 && s.zeros == s.elements)
-      report.warning("zeros", file, s.name, "every value is zero");
-    if (s.scale_max == 255) report.error("mxfp4-scale", file, s.name, "scale byte 255 (NaN in the MX spec)", "< 255");
-    else if (s.scale_max >= 242)
-      report.warning("mxfp4-scale", file, s.name, "scale byte " + std::to_string(s.scale_max) +
-                     " cannot be stored in model.bin (+14 would wrap)", "< 242");
-    if (s.scale_min >= 0 && s.scale_min < 90)
-      report.warning("mxfp4-scale", file, s.name, "scale byte " + std::to_string(s.scale_min) +
-                     " gives weights below 2^-37, which a trained checkpoint never has", ">= 90");
-    const bool norm = t.spec.role == TensorRole::AttnNorm || t.spec.role == TensorRole::MlpNorm ||
-                      t.spec.role == TensorRole::FinalNorm;
-    if (norm && s.abs_max > 1000) report.warning("range", file, s.name, "norm gain abs max " + std::to_string(s.abs_max), "< 1000");
-    if (!norm && !is_mxfp4_role(t.spec.role) && s.abs_max > 65504)
-      report.warning("range", file, s.name, "abs max " + std::to_string(s.abs_max) + " overflows f16", "<= 65504");
-  }
-  return stats;
-}
-
 VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
   VerifyResult result;
   const uint64_t shrink_events = MappedFile::shrink_events();  // a file shrinking under us is an error, not a finding
@@ -272,10 +199,15 @@ VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
     model = load_model(path);
   } catch (const FormatError& e) {
     MappedFile::throw_if_shrunk_since(shrink_events);
-    result.report.error("model", e.file(), e.field(), e.message(), {}, e.offset());
+    result.report.error("model", e.file(), e.field(), e.message(),
+                        e.field() == "tensors" ? "every tensor of the config's canonical set once, with the config's "
+                                                 "shape and an encoding its role allows"
+                                               : "a complete, consistent GPT-OSS model",
+                        e.offset());
     return result;
   }
   check_model_consistency(model, path.string(), result.report);
+  if (format == ModelFormat::ModelBin) check_modelbin_header(path, model.config, result.report);
   if (options.values) result.stats = check_values(model, path.string(), result.report, options.threads);
   MappedFile::throw_if_shrunk_since(shrink_events);
   return result;

@@ -8,17 +8,9 @@
 
 #include "convert/canonical_model.h"
 #include "verify/findings.h"
+#include "verify/value_checks.h"
 
 namespace gptoss {
-
-struct TensorValueStats {
-  std::string name;
-  std::string dtype;
-  uint64_t elements = 0;
-  uint64_t nan = 0, inf = 0, zeros = 0;
-  double abs_max = 0;
-  int scale_min = -1, scale_max = -1;  // MXFP4 scale bytes, or Q8_0 scales as f16 exponent range
-};
 
 struct VerifyOptions {
   bool values = false;   // one pass over all data
@@ -38,7 +30,5 @@ VerifyResult verify_model(const std::filesystem::path& path, const VerifyOptions
 
 // The model-level checks alone, on an already loaded model (used by verify_model and tests).
 void check_model_consistency(const CanonicalModel& model, const std::string& file, Report& report);
-std::vector<TensorValueStats> check_values(const CanonicalModel& model, const std::string& file, Report& report,
-                                           unsigned threads);
 
 }  // namespace gptoss

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <functional>
 #include <numbers>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "formats/core/error.h"
 
@@ -53,6 +55,48 @@ std::optional<double> snap(double raw, const std::function<bool(double)>& reprod
     if (reproduces(candidate)) return candidate;
   }
   return std::nullopt;
+}
+
+// The YaRN bounds the header stores: low = -offset/scale, high = low + 1/scale.
+std::pair<double, double> yarn_bounds(const modelbin::ModelHeader& h) {
+  const double low = -static_cast<double>(h.yarn_offset) / h.yarn_scale;
+  return {low, low + 1.0 / h.yarn_scale};
+}
+
+// Each beta through the inverse of the correction formula:
+// low = D/2 ln(ctx / (2 pi beta)) / ln(theta)  =>  beta = ctx / (2 pi exp(low ln(theta) / (D/2))).
+std::pair<double, double> raw_yarn_betas(const modelbin::ModelHeader& h, const GptOssConfig& c) {
+  const auto [low, high] = yarn_bounds(h);
+  auto beta_for = [&](double bound) {
+    return c.rope_original_context / (2 * std::numbers::pi * std::exp(bound * std::log(c.rope_theta) / (c.head_dim / 2.0)));
+  };
+  return {beta_for(low), beta_for(high)};
+}
+
+// The betas with the fewest decimals (0..9) that reproduce the stored offset and scale bits.
+std::optional<std::pair<double, double>> simple_yarn_betas(const modelbin::ModelHeader& h, const GptOssConfig& c) {
+  const auto [raw_fast, raw_slow] = raw_yarn_betas(h, c);
+  for (int decimals = 0; decimals <= 9; ++decimals) {
+    const double p = std::pow(10.0, decimals);
+    const double fast = std::round(raw_fast * p) / p, slow = std::round(raw_slow * p) / p;
+    const auto y = yarn_header_values(c.head_dim, c.rope_original_context, fast, slow, c.rope_theta, false);
+    if (same_bits(y.offset, h.yarn_offset) && same_bits(y.scale, h.yarn_scale)) return std::pair{fast, slow};
+  }
+  return std::nullopt;
+}
+
+// A truncating config (transformers' default) stores integer bounds: floor(low), ceil(high).
+bool integer_yarn_bounds(const modelbin::ModelHeader& h) {
+  const auto [low, high] = yarn_bounds(h);
+  const double l = std::round(low), u = std::round(high);
+  return u > l && same_bits(static_cast<float>(-l / (u - l)), h.yarn_offset) &&
+         same_bits(static_cast<float>(1 / (u - l)), h.yarn_scale);
+}
+
+std::string decimal(double v) {
+  char text[64];
+  auto [end, ec] = std::to_chars(text, text + sizeof text, v);
+  return ec == std::errc() ? std::string(text, end) : std::to_string(v);
 }
 
 }  // namespace
@@ -148,29 +192,11 @@ GptOssConfig config_from_modelbin_header(const modelbin::ModelHeader& h, uint64_
                     " is not an integer original context times the YaRN factor " + std::to_string(c.rope_scaling_factor) +
                     "; using original context " + std::to_string(c.rope_original_context));
 
-  // low/high from offset/scale, then each beta through the inverse of the correction formula:
-  // low = D/2 ln(ctx / (2 pi beta)) / ln(theta)  =>  beta = ctx / (2 pi exp(low ln(theta) / (D/2))).
-  const double low = -static_cast<double>(h.yarn_offset) / h.yarn_scale;
-  const double high = low + 1.0 / h.yarn_scale;
-  auto beta_for = [&](double bound) {
-    return c.rope_original_context / (2 * std::numbers::pi * std::exp(bound * std::log(c.rope_theta) / (c.head_dim / 2.0)));
-  };
-  const double raw_fast = beta_for(low), raw_slow = beta_for(high);
-  auto reproduces = [&](double fast, double slow) {
-    const auto y = yarn_header_values(c.head_dim, c.rope_original_context, fast, slow, c.rope_theta, false);
-    return same_bits(y.offset, h.yarn_offset) && same_bits(y.scale, h.yarn_scale);
-  };
-  bool found = false;
-  for (int decimals = 0; decimals <= 9 && !found; ++decimals) {
-    const double p = std::pow(10.0, decimals);
-    const double fast = std::round(raw_fast * p) / p, slow = std::round(raw_slow * p) / p;
-    if (reproduces(fast, slow)) {
-      c.yarn_beta_fast = fast;
-      c.yarn_beta_slow = slow;
-      found = true;
-    }
-  }
-  if (!found) {
+  const auto [raw_fast, raw_slow] = raw_yarn_betas(h, c);
+  if (const auto betas = simple_yarn_betas(h, c)) {
+    c.yarn_beta_fast = betas->first;
+    c.yarn_beta_slow = betas->second;
+  } else {
     c.yarn_beta_fast = raw_fast;
     c.yarn_beta_slow = raw_slow;
     notes.push_back("model.bin yarn_offset/yarn_scale (" + std::to_string(h.yarn_offset) + ", " +
@@ -184,6 +210,35 @@ GptOssConfig config_from_modelbin_header(const modelbin::ModelHeader& h, uint64_
                     "; the canonical config derives it from the factor, so the stored value is not kept");
   c.validate(file);
   return c;
+}
+
+std::vector<ModelBinHeaderInconsistency> modelbin_header_inconsistencies(const modelbin::ModelHeader& h,
+                                                                         const GptOssConfig& c) {
+  std::vector<ModelBinHeaderInconsistency> out;
+  auto field = [&](const char* name, uint64_t offset, std::string found, std::string expected) {
+    out.push_back({std::string("model_header.") + name, modelbin::kModelHeaderOffset + offset, std::move(found),
+                   std::move(expected)});
+  };
+  const double product = static_cast<double>(c.rope_original_context) * c.rope_scaling_factor;
+  if (!(product < 4294967296.0) || static_cast<uint32_t>(product) != h.context_length)
+    field("context_length", 0, std::to_string(h.context_length),
+          "int(original context x factor) for an integer original context, e.g. " +
+              std::to_string(c.rope_original_context) + " x " + decimal(c.rope_scaling_factor) + " = " +
+              (product < 4294967296.0 ? std::to_string(static_cast<uint64_t>(product)) : decimal(product)));
+  if (!simple_yarn_betas(h, c) && !integer_yarn_bounds(h)) {
+    const auto [raw_fast, raw_slow] = raw_yarn_betas(h, c);
+    const double fast = std::round(raw_fast * 1000) / 1000, slow = std::round(raw_slow * 1000) / 1000;
+    const auto y = yarn_header_values(c.head_dim, c.rope_original_context, fast, slow, c.rope_theta, false);
+    field("yarn_offset, yarn_scale", 52, "yarn_offset " + decimal(h.yarn_offset) + ", yarn_scale " + decimal(h.yarn_scale) +
+          " (beta_fast " + decimal(raw_fast) + ", beta_slow " + decimal(raw_slow) + ")",
+          "a pair some beta_fast/beta_slow with at most 9 decimals give exactly; betas " + decimal(fast) + "/" +
+              decimal(slow) + " give yarn_offset " + decimal(y.offset) + ", yarn_scale " + decimal(y.scale));
+  }
+  const float multiplier = yarn_multiplier(c.rope_scaling_factor);
+  if (!same_bits(multiplier, h.yarn_multiplier))
+    field("yarn_multiplier", 60, decimal(h.yarn_multiplier),
+          "0.1 ln(factor) + 1 = " + decimal(multiplier) + " for factor " + decimal(c.rope_scaling_factor));
+  return out;
 }
 
 }  // namespace gptoss

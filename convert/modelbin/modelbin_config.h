@@ -19,4 +19,17 @@ modelbin::ModelHeader modelbin_header_from_config(const GptOssConfig& config, st
 GptOssConfig config_from_modelbin_header(const modelbin::ModelHeader& header, uint64_t vocabulary_size,
                                          const std::string& file, std::vector<std::string>& notes);
 
+// A header field whose stored value no GPT-OSS config produces.
+struct ModelBinHeaderInconsistency {
+  std::string field;   // e.g. "model_header.yarn_multiplier"
+  uint64_t offset;     // of the field in the file
+  std::string found, expected;
+};
+// Checks the header against the config config_from_modelbin_header read from it: context_length
+// must be int(original context x factor); yarn_offset/yarn_scale must come from a beta_fast/
+// beta_slow with at most 9 decimals, or from integer bounds (what a truncating config writes);
+// yarn_multiplier must be 0.1 ln(factor) + 1 as f32.
+std::vector<ModelBinHeaderInconsistency> modelbin_header_inconsistencies(const modelbin::ModelHeader& header,
+                                                                         const GptOssConfig& config);
+
 }  // namespace gptoss

@@ -3,6 +3,8 @@
 // Exit status: 0 clean, 1 findings (or mismatches, or different weights), 2 unreadable input.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> same;
   unsigned threads = 0;
   app.add_option("paths", paths, "model files or checkpoint folders");
-  app.add_flag("--values", values, "one pass over all data: NaN/Inf, all-zero tensors, abs max, MXFP4 scale range");
+  app.add_flag("--values", values, "one pass over all data: NaN/Inf, all-zero tensors, abs max, MXFP4 and Q8_0 scale ranges");
   app.add_flag("--json", json, "machine-readable output");
   app.add_flag("--digest", digest, "print the canonical digest of every tensor and of the model");
   app.add_option("--write-manifest", write_manifest, "write SHA-256 of every file and every stored tensor to FILE");
@@ -119,7 +121,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       const auto sums = checksum_paths({paths[0]}, fs::absolute(paths[0]).parent_path(), threads, progress);
-      const bool ok = sums.front().sha256 == expect_sha;
+      // Published hashes come in either case; ours are lower-case hex.
+      std::string expected = expect_sha;
+      std::transform(expected.begin(), expected.end(), expected.begin(), [](unsigned char c) { return std::tolower(c); });
+      const bool ok = sums.front().sha256 == expected;
       std::cout << (ok ? "OK  " : "FAILED  ") << paths[0] << "  sha256 " << sums.front().sha256 << "\n";
       return ok ? 0 : 1;
     }
@@ -148,7 +153,9 @@ int main(int argc, char** argv) {
           for (const auto& s : result.stats)
             std::cout << "  " << s.name << "  " << s.dtype << (s.dtype == "U8" ? std::string() : "  abs max " + std::to_string(s.abs_max))
                       << (s.scale_min >= 0 ? "  scale bytes " + std::to_string(s.scale_min) + ".." + std::to_string(s.scale_max) : "")
-                      << (s.nan ? "  NaN " + std::to_string(s.nan) : "") << "\n";
+                      << (s.q8_0 ? "  Q8_0 scales " + std::to_string(s.q8_0->min) + ".." + std::to_string(s.q8_0->max) : "")
+                      << (s.nan ? "  NaN " + std::to_string(s.nan) : "") << (s.inf ? "  Inf " + std::to_string(s.inf) : "")
+                      << "\n";
       }
       if (result.report.has_problems()) status = 1;
     }
