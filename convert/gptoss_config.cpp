@@ -277,6 +277,11 @@ nlohmann::ordered_json config_to_hf_json(const GptOssConfig& c) {
 }
 
 nlohmann::ordered_json config_to_original_json(const GptOssConfig& c) {
+  // OpenAI's config has no layer_types: its model slides on the even layers, always.
+  for (uint32_t l = 0; l < c.num_layers; ++l)
+    if (c.is_sliding(l) != (l % 2 == 0))
+      throw std::invalid_argument("the original layout's config.json has no layer_types (OpenAI's model slides the even "
+                                  "layers only), but this model's layer " + std::to_string(l) + " differs");
   nlohmann::ordered_json j;
   j["num_hidden_layers"] = c.num_layers;
   j["num_experts"] = c.num_experts;

@@ -69,6 +69,8 @@ GptOssConfig config_from_original_json(const nlohmann::json& json, const std::st
 GptOssConfig load_config_file(const std::string& path);  // detects the layout from the keys
 
 nlohmann::ordered_json config_to_hf_json(const GptOssConfig& config);
+// Throws std::invalid_argument for a layer pattern other than gpt-oss's (even layers slide),
+// which OpenAI's config cannot say.
 nlohmann::ordered_json config_to_original_json(const GptOssConfig& config);
 
 }  // namespace gptoss

@@ -1,12 +1,11 @@
 #include "convert/safetensors_model.h"
 
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "convert/dtype_convert.h"
-#include "convert/tokenizer_json.h"
+#include "convert/hf_tokenizer_files.h"
 #include "formats/core/atomic_file.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/error.h"
@@ -134,25 +133,18 @@ CanonicalModel load_safetensors_model(const fs::path& path) {
   }
   finalize_canonical_tensors(c, model.tensors, path.string());
 
-  for (const fs::path& candidate : {dir / "tokenizer.json", dir.parent_path() / "tokenizer.json"})
-    if (fs::exists(candidate)) {
-      auto tok = load_tokenizer_json(candidate);
-      if (model.config.bos_token_id) tok->bos_id = model.config.bos_token_id;
-      if (model.config.eos_token_id) tok->eos_id = model.config.eos_token_id;
-      if (model.config.pad_token_id) tok->pad_id = model.config.pad_token_id;
-      const fs::path tcfg = candidate.parent_path() / "tokenizer_config.json";
-      if (fs::exists(tcfg)) {
-        const auto tc = read_json_file(tcfg);
-        if (tc.is_object() && tc.contains("chat_template") && tc["chat_template"].is_string())
-          tok->chat_template = tc["chat_template"].get<std::string>();
-      }
-      if (!tok->chat_template && fs::exists(candidate.parent_path() / "chat_template.jinja")) {
-        std::ifstream in(candidate.parent_path() / "chat_template.jinja");
-        tok->chat_template = std::string(std::istreambuf_iterator<char>(in), {});
-      }
-      model.tokenizer = std::move(tok);
-      break;
-    }
+  if (auto tok = load_hf_tokenizer_files(dir)) {
+    // The config's special ids win; where it has none (the original layout never does), the
+    // tokenizer's fill it in.
+    auto merge = [](std::optional<uint32_t>& config_id, std::optional<uint32_t>& tokenizer_id) {
+      if (config_id) tokenizer_id = config_id;
+      else config_id = tokenizer_id;
+    };
+    merge(model.config.bos_token_id, tok->bos_id);
+    merge(model.config.eos_token_id, tok->eos_id);
+    merge(model.config.pad_token_id, tok->pad_id);
+    model.tokenizer = std::move(tok);
+  }
   return model;
 }
 
@@ -218,6 +210,21 @@ std::vector<std::string> write_safetensors_model(const CanonicalModel& model, co
     write_text_file(dir / "generation_config.json", gen.dump(2) + "\n");
   } else {
     write_text_file(dir / "config.json", config_to_original_json(c).dump(2) + "\n");
+  }
+  if (model.tokenizer) {
+    // The special ids the config knows fill those the tokenizer lacks (tokenizer_config.json);
+    // the copy of the whole vocabulary only when there is something to fill.
+    const TokenizerData& tok = *model.tokenizer;
+    const bool fill = (!tok.bos_id && c.bos_token_id) || (!tok.eos_id && c.eos_token_id) || (!tok.pad_id && c.pad_token_id);
+    if (fill) {
+      TokenizerData filled = tok;
+      if (!filled.bos_id) filled.bos_id = c.bos_token_id;
+      if (!filled.eos_id) filled.eos_id = c.eos_token_id;
+      if (!filled.pad_id) filled.pad_id = c.pad_token_id;
+      write_hf_tokenizer_files(filled, dir, notes);
+    } else {
+      write_hf_tokenizer_files(tok, dir, notes);
+    }
   }
   write_sharded_safetensors(dir, entries, options.max_shard_bytes);
 

@@ -13,7 +13,8 @@ namespace gptoss {
 enum class CheckpointLayout { HuggingFace, Original };
 
 // Reads a checkpoint folder (or one .safetensors file with config.json beside it). The layout is
-// detected from the tensor names. A tokenizer.json in the folder or its parent is loaded too.
+// detected from the tensor names. The tokenizer files in the folder or its parent are loaded too
+// (hf_tokenizer_files.h).
 CanonicalModel load_safetensors_model(const std::filesystem::path& path);
 
 struct SafetensorsWriteOptions {
@@ -23,8 +24,10 @@ struct SafetensorsWriteOptions {
   std::function<void(const std::string&, uint64_t done, uint64_t total)> progress;  // per tensor
 };
 
-// Writes config.json (+ generation_config.json and tokenizer.json for the HF layout when the
-// model has a tokenizer) and the weights. Returns notes about lossy steps (with measured error).
+// Writes config.json (+ generation_config.json for the HF layout), the tokenizer files when the
+// model has a tokenizer (tokenizer.json, tokenizer_config.json with the chat template; in both
+// layouts, so that nothing of the tokenizer is lost) and the weights. Returns notes about lossy
+// steps (with measured error) and about anything not written.
 std::vector<std::string> write_safetensors_model(const CanonicalModel& model, const std::filesystem::path& dir,
                                                  const SafetensorsWriteOptions& options);
 

@@ -296,11 +296,7 @@ CanonicalModel load_gguf_model(const fs::path& path) {
   model.config = gguf_config(*files);
   model.source_description = "GGUF " + path.string();
   const GptOssConfig& c = model.config;
-  try {
-    c.validate(path.string());
-  } catch (const std::invalid_argument& e) {
-    throw_format_error(path.string(), "metadata", std::nullopt, e.what());
-  }
+  c.validate(path.string());  // a FormatError naming the file, field "config"
   model.tokenizer = gguf_tokenizer(files->metadata());
   if (model.tokenizer) {
     if (model.tokenizer->size() > c.vocab_size)

@@ -68,4 +68,10 @@ std::optional<uint64_t> dtype_byte_size(DType type, uint64_t elements) {
   return checked_mul(elements / info.block_elements, info.block_bytes);
 }
 
+std::optional<Mxfp4PairBytes> mxfp4_pair_byte_size(uint64_t elements) {
+  if (elements % kMxfp4BlockElements != 0) return std::nullopt;
+  const uint64_t blocks = elements / kMxfp4BlockElements;
+  return Mxfp4PairBytes{blocks * kMxfp4OaiBlockBytes, blocks};  // at most elements / 2: no overflow
+}
+
 }  // namespace gptoss

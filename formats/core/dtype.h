@@ -54,6 +54,15 @@ inline std::optional<uint64_t> dtype_row_bytes(DType type, uint64_t row_elements
 inline constexpr uint32_t kMxfp4BlockElements = 32;
 inline constexpr uint32_t kMxfp4OaiBlockBytes = 16;
 inline constexpr uint32_t kMxfp4GgmlBlockBytes = 17;
+// Bytes of the OpenAI MXFP4 pair holding `elements` values; nullopt when `elements` is not a
+// multiple of 32 (both sizes are at most elements / 2, so they cannot overflow). The ggml MXFP4 type holds the same pair interleaved
+// (scale byte + 16 code bytes per block): blocks + scales == dtype_byte_size(MXFP4, elements).
+struct Mxfp4PairBytes {
+  uint64_t blocks;  // elements / 2: the 16-byte code blocks
+  uint64_t scales;  // elements / 32: one E8M0 byte per block
+};
+std::optional<Mxfp4PairBytes> mxfp4_pair_byte_size(uint64_t elements);
+
 inline constexpr uint32_t kQ8_0BlockElements = 32;
 inline constexpr uint32_t kQ8_0BlockBytes = 34;
 

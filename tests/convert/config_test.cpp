@@ -112,10 +112,107 @@ TEST(Config, ValidationNamesEveryProblem) {
   EXPECT_THROW(config_from_hf_json(j, "x"), FormatError);
 }
 
-TEST(Config, PresetShapes) {
-  EXPECT_EQ(synth_config(synth_preset("20b")).num_experts, 32u);
-  EXPECT_EQ(synth_config(synth_preset("120b")).num_layers, 36u);
-  EXPECT_THROW(synth_preset("7b"), std::invalid_argument);
+// The config.json of openai/gpt-oss-20b and gpt-oss-120b on the Hugging Face hub, as published
+// (the keys the math needs; the two differ only in layers and experts).
+json published_config(uint32_t layers, uint32_t experts) {
+  json j = json::parse(R"({
+    "architectures": ["GptOssForCausalLM"], "attention_bias": true, "attention_dropout": 0.0,
+    "eos_token_id": 200002, "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880,
+    "initial_context_length": 4096, "initializer_range": 0.02, "intermediate_size": 2880,
+    "max_position_embeddings": 131072, "model_type": "gpt_oss", "num_attention_heads": 64, "num_experts_per_tok": 4,
+    "num_key_value_heads": 8, "output_router_logits": false, "pad_token_id": 199999, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096,
+                     "rope_type": "yarn", "truncate": false},
+    "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
+    "tie_word_embeddings": false, "use_cache": true, "vocab_size": 201088})");
+  j["num_hidden_layers"] = layers;
+  j["num_local_experts"] = experts;
+  j["layer_types"] = json::array();
+  for (uint32_t i = 0; i < layers; ++i) j["layer_types"].push_back(i % 2 ? "full_attention" : "sliding_attention");
+  return j;
+}
+
+class PresetConfig : public ::testing::TestWithParam<std::tuple<const char*, uint32_t, uint32_t>> {};
+
+TEST_P(PresetConfig, EveryFieldIsThePublishedModels) {
+  const auto [name, layers, experts] = GetParam();
+  const GptOssConfig c = synth_config(synth_preset(name));
+  EXPECT_EQ(c.num_layers, layers);
+  EXPECT_EQ(c.num_experts, experts);
+  EXPECT_EQ(c.hidden_size, 2880u);
+  EXPECT_EQ(c.intermediate_size, 2880u);
+  EXPECT_EQ(c.experts_per_token, 4u);
+  EXPECT_EQ(c.num_heads, 64u);
+  EXPECT_EQ(c.num_kv_heads, 8u);
+  EXPECT_EQ(c.head_dim, 64u);
+  EXPECT_EQ(c.vocab_size, 201088u);
+  EXPECT_EQ(c.sliding_window, 128u);
+  ASSERT_EQ(c.sliding_layers.size(), layers);
+  for (uint32_t l = 0; l < layers; ++l) EXPECT_EQ(c.is_sliding(l), l % 2 == 0) << l;
+  EXPECT_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.rope_theta, 150000.0);
+  EXPECT_EQ(c.rope_scaling_factor, 32.0);
+  EXPECT_EQ(c.rope_original_context, 4096u);
+  EXPECT_EQ(c.yarn_beta_fast, 32.0);
+  EXPECT_EQ(c.yarn_beta_slow, 1.0);
+  EXPECT_FALSE(c.yarn_truncate);
+  EXPECT_EQ(c.max_position_embeddings, 131072u);
+  EXPECT_EQ(c.swiglu_limit, 7.0);
+  EXPECT_EQ(c.bos_token_id, 199998u);  // generation_config.json's
+  EXPECT_EQ(c.eos_token_id, 200002u);
+  EXPECT_EQ(c.pad_token_id, 199999u);
+  // The whole struct equals what the published config.json reads as (bos lives in
+  // generation_config.json, which the reader takes from beside it).
+  GptOssConfig published = config_from_hf_json(published_config(layers, experts), "config.json");
+  published.bos_token_id = 199998;
+  EXPECT_EQ(c, published);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, PresetConfig,
+                         ::testing::Values(std::make_tuple("20b", 24u, 32u), std::make_tuple("120b", 36u, 128u)),
+                         [](const auto& test_param) { return "gpt_oss_" + std::string(std::get<0>(test_param.param)); });
+
+TEST(Config, UnknownPresetIsRefused) { EXPECT_THROW(synth_preset("7b"), std::invalid_argument); }
+
+TEST(Config, NonDefaultLayerTypesAreReadAndKept) {
+  json j = hub_config();
+  j["num_hidden_layers"] = 4;
+  j["layer_types"] = {"full_attention", "sliding_attention", "sliding_attention", "full_attention"};
+  const auto c = config_from_hf_json(j, "config.json");
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{false, true, true, false}));
+  EXPECT_FALSE(c.is_sliding(0));
+  EXPECT_TRUE(c.is_sliding(2));
+  // The HF config says it back exactly ...
+  const auto back = config_to_hf_json(c);
+  EXPECT_EQ(back["layer_types"], j["layer_types"]);
+  EXPECT_EQ(config_from_hf_json(back, "back"), c);
+  // ... the OpenAI config cannot (it has no such key) and refuses rather than lose it.
+  try {
+    config_to_original_json(c);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 0 differs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, BadLayerTypesAreNamed) {
+  json j = hub_config();
+  j["layer_types"] = json::array();
+  for (int i = 0; i < 24; ++i) j["layer_types"].push_back(i == 5 ? "local_attention" : "full_attention");
+  try {
+    config_from_hf_json(j, "config.json");
+    FAIL() << "no error";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.field(), "layer_types");
+    EXPECT_NE(e.message().find("unknown layer type \"local_attention\""), std::string::npos) << e.what();
+  }
+  j["layer_types"] = {"full_attention", "sliding_attention"};  // 2 entries for 24 layers
+  try {
+    config_from_hf_json(j, "config.json");
+    FAIL() << "no error";
+  } catch (const FormatError& e) {
+    EXPECT_NE(e.message().find("layer_types must have one entry per layer"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -27,6 +27,25 @@ TEST(DType, BlockSizes) {
   EXPECT_FALSE(dtype_byte_size(DType::MXFP4, 16));
 }
 
+TEST(DType, OpenAiMxfp4PairSizes) {
+  // gpt-oss-20b mlp1 of one layer: 32 experts x 5760 rows x 2880 inputs.
+  const uint64_t elements = 32ull * 5760 * 2880;
+  const auto pair = mxfp4_pair_byte_size(elements);
+  ASSERT_TRUE(pair);
+  EXPECT_EQ(pair->blocks, elements / 2);   // [32, 5760, 90, 16] U8
+  EXPECT_EQ(pair->scales, elements / 32);  // [32, 5760, 90] U8
+  EXPECT_EQ(pair->blocks, 265420800u);
+  EXPECT_EQ(pair->scales, 16588800u);
+  // The same bytes as ggml's interleaved MXFP4 (17 per block).
+  EXPECT_EQ(pair->blocks + pair->scales, dtype_byte_size(DType::MXFP4, elements));
+  EXPECT_EQ(mxfp4_pair_byte_size(32)->blocks, 16u);
+  EXPECT_EQ(mxfp4_pair_byte_size(32)->scales, 1u);
+  EXPECT_EQ(mxfp4_pair_byte_size(0)->blocks, 0u);
+  EXPECT_FALSE(mxfp4_pair_byte_size(48));  // not whole blocks
+  const uint64_t largest = std::numeric_limits<uint64_t>::max() / 32 * 32;
+  EXPECT_EQ(mxfp4_pair_byte_size(largest)->blocks, largest / 2);  // no overflow at the top of the range
+}
+
 TEST(DType, OverflowIsDetected) {
   const uint64_t big = std::numeric_limits<uint64_t>::max() / 2;
   EXPECT_FALSE(dtype_byte_size(DType::F32, big));

@@ -99,6 +99,8 @@ TEST(GgufReader, ParsesTheCraftedFile) {
 
 TEST(GgufReader, RejectsBadMagic) { Crafted c; c.magic = 0x46554746; expect_error(c, "magic", "not a GGUF file"); }
 TEST(GgufReader, RejectsVersion1) { Crafted c; c.version = 1; expect_error(c, "version", "unsupported GGUF version 1"); }
+TEST(GgufReader, RejectsVersion0) { Crafted c; c.version = 0; expect_error(c, "version", "unsupported GGUF version 0 (2 and 3 are supported)"); }
+TEST(GgufReader, RejectsVersion4) { Crafted c; c.version = 4; expect_error(c, "version", "unsupported GGUF version 4 (2 and 3 are supported)"); }
 TEST(GgufReader, RejectsByteSwappedVersion) { Crafted c; c.version = 0x03000000; expect_error(c, "version", "byte-swapped"); }
 TEST(GgufReader, RejectsHugeTensorCount) { Crafted c; c.tensor_count = 1ull << 40; expect_error(c, "tensor_count", "cannot fit"); }
 TEST(GgufReader, RejectsHugeKvCount) { Crafted c; c.kv_count = 1ull << 60; expect_error(c, "kv_count", "cannot fit"); }

@@ -22,7 +22,11 @@ int main(int argc, char** argv) {
   app.add_option("--layout", layout, "safetensors output layout: hf or original")->check(CLI::IsMember({"hf", "original"}));
   app.add_option("--dense", dense, "dense tensor type: bf16, f16, f32 or q8_0 (GGUF); bf16 or f32 (safetensors)")
       ->check(CLI::IsMember({"bf16", "f16", "f32", "q8_0"}));
-  app.add_option("--max-shard-size,--split-max-size", max_shard, "split the output at this many bytes per file");
+  // Sizes as llama.cpp's gguf-split and Hugging Face take them: 5G / 5GB = 5e9 bytes, 500M = 5e8,
+  // 2GiB = 2^31; a bare number is bytes.
+  app.add_option("--max-shard-size,--split-max-size", max_shard,
+                 "split the output at this many bytes of tensor data per file (e.g. 5G, 500M, 2GiB)")
+      ->transform(CLI::AsSizeValue(true));
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.add_flag("-v,--verbose", verbose, "print every lossy-step note (default: the first few and a count)");
   CLI11_PARSE(app, argc, argv);
