@@ -1,11 +1,15 @@
 #include "verify/structural.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "convert/gguf/gguf_names.h"
 #include "convert/model_io.h"
 #include "convert/modelbin/modelbin_config.h"
+#include "convert/safetensors_model.h"
 #include "formats/core/error.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/json_file.h"
@@ -14,6 +18,7 @@
 #include "formats/gguf/gguf_split.h"
 #include "formats/modelbin/modelbin_file.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
+#include "verify/stored_tensors.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;
@@ -142,6 +147,25 @@ void check_modelbin_header(const fs::path& path, const GptOssConfig& config, Rep
   for (const auto& f : modelbin_header_inconsistencies(bin.header(), config))
     report.warning("config", bin.path(), f.field, "is " + f.found, f.expected, f.offset);
 }
+// Stored tensors the model does not use: readers skip them, so nothing else would notice.
+void check_extra_tensors(const fs::path& path, ModelFormat format, const GptOssConfig& config, Report& report) {
+  if (format == ModelFormat::ModelBin) return;  // no tensor directory: the header fixes the set
+  std::set<std::string> expected;
+  std::vector<std::pair<fs::path, StoredTensorRange>> stored;
+  for (const auto& file : model_files(path))
+    for (const auto& t : stored_tensors(file)) stored.emplace_back(file, t);
+  if (format == ModelFormat::Gguf) {
+    for (const auto& g : gguf_tensor_names(config.num_layers)) expected.insert(g.name);
+  } else {
+    const bool original = std::any_of(stored.begin(), stored.end(), [](const auto& s) { return s.second.name == "embedding.weight"; });
+    for (const auto& spec : canonical_tensor_specs(config))
+      expected.insert(layout_tensor_name(original ? CheckpointLayout::Original : CheckpointLayout::HuggingFace, spec.role, spec.layer));
+  }
+  for (const auto& [file, t] : stored)
+    if (!expected.count(t.name))
+      report.warning("extra", file.string(), t.name, "tensor is not part of the GPT-OSS model (readers skip it)",
+                     "only the tensors of the config", t.offset);
+}
 }  // namespace
 
 void check_model_consistency(const CanonicalModel& model, const std::string& file, Report& report) {
@@ -207,6 +231,7 @@ VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
     return result;
   }
   check_model_consistency(model, path.string(), result.report);
+  check_extra_tensors(path, format, model.config, result.report);
   if (format == ModelFormat::ModelBin) check_modelbin_header(path, model.config, result.report);
   if (options.values) result.stats = check_values(model, path.string(), result.report, options.threads);
   MappedFile::throw_if_shrunk_since(shrink_events);
