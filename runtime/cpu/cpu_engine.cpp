@@ -1,188 +1,36 @@
 #include "runtime/cpu/cpu_engine.h"
 
-#include <cblas.h>
-
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <stdexcept>
-#include <string>
-
-#include "runtime/cpu/cpu_kernels.h"
+#include "runtime/cpu/cpu_forward.h"
 
 namespace gptoss::cpu {
+namespace {
 
-CpuEngine::CpuEngine(const CanonicalModel& model) : CpuEngine(decode_cpu_weights(model)) {}
-
-CpuEngine::CpuEngine(CpuWeights weights) : weights_(std::move(weights)) {
-  const auto yarn = compute_yarn(weights_.config);
-  inv_freq_ = yarn.inv_freq;
-  concentration_ = static_cast<float>(yarn.concentration);
-  k_cache_.resize(weights_.config.num_layers);
-  v_cache_.resize(weights_.config.num_layers);
+std::unique_ptr<ForwardPassBase> make_pass(CpuWeights weights, CpuPrecision precision) {
+  if (precision == CpuPrecision::F64) return std::make_unique<ForwardPass<double>>(widen_to_f64(std::move(weights)));
+  return std::make_unique<ForwardPass<float>>(std::move(weights));
 }
 
-void CpuEngine::ensure_cache_capacity(uint64_t tokens) {
-  if (tokens <= cache_capacity_) return;
-  cache_capacity_ = std::max<uint64_t>(tokens, cache_capacity_ * 2);
-  const size_t kv_rows = weights_.config.kv_rows();
-  for (auto& k : k_cache_) k.resize(cache_capacity_ * kv_rows);
-  for (auto& v : v_cache_) v.resize(cache_capacity_ * kv_rows);
-}
+}  // namespace
+
+std::string_view precision_name(CpuPrecision precision) { return precision == CpuPrecision::F64 ? "f64" : "f32"; }
+
+CpuEngine::CpuEngine(const CanonicalModel& model, CpuPrecision precision)
+    : CpuEngine(decode_cpu_weights(model), precision) {}
+
+CpuEngine::CpuEngine(CpuWeights weights, CpuPrecision precision)
+    : precision_(precision), pass_(make_pass(std::move(weights), precision)) {}
+
+CpuEngine::~CpuEngine() = default;
+CpuEngine::CpuEngine(CpuEngine&&) noexcept = default;
+CpuEngine& CpuEngine::operator=(CpuEngine&&) noexcept = default;
+
+const GptOssConfig& CpuEngine::config() const { return pass_->config(); }
+uint64_t CpuEngine::position() const { return pass_->position(); }
+void CpuEngine::reset() { pass_->reset(); }
 
 std::vector<float> CpuEngine::forward(std::span<const uint32_t> tokens, LogitRows rows,
                                       const ActivationObserver& observer) {
-  const auto& c = weights_.config;
-  const size_t count = tokens.size();
-  const size_t hidden = c.hidden_size;
-  for (uint32_t id : tokens)
-    if (id >= c.vocab_size)
-      throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary of " +
-                              std::to_string(c.vocab_size));
-  if (position_ + count > c.max_position_embeddings)
-    throw std::out_of_range("context of " + std::to_string(position_ + count) + " tokens exceeds the model's " +
-                            std::to_string(c.max_position_embeddings));
-  if (count == 0) return {};
-  ensure_cache_capacity(position_ + count);
-
-  auto observe = [&](Stage stage, int layer, const std::vector<float>& values) {
-    if (observer) observer({stage, layer, position_, count, hidden, values});
-  };
-
-  std::vector<float> x(count * hidden);
-  for (size_t t = 0; t < count; ++t)
-    std::copy_n(weights_.embedding.data() + static_cast<size_t>(tokens[t]) * hidden, hidden, x.data() + t * hidden);
-  observe(Stage::Embedding, -1, x);
-
-  std::vector<float> normed(count * hidden), block_out(count * hidden);
-  for (uint32_t l = 0; l < c.num_layers; ++l) {
-    const auto& w = weights_.layers[l];
-    rms_norm(x.data(), count, hidden, w.attn_norm.data(), c.rms_norm_eps, normed.data());
-    attention_block(l, normed.data(), count, block_out.data());
-    for (size_t i = 0; i < x.size(); ++i) x[i] += block_out[i];
-    rms_norm(x.data(), count, hidden, w.mlp_norm.data(), c.rms_norm_eps, normed.data());
-    moe_block(l, normed.data(), count, block_out.data());
-    for (size_t i = 0; i < x.size(); ++i) x[i] += block_out[i];
-    observe(Stage::LayerOutput, static_cast<int>(l), x);
-  }
-  rms_norm(x.data(), count, hidden, weights_.final_norm.data(), c.rms_norm_eps, normed.data());
-  observe(Stage::FinalNorm, -1, normed);
-  position_ += count;
-
-  if (rows == LogitRows::None) return {};
-  const size_t first = rows == LogitRows::Last ? count - 1 : 0;
-  const size_t logit_rows = count - first;
-  std::vector<float> logits(logit_rows * c.vocab_size);
-  linear(normed.data() + first * hidden, logit_rows, hidden, weights_.unembedding.data(), c.vocab_size, nullptr,
-         logits.data());
-  return logits;
-}
-
-// Attention of `count` new tokens (positions position_ .. position_ + count - 1) over the cache
-// and themselves; `x` is the normed input, `out` gets o·Woᵀ + bo.
-void CpuEngine::attention_block(uint32_t layer, const float* x, size_t count, float* out) {
-  const auto& c = weights_.config;
-  const auto& w = weights_.layers[layer];
-  const size_t hidden = c.hidden_size, head_dim = c.head_dim, q_rows = c.q_rows(), kv_rows = c.kv_rows();
-  std::vector<float> q(count * q_rows);
-  linear(x, count, hidden, w.q.data(), q_rows, w.q_bias.data(), q.data());
-  float* k = k_cache_[layer].data() + position_ * kv_rows;  // new rows go straight into the cache
-  float* v = v_cache_[layer].data() + position_ * kv_rows;
-  linear(x, count, hidden, w.k.data(), kv_rows, w.k_bias.data(), k);
-  linear(x, count, hidden, w.v.data(), kv_rows, w.v_bias.data(), v);
-
-  std::vector<float> cos_table(head_dim / 2), sin_table(head_dim / 2);
-  for (size_t t = 0; t < count; ++t) {
-    rope_table(position_ + t, inv_freq_, concentration_, cos_table.data(), sin_table.data());
-    apply_rope_half_split(q.data() + t * q_rows, c.num_heads, head_dim, cos_table.data(), sin_table.data());
-    apply_rope_half_split(k + t * kv_rows, c.num_kv_heads, head_dim, cos_table.data(), sin_table.data());
-  }
-
-  // Per query head: scores [count, keys] by one GEMM over the whole cache, masked softmax with the
-  // sink as an extra column that is dropped, then probabilities · V by a second GEMM.
-  const size_t keys = position_ + count;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const bool sliding = c.is_sliding(layer);
-  std::vector<float> scores(count * keys);
-  std::vector<float> attn(count * q_rows);
-  const float* k_all = k_cache_[layer].data();
-  const float* v_all = v_cache_[layer].data();
-  for (uint32_t h = 0; h < c.num_heads; ++h) {
-    const size_t kv_head = c.kv_head_for(h);  // h / (heads / kv_heads), never h % kv_heads
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(count), static_cast<blasint>(keys),
-                static_cast<blasint>(head_dim), scale, q.data() + h * head_dim, static_cast<blasint>(q_rows),
-                k_all + kv_head * head_dim, static_cast<blasint>(kv_rows), 0.0f, scores.data(),
-                static_cast<blasint>(keys));
-    const float sink = w.sinks[h];
-    for (size_t t = 0; t < count; ++t) {
-      const uint64_t query_pos = position_ + t;
-      // Sliding layers see the W most recent keys including the query itself: t - W < j <= t.
-      const uint64_t first_key = sliding && query_pos + 1 > c.sliding_window ? query_pos + 1 - c.sliding_window : 0;
-      float* row = scores.data() + t * keys;
-      float max_logit = sink;
-      for (uint64_t j = first_key; j <= query_pos; ++j) max_logit = std::max(max_logit, row[j]);
-      float denominator = std::exp(sink - max_logit);
-      for (uint64_t j = 0; j < keys; ++j) {
-        if (j < first_key || j > query_pos) {
-          row[j] = 0.0f;
-        } else {
-          row[j] = std::exp(row[j] - max_logit);
-          denominator += row[j];
-        }
-      }
-      for (uint64_t j = first_key; j <= query_pos; ++j) row[j] /= denominator;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(count),
-                static_cast<blasint>(head_dim), static_cast<blasint>(keys), 1.0f, scores.data(),
-                static_cast<blasint>(keys), v_all + kv_head * head_dim, static_cast<blasint>(kv_rows), 0.0f,
-                attn.data() + h * head_dim, static_cast<blasint>(q_rows));
-  }
-  linear(attn.data(), count, q_rows, w.out.data(), hidden, w.out_bias.data(), out);
-}
-
-// The mixture of experts: router top-k, softmax over the k, and per expert one GEMM over the
-// tokens that chose it. `out` gets Σ_e w_e · (W2 act + b2).
-void CpuEngine::moe_block(uint32_t layer, const float* x, size_t count, float* out) {
-  const auto& c = weights_.config;
-  const auto& w = weights_.layers[layer];
-  const size_t hidden = c.hidden_size, experts = c.num_experts, inter = c.intermediate_size;
-  std::vector<float> router(count * experts);
-  linear(x, count, hidden, w.router.data(), experts, w.router_bias.data(), router.data());
-
-  struct Assignment {
-    size_t token;
-    float weight;
-  };
-  std::vector<std::vector<Assignment>> by_expert(experts);
-  for (size_t t = 0; t < count; ++t) {
-    const std::span<const float> logits(router.data() + t * experts, experts);
-    const auto chosen = top_k_experts(logits, c.experts_per_token);
-    const auto gate_weights = softmax_of(logits, chosen);
-    for (size_t i = 0; i < chosen.size(); ++i) by_expert[chosen[i]].push_back({t, gate_weights[i]});
-  }
-
-  std::fill(out, out + count * hidden, 0.0f);
-  std::vector<float> gathered, gate_up, act, down;
-  const float limit = static_cast<float>(c.swiglu_limit);
-  for (size_t e = 0; e < experts; ++e) {
-    const auto& assigned = by_expert[e];
-    if (assigned.empty()) continue;
-    const size_t n = assigned.size();
-    gathered.resize(n * hidden);
-    for (size_t i = 0; i < n; ++i) std::copy_n(x + assigned[i].token * hidden, hidden, gathered.data() + i * hidden);
-    gate_up.resize(n * 2 * inter);
-    linear(gathered.data(), n, hidden, w.mlp1.data() + e * 2 * inter * hidden, 2 * inter,
-           w.mlp1_bias.data() + e * 2 * inter, gate_up.data());
-    act.resize(n * inter);
-    for (size_t i = 0; i < n; ++i) swiglu_interleaved(gate_up.data() + i * 2 * inter, inter, limit, act.data() + i * inter);
-    down.resize(n * hidden);
-    linear(act.data(), n, inter, w.mlp2.data() + e * hidden * inter, hidden, w.mlp2_bias.data() + e * hidden,
-           down.data());
-    for (size_t i = 0; i < n; ++i) {
-      float* row = out + assigned[i].token * hidden;
-      for (size_t d = 0; d < hidden; ++d) row[d] += assigned[i].weight * down[i * hidden + d];
-    }
-  }
+  return pass_->forward(tokens, rows, observer);
 }
 
 }  // namespace gptoss::cpu

@@ -1,45 +1,45 @@
 #pragma once
-// The CPU reference engine: the GPT-OSS forward pass in f32 on exactly decoded weights, with a
-// KV cache. Everything the Vulkan engine computes is checked against this one, and this one
-// against transformers (shared/goldens/a/refs-a.safetensors), so it favours clarity and exact
-// reference semantics over speed; matrix products still go through OpenBLAS.
+// The CPU reference engine: the GPT-OSS forward pass on exactly decoded weights, with a KV cache.
+// Everything the Vulkan engine computes is checked against this one, and this one against
+// transformers (shared/goldens/a/refs-a.safetensors), so it favours clarity and exact reference
+// semantics over speed; matrix products still go through OpenBLAS.
+//
+// Arithmetic: f32 by default (what transformers and the GPU engines compute), or f64 on request
+// (CpuPrecision::F64: the same weights widened, every product and sum in double). Two f32
+// implementations that sum in different orders drift apart by ~1e-5 relative on preset a's
+// random layers (1e-3 absolute on a residual stream of |x| ~ 110); the f64 engine removes its own
+// share of that, so it is the sharper ruler for parity work. It costs 8 bytes per parameter.
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "convert/canonical_model.h"
+#include "runtime/cpu/cpu_activations.h"
 #include "runtime/cpu/cpu_weights.h"
 
 namespace gptoss::cpu {
 
-// Where in the forward pass an activation was observed.
-enum class Stage { Embedding, LayerOutput, FinalNorm };
+class ForwardPassBase;
 
-// Rows [first_position, first_position + rows) of an activation, row-major [rows, cols].
-// LayerOutput is the residual stream after decoder layer `layer` (-1 for the other stages).
-struct ActivationView {
-  Stage stage;
-  int layer;
-  uint64_t first_position;
-  size_t rows;
-  size_t cols;
-  std::span<const float> values;
-};
-using ActivationObserver = std::function<void(const ActivationView&)>;
-
-enum class LogitRows { None, Last, All };
+enum class CpuPrecision { F32, F64 };
+std::string_view precision_name(CpuPrecision precision);
 
 class CpuEngine {
  public:
-  explicit CpuEngine(const CanonicalModel& model);
-  explicit CpuEngine(CpuWeights weights);
+  explicit CpuEngine(const CanonicalModel& model, CpuPrecision precision = CpuPrecision::F32);
+  explicit CpuEngine(CpuWeights weights, CpuPrecision precision = CpuPrecision::F32);
+  ~CpuEngine();
+  CpuEngine(CpuEngine&&) noexcept;
+  CpuEngine& operator=(CpuEngine&&) noexcept;
 
-  const GptOssConfig& config() const { return weights_.config; }
-  uint32_t vocab_size() const { return weights_.config.vocab_size; }
+  CpuPrecision precision() const { return precision_; }
+  const GptOssConfig& config() const;
+  uint32_t vocab_size() const { return config().vocab_size; }
   // Tokens held in the KV cache: the position the next token gets.
-  uint64_t position() const { return position_; }
-  void reset() { position_ = 0; }
+  uint64_t position() const;
+  void reset();
 
   // Runs `tokens` after everything in the cache (a prefill when the cache is empty, a decode step
   // for one token) and appends them to the cache. Returns the logits of the requested rows,
@@ -49,16 +49,8 @@ class CpuEngine {
                              const ActivationObserver& observer = {});
 
  private:
-  void attention_block(uint32_t layer, const float* x, size_t count, float* out);
-  void moe_block(uint32_t layer, const float* x, size_t count, float* out);
-  void ensure_cache_capacity(uint64_t tokens);
-
-  CpuWeights weights_;
-  std::vector<float> inv_freq_;
-  float concentration_ = 1;
-  uint64_t position_ = 0;
-  uint64_t cache_capacity_ = 0;
-  std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer [capacity, kv_heads * D], K rotated
+  CpuPrecision precision_;
+  std::unique_ptr<ForwardPassBase> pass_;
 };
 
 }  // namespace gptoss::cpu

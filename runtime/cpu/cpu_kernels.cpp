@@ -7,56 +7,75 @@
 #include <numeric>
 
 namespace gptoss::cpu {
+namespace {
 
-void linear(const float* x, size_t rows, size_t in, const float* weight, size_t out, const float* bias, float* y) {
+// One OpenBLAS call per precision; everything else below is written once for both.
+void gemv(blasint n, blasint k, const float* w, const float* x, float beta, float* y) {
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, w, k, x, 1, beta, y, 1);
+}
+void gemv(blasint n, blasint k, const double* w, const double* x, double beta, double* y) {
+  cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0, w, k, x, 1, beta, y, 1);
+}
+void gemm_nt(blasint m, blasint n, blasint k, const float* x, const float* w, float beta, float* y) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k, beta, y, n);
+}
+void gemm_nt(blasint m, blasint n, blasint k, const double* x, const double* w, double beta, double* y) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, x, k, w, k, beta, y, n);
+}
+
+template <class Real>
+void linear_impl(const Real* x, size_t rows, size_t in, const Real* weight, size_t out, const Real* bias, Real* y) {
   if (rows == 0) return;
   const auto m = static_cast<blasint>(rows), n = static_cast<blasint>(out), k = static_cast<blasint>(in);
-  float beta = 0.0f;
+  Real beta = 0;
   if (bias) {
     for (size_t r = 0; r < rows; ++r) std::copy(bias, bias + out, y + r * out);
-    beta = 1.0f;
+    beta = 1;
   }
   if (rows == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, weight, k, x, 1, beta, y, 1);
+    gemv(n, k, weight, x, beta, y);
   } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, weight, k, beta, y, n);
+    gemm_nt(m, n, k, x, weight, beta, y);
   }
 }
 
-void rms_norm(const float* x, size_t rows, size_t dim, const float* weight, double eps, float* y) {
+template <class Real>
+void rms_norm_impl(const Real* x, size_t rows, size_t dim, const Real* weight, double eps, Real* y) {
   for (size_t r = 0; r < rows; ++r) {
-    const float* row = x + r * dim;
+    const Real* row = x + r * dim;
     double sum_squares = 0;
     for (size_t i = 0; i < dim; ++i) sum_squares += static_cast<double>(row[i]) * row[i];
-    const auto inv_rms = static_cast<float>(1.0 / std::sqrt(sum_squares / static_cast<double>(dim) + eps));
+    const auto inv_rms = static_cast<Real>(1.0 / std::sqrt(sum_squares / static_cast<double>(dim) + eps));
     for (size_t i = 0; i < dim; ++i) y[r * dim + i] = row[i] * inv_rms * weight[i];
   }
 }
 
-void rope_table(uint64_t position, std::span<const float> inv_freq, float concentration, float* cos_out,
-                float* sin_out) {
+template <class Real>
+void rope_table_impl(uint64_t position, std::span<const float> inv_freq, float concentration, Real* cos_out,
+                     Real* sin_out) {
   const auto pos = static_cast<float>(position);
   for (size_t i = 0; i < inv_freq.size(); ++i) {
-    const float angle = pos * inv_freq[i];
+    const Real angle = pos * inv_freq[i];  // f32 product, as transformers
     cos_out[i] = std::cos(angle) * concentration;
     sin_out[i] = std::sin(angle) * concentration;
   }
 }
 
-void apply_rope_half_split(float* heads, size_t head_count, size_t head_dim, const float* cos_table,
-                           const float* sin_table) {
+template <class Real>
+void apply_rope_impl(Real* heads, size_t head_count, size_t head_dim, const Real* cos_table, const Real* sin_table) {
   const size_t half = head_dim / 2;
   for (size_t h = 0; h < head_count; ++h) {
-    float* x = heads + h * head_dim;
+    Real* x = heads + h * head_dim;
     for (size_t i = 0; i < half; ++i) {
-      const float a = x[i], b = x[i + half];
+      const Real a = x[i], b = x[i + half];
       x[i] = a * cos_table[i] - b * sin_table[i];
       x[i + half] = b * cos_table[i] + a * sin_table[i];
     }
   }
 }
 
-std::vector<uint32_t> top_k_experts(std::span<const float> logits, size_t k) {
+template <class Real>
+std::vector<uint32_t> top_k_impl(std::span<const Real> logits, size_t k) {
   std::vector<uint32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0u);
   k = std::min(k, order.size());
@@ -66,24 +85,78 @@ std::vector<uint32_t> top_k_experts(std::span<const float> logits, size_t k) {
   return order;
 }
 
-std::vector<float> softmax_of(std::span<const float> logits, std::span<const uint32_t> selected) {
-  std::vector<float> weights(selected.size());
+template <class Real>
+std::vector<Real> softmax_of_impl(std::span<const Real> logits, std::span<const uint32_t> selected) {
+  std::vector<Real> weights(selected.size());
   if (selected.empty()) return weights;
-  float max_logit = logits[selected[0]];
+  Real max_logit = logits[selected[0]];
   for (uint32_t e : selected) max_logit = std::max(max_logit, logits[e]);
-  float sum = 0;
+  Real sum = 0;
   for (size_t i = 0; i < selected.size(); ++i) sum += weights[i] = std::exp(logits[selected[i]] - max_logit);
-  for (float& w : weights) w /= sum;
+  for (Real& w : weights) w /= sum;
   return weights;
 }
 
-void swiglu_interleaved(const float* gate_up, size_t intermediate, float limit, float* act) {
+template <class Real>
+void swiglu_impl(const Real* gate_up, size_t intermediate, Real limit, Real* act) {
+  const auto alpha = static_cast<Real>(kSwigluAlpha);  // the f32 constant in both precisions, as transformers
   for (size_t j = 0; j < intermediate; ++j) {
-    const float gate = std::min(gate_up[2 * j], limit);
-    const float up = std::clamp(gate_up[2 * j + 1], -limit, limit);
-    const float glu = gate / (1.0f + std::exp(-kSwigluAlpha * gate));
-    act[j] = (up + 1.0f) * glu;
+    const Real gate = std::min(gate_up[2 * j], limit);
+    const Real up = std::clamp(gate_up[2 * j + 1], -limit, limit);
+    const Real glu = gate / (Real(1) + std::exp(-alpha * gate));
+    act[j] = (up + Real(1)) * glu;
   }
+}
+
+}  // namespace
+
+void linear(const float* x, size_t rows, size_t in, const float* weight, size_t out, const float* bias, float* y) {
+  linear_impl(x, rows, in, weight, out, bias, y);
+}
+void linear(const double* x, size_t rows, size_t in, const double* weight, size_t out, const double* bias, double* y) {
+  linear_impl(x, rows, in, weight, out, bias, y);
+}
+
+void rms_norm(const float* x, size_t rows, size_t dim, const float* weight, double eps, float* y) {
+  rms_norm_impl(x, rows, dim, weight, eps, y);
+}
+void rms_norm(const double* x, size_t rows, size_t dim, const double* weight, double eps, double* y) {
+  rms_norm_impl(x, rows, dim, weight, eps, y);
+}
+
+void rope_table(uint64_t position, std::span<const float> inv_freq, float concentration, float* cos_out,
+                float* sin_out) {
+  rope_table_impl(position, inv_freq, concentration, cos_out, sin_out);
+}
+void rope_table(uint64_t position, std::span<const float> inv_freq, float concentration, double* cos_out,
+                double* sin_out) {
+  rope_table_impl(position, inv_freq, concentration, cos_out, sin_out);
+}
+
+void apply_rope_half_split(float* heads, size_t head_count, size_t head_dim, const float* cos_table,
+                           const float* sin_table) {
+  apply_rope_impl(heads, head_count, head_dim, cos_table, sin_table);
+}
+void apply_rope_half_split(double* heads, size_t head_count, size_t head_dim, const double* cos_table,
+                           const double* sin_table) {
+  apply_rope_impl(heads, head_count, head_dim, cos_table, sin_table);
+}
+
+std::vector<uint32_t> top_k_experts(std::span<const float> logits, size_t k) { return top_k_impl(logits, k); }
+std::vector<uint32_t> top_k_experts(std::span<const double> logits, size_t k) { return top_k_impl(logits, k); }
+
+std::vector<float> softmax_of(std::span<const float> logits, std::span<const uint32_t> selected) {
+  return softmax_of_impl(logits, selected);
+}
+std::vector<double> softmax_of(std::span<const double> logits, std::span<const uint32_t> selected) {
+  return softmax_of_impl(logits, selected);
+}
+
+void swiglu_interleaved(const float* gate_up, size_t intermediate, float limit, float* act) {
+  swiglu_impl(gate_up, intermediate, limit, act);
+}
+void swiglu_interleaved(const double* gate_up, size_t intermediate, double limit, double* act) {
+  swiglu_impl(gate_up, intermediate, limit, act);
 }
 
 }  // namespace gptoss::cpu

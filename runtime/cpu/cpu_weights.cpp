@@ -101,4 +101,34 @@ CpuWeights decode_cpu_weights(const CanonicalModel& model) {
   return w;
 }
 
+namespace {
+std::vector<double> widen(std::vector<float>& values) {
+  std::vector<double> wide(values.begin(), values.end());
+  std::vector<float>().swap(values);
+  return wide;
+}
+}  // namespace
+
+BasicCpuWeights<double> widen_to_f64(CpuWeights weights) {
+  BasicCpuWeights<double> w;
+  w.config = weights.config;
+  w.embedding = widen(weights.embedding);
+  w.final_norm = widen(weights.final_norm);
+  w.unembedding = widen(weights.unembedding);
+  w.layers.resize(weights.layers.size());
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    auto& from = weights.layers[i];
+    auto& to = w.layers[i];
+    for (auto [source, target] : {std::pair{&from.attn_norm, &to.attn_norm}, {&from.q, &to.q}, {&from.q_bias, &to.q_bias},
+                                  {&from.k, &to.k}, {&from.k_bias, &to.k_bias}, {&from.v, &to.v},
+                                  {&from.v_bias, &to.v_bias}, {&from.out, &to.out}, {&from.out_bias, &to.out_bias},
+                                  {&from.sinks, &to.sinks}, {&from.mlp_norm, &to.mlp_norm}, {&from.router, &to.router},
+                                  {&from.router_bias, &to.router_bias}, {&from.mlp1, &to.mlp1},
+                                  {&from.mlp1_bias, &to.mlp1_bias}, {&from.mlp2, &to.mlp2},
+                                  {&from.mlp2_bias, &to.mlp2_bias}})
+      *target = widen(*source);
+  }
+  return w;
+}
+
 }  // namespace gptoss::cpu

@@ -10,26 +10,36 @@
 
 namespace gptoss::cpu {
 
-struct CpuLayerWeights {
-  std::vector<float> attn_norm;            // [H]
-  std::vector<float> q, q_bias;            // [heads*D, H], [heads*D]
-  std::vector<float> k, k_bias;            // [kv*D, H], [kv*D]
-  std::vector<float> v, v_bias;            // [kv*D, H], [kv*D]
-  std::vector<float> out, out_bias;        // [H, heads*D], [H]
-  std::vector<float> sinks;                // [heads]
-  std::vector<float> mlp_norm;             // [H]
-  std::vector<float> router, router_bias;  // [E, H], [E]
-  std::vector<float> mlp1, mlp1_bias;      // [E, 2I, H] rows interleaved gate (even) / up (odd), [E, 2I]
-  std::vector<float> mlp2, mlp2_bias;      // [E, H, I], [E, H]
+// `Real` is float for the engine's f32 arithmetic and double for its f64 reference mode (the
+// f32 values widened: every decoded weight is exact in f32 already).
+template <class Real>
+struct BasicCpuLayerWeights {
+  std::vector<Real> attn_norm;            // [H]
+  std::vector<Real> q, q_bias;            // [heads*D, H], [heads*D]
+  std::vector<Real> k, k_bias;            // [kv*D, H], [kv*D]
+  std::vector<Real> v, v_bias;            // [kv*D, H], [kv*D]
+  std::vector<Real> out, out_bias;        // [H, heads*D], [H]
+  std::vector<Real> sinks;                // [heads]
+  std::vector<Real> mlp_norm;             // [H]
+  std::vector<Real> router, router_bias;  // [E, H], [E]
+  std::vector<Real> mlp1, mlp1_bias;      // [E, 2I, H] rows interleaved gate (even) / up (odd), [E, 2I]
+  std::vector<Real> mlp2, mlp2_bias;      // [E, H, I], [E, H]
 };
 
-struct CpuWeights {
+template <class Real>
+struct BasicCpuWeights {
   GptOssConfig config;
-  std::vector<float> embedding;    // [V, H]
-  std::vector<float> final_norm;   // [H]
-  std::vector<float> unembedding;  // [V, H]
-  std::vector<CpuLayerWeights> layers;
+  std::vector<Real> embedding;    // [V, H]
+  std::vector<Real> final_norm;   // [H]
+  std::vector<Real> unembedding;  // [V, H]
+  std::vector<BasicCpuLayerWeights<Real>> layers;
 };
+
+using CpuLayerWeights = BasicCpuLayerWeights<float>;
+using CpuWeights = BasicCpuWeights<float>;
+
+// The same weights in double, releasing the f32 copies as it goes (peak: one tensor in both).
+BasicCpuWeights<double> widen_to_f64(CpuWeights weights);
 
 // Throws FormatError (naming the tensor's origin) when a tensor's encoding cannot be decoded or
 // its byte size does not match its shape.

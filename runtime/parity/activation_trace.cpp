@@ -42,8 +42,9 @@ Trace trace_engine(Engine& engine, std::span<const uint32_t> tokens, std::string
 }
 }  // namespace
 
-Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label) {
-  cpu::CpuEngine engine(model);
+Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label,
+                cpu::CpuPrecision precision) {
+  cpu::CpuEngine engine(model, precision);
   return trace_engine(engine, tokens, std::move(label));
 }
 

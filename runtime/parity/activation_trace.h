@@ -9,6 +9,7 @@
 
 #include "convert/canonical_model.h"
 #include "formats/safetensors/safetensors_file.h"
+#include "runtime/cpu/cpu_engine.h"
 
 namespace gptoss::parity {
 
@@ -26,8 +27,9 @@ struct Trace {
   const Stage* find(const std::string& name) const;
 };
 
-// Runs the CPU reference engine on `tokens` (one prefill) and records every stage.
-Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label);
+// Runs the CPU reference engine (in f32, or f64) on `tokens` (one prefill) and records every stage.
+Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label,
+                cpu::CpuPrecision precision = cpu::CpuPrecision::F32);
 // The same on the Vulkan engine (prefill token by token through its decode path). Throws
 // std::runtime_error when no Vulkan device is usable.
 Trace trace_vulkan(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label);

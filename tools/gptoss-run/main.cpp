@@ -25,7 +25,8 @@ namespace {
 
 constexpr const char* kDescription =
     "Run a GPT-OSS model (safetensors folder, .gguf or model.bin) on the CPU reference engine\n"
-    "(--engine cpu, the default) or the Vulkan engine (--engine vulkan).\n"
+    "(--engine cpu, f32, the default; --engine cpu-f64, the same engine computing in double) or the\n"
+    "Vulkan engine (--engine vulkan).\n"
     "\n"
     "-p TEXT is rendered as a harmony conversation (system + user message, then the assistant\n"
     "turn) and the final channel is shown; --show-reasoning adds the analysis channel, --raw\n"
@@ -42,6 +43,12 @@ constexpr const char* kDescription =
     "MODEL, or against golden activations with --refs FILE --refs-prompt NAME (the prompt's ids are\n"
     "then taken from the references). --engines cpu,vulkan runs every model on each engine listed\n"
     "(one column per model and engine); with --prompt-tokens alone it compares MODEL across them.";
+
+const std::vector<std::string> kEngineNames = {"cpu", "cpu-f64", "vulkan"};
+
+gptoss::cpu::CpuPrecision cpu_precision_of(const std::string& engine) {
+  return engine == "cpu-f64" ? gptoss::cpu::CpuPrecision::F64 : gptoss::cpu::CpuPrecision::F32;
+}
 
 void write_logits(const std::filesystem::path& path, const std::vector<float>& logits) {
   gptoss::AtomicFileWriter out(path);
@@ -97,17 +104,17 @@ int main(int argc, char** argv) {
   app.add_option("--developer", developer, "harmony developer instructions");
   app.add_flag("--no-system", no_system, "harmony without a system message (as the golden prompts)");
   app.add_option("--date", date, "harmony conversation start date (YYYY-MM-DD)");
-  app.add_option("--engine", engine_name, "cpu (f32 reference) or vulkan")
-      ->check(CLI::IsMember({"cpu", "vulkan"}))
+  app.add_option("--engine", engine_name, "cpu (f32 reference), cpu-f64 (the reference in double) or vulkan")
+      ->check(CLI::IsMember(kEngineNames))
       ->capture_default_str();
   std::vector<std::string> parity_models;
   std::string refs_path, refs_prompt;
   app.add_option("--parity", parity_models, "compare stage by stage with these models (see above)");
   app.add_option("--refs", refs_path, "golden activations (refs-a.safetensors) for --parity");
   std::vector<std::string> parity_engines = {"cpu"};
-  auto* engines_option = app.add_option("--engines", parity_engines, "engines --parity runs each model on: cpu, vulkan (comma separated)")
+  auto* engines_option = app.add_option("--engines", parity_engines, "engines --parity runs each model on: cpu, cpu-f64, vulkan (comma separated)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"cpu", "vulkan"}))
+      ->check(CLI::IsMember(kEngineNames))
       ->capture_default_str();
   app.add_option("--refs-prompt", refs_prompt, "prompt name inside --refs (hi, four, harmony, long, random)");
   CLI11_PARSE(app, argc, argv);
@@ -133,8 +140,9 @@ int main(int argc, char** argv) {
         std::string label = gptoss::format_name(gptoss::detect_input_format(path)) + " " +
                             std::filesystem::path(path).filename().string();
         for (const auto& engine : parity_engines)
-          traces.push_back(engine == "vulkan" ? gptoss::parity::trace_vulkan(m, ids, "vulkan: " + label)
-                                              : gptoss::parity::trace_cpu(m, ids, "cpu: " + label));
+          traces.push_back(engine == "vulkan"
+                               ? gptoss::parity::trace_vulkan(m, ids, "vulkan: " + label)
+                               : gptoss::parity::trace_cpu(m, ids, engine + ": " + label, cpu_precision_of(engine)));
       }
       if (!reference) {
         reference = traces.front();
@@ -189,7 +197,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "vulkan: %s (%s)\n", vulkan_engine->device().name.c_str(),
                    vulkan_engine->device().driver.c_str());
     } else {
-      engine = gptoss::run::engine_calls(cpu_engine.emplace(model));
+      engine = gptoss::run::engine_calls(cpu_engine.emplace(model, cpu_precision_of(engine_name)));
     }
     for (uint32_t id : prompt)
       if (id >= engine.vocab_size)

@@ -1,0 +1,217 @@
+#include "runtime/cpu/cpu_forward.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "runtime/cpu/cpu_kernels.h"
+
+namespace gptoss::cpu {
+namespace {
+
+// The score and probability GEMMs of attention, one overload per precision.
+void gemm(CBLAS_TRANSPOSE trans_b, blasint m, blasint n, blasint k, float alpha, const float* a, blasint lda,
+          const float* b, blasint ldb, float* c, blasint ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+}
+void gemm(CBLAS_TRANSPOSE trans_b, blasint m, blasint n, blasint k, double alpha, const double* a, blasint lda,
+          const double* b, blasint ldb, double* c, blasint ldc) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, trans_b, m, n, k, alpha, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+blasint blas(size_t value) { return static_cast<blasint>(value); }
+
+}  // namespace
+
+template <class Real>
+ForwardPass<Real>::ForwardPass(BasicCpuWeights<Real> weights) : weights_(std::move(weights)) {
+  const auto yarn = compute_yarn(weights_.config);
+  inv_freq_ = yarn.inv_freq;
+  concentration_ = static_cast<float>(yarn.concentration);
+  k_cache_.resize(weights_.config.num_layers);
+  v_cache_.resize(weights_.config.num_layers);
+}
+
+template <class Real>
+void ForwardPass<Real>::ensure_cache_capacity(uint64_t tokens) {
+  if (tokens <= cache_capacity_) return;
+  cache_capacity_ = std::max<uint64_t>(tokens, cache_capacity_ * 2);
+  const size_t kv_rows = weights_.config.kv_rows();
+  for (auto& k : k_cache_) k.resize(cache_capacity_ * kv_rows);
+  for (auto& v : v_cache_) v.resize(cache_capacity_ * kv_rows);
+}
+
+template <class Real>
+std::vector<float> ForwardPass<Real>::forward(std::span<const uint32_t> tokens, LogitRows rows,
+                                              const ActivationObserver& observer) {
+  const auto& c = weights_.config;
+  const size_t count = tokens.size();
+  const size_t hidden = c.hidden_size;
+  for (uint32_t id : tokens)
+    if (id >= c.vocab_size)
+      throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                              std::to_string(c.vocab_size));
+  if (position_ + count > c.max_position_embeddings)
+    throw std::out_of_range("context of " + std::to_string(position_ + count) + " tokens exceeds the model's " +
+                            std::to_string(c.max_position_embeddings));
+  if (count == 0) return {};
+  ensure_cache_capacity(position_ + count);
+
+  std::vector<float> narrowed;  // the f64 engine reports its activations rounded to f32
+  auto observe = [&](Stage stage, int layer, const std::vector<Real>& values) {
+    if (!observer) return;
+    if constexpr (std::is_same_v<Real, float>) {
+      observer({stage, layer, position_, count, hidden, values});
+    } else {
+      narrowed.assign(values.begin(), values.end());
+      observer({stage, layer, position_, count, hidden, narrowed});
+    }
+  };
+
+  std::vector<Real> x(count * hidden);
+  for (size_t t = 0; t < count; ++t)
+    std::copy_n(weights_.embedding.data() + static_cast<size_t>(tokens[t]) * hidden, hidden, x.data() + t * hidden);
+  observe(Stage::Embedding, -1, x);
+
+  std::vector<Real> normed(count * hidden), block_out(count * hidden);
+  for (uint32_t l = 0; l < c.num_layers; ++l) {
+    const auto& w = weights_.layers[l];
+    rms_norm(x.data(), count, hidden, w.attn_norm.data(), c.rms_norm_eps, normed.data());
+    attention_block(l, normed.data(), count, block_out.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += block_out[i];
+    rms_norm(x.data(), count, hidden, w.mlp_norm.data(), c.rms_norm_eps, normed.data());
+    moe_block(l, normed.data(), count, block_out.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += block_out[i];
+    observe(Stage::LayerOutput, static_cast<int>(l), x);
+  }
+  rms_norm(x.data(), count, hidden, weights_.final_norm.data(), c.rms_norm_eps, normed.data());
+  observe(Stage::FinalNorm, -1, normed);
+  position_ += count;
+
+  if (rows == LogitRows::None) return {};
+  const size_t first = rows == LogitRows::Last ? count - 1 : 0;
+  const size_t logit_rows = count - first;
+  std::vector<Real> logits(logit_rows * c.vocab_size);
+  linear(normed.data() + first * hidden, logit_rows, hidden, weights_.unembedding.data(), c.vocab_size, nullptr,
+         logits.data());
+  if constexpr (std::is_same_v<Real, float>) {
+    return logits;
+  } else {
+    return std::vector<float>(logits.begin(), logits.end());
+  }
+}
+
+// Attention of `count` new tokens (positions position_ .. position_ + count - 1) over the cache
+// and themselves; `x` is the normed input, `out` gets o·Woᵀ + bo.
+template <class Real>
+void ForwardPass<Real>::attention_block(uint32_t layer, const Real* x, size_t count, Real* out) {
+  const auto& c = weights_.config;
+  const auto& w = weights_.layers[layer];
+  const size_t hidden = c.hidden_size, head_dim = c.head_dim, q_rows = c.q_rows(), kv_rows = c.kv_rows();
+  std::vector<Real> q(count * q_rows);
+  linear(x, count, hidden, w.q.data(), q_rows, w.q_bias.data(), q.data());
+  Real* k = k_cache_[layer].data() + position_ * kv_rows;  // new rows go straight into the cache
+  Real* v = v_cache_[layer].data() + position_ * kv_rows;
+  linear(x, count, hidden, w.k.data(), kv_rows, w.k_bias.data(), k);
+  linear(x, count, hidden, w.v.data(), kv_rows, w.v_bias.data(), v);
+
+  std::vector<Real> cos_table(head_dim / 2), sin_table(head_dim / 2);
+  for (size_t t = 0; t < count; ++t) {
+    rope_table(position_ + t, inv_freq_, concentration_, cos_table.data(), sin_table.data());
+    apply_rope_half_split(q.data() + t * q_rows, c.num_heads, head_dim, cos_table.data(), sin_table.data());
+    apply_rope_half_split(k + t * kv_rows, c.num_kv_heads, head_dim, cos_table.data(), sin_table.data());
+  }
+
+  // Per query head: scores [count, keys] by one GEMM over the whole cache, masked softmax with the
+  // sink as an extra column that is dropped, then probabilities · V by a second GEMM.
+  const size_t keys = position_ + count;
+  const Real scale = Real(1) / std::sqrt(static_cast<Real>(head_dim));
+  const bool sliding = c.is_sliding(layer);
+  std::vector<Real> scores(count * keys);
+  std::vector<Real> attn(count * q_rows);
+  const Real* k_all = k_cache_[layer].data();
+  const Real* v_all = v_cache_[layer].data();
+  for (uint32_t h = 0; h < c.num_heads; ++h) {
+    const size_t kv_head = c.kv_head_for(h);  // h / (heads / kv_heads), never h % kv_heads
+    gemm(CblasTrans, blas(count), blas(keys), blas(head_dim), scale, q.data() + h * head_dim, blas(q_rows),
+         k_all + kv_head * head_dim, blas(kv_rows), scores.data(), blas(keys));
+    const Real sink = w.sinks[h];
+    for (size_t t = 0; t < count; ++t) {
+      const uint64_t query_pos = position_ + t;
+      // Sliding layers see the W most recent keys including the query itself: t - W < j <= t.
+      const uint64_t first_key = sliding && query_pos + 1 > c.sliding_window ? query_pos + 1 - c.sliding_window : 0;
+      Real* row = scores.data() + t * keys;
+      Real max_logit = sink;
+      for (uint64_t j = first_key; j <= query_pos; ++j) max_logit = std::max(max_logit, row[j]);
+      Real denominator = std::exp(sink - max_logit);
+      for (uint64_t j = 0; j < keys; ++j) {
+        if (j < first_key || j > query_pos) {
+          row[j] = 0;
+        } else {
+          row[j] = std::exp(row[j] - max_logit);
+          denominator += row[j];
+        }
+      }
+      for (uint64_t j = first_key; j <= query_pos; ++j) row[j] /= denominator;
+    }
+    gemm(CblasNoTrans, blas(count), blas(head_dim), blas(keys), Real(1), scores.data(), blas(keys),
+         v_all + kv_head * head_dim, blas(kv_rows), attn.data() + h * head_dim, blas(q_rows));
+  }
+  linear(attn.data(), count, q_rows, w.out.data(), hidden, w.out_bias.data(), out);
+}
+
+// The mixture of experts: router top-k, softmax over the k, and per expert one GEMM over the
+// tokens that chose it. `out` gets Σ_e w_e · (W2 act + b2).
+template <class Real>
+void ForwardPass<Real>::moe_block(uint32_t layer, const Real* x, size_t count, Real* out) {
+  const auto& c = weights_.config;
+  const auto& w = weights_.layers[layer];
+  const size_t hidden = c.hidden_size, experts = c.num_experts, inter = c.intermediate_size;
+  std::vector<Real> router(count * experts);
+  linear(x, count, hidden, w.router.data(), experts, w.router_bias.data(), router.data());
+
+  struct Assignment {
+    size_t token;
+    Real weight;
+  };
+  std::vector<std::vector<Assignment>> by_expert(experts);
+  for (size_t t = 0; t < count; ++t) {
+    const std::span<const Real> logits(router.data() + t * experts, experts);
+    const auto chosen = top_k_experts(logits, c.experts_per_token);
+    const auto gate_weights = softmax_of(logits, chosen);
+    for (size_t i = 0; i < chosen.size(); ++i) by_expert[chosen[i]].push_back({t, gate_weights[i]});
+  }
+
+  std::fill(out, out + count * hidden, Real(0));
+  std::vector<Real> gathered, gate_up, act, down;
+  const auto limit = static_cast<Real>(c.swiglu_limit);
+  for (size_t e = 0; e < experts; ++e) {
+    const auto& assigned = by_expert[e];
+    if (assigned.empty()) continue;
+    const size_t n = assigned.size();
+    gathered.resize(n * hidden);
+    for (size_t i = 0; i < n; ++i) std::copy_n(x + assigned[i].token * hidden, hidden, gathered.data() + i * hidden);
+    gate_up.resize(n * 2 * inter);
+    linear(gathered.data(), n, hidden, w.mlp1.data() + e * 2 * inter * hidden, 2 * inter,
+           w.mlp1_bias.data() + e * 2 * inter, gate_up.data());
+    act.resize(n * inter);
+    for (size_t i = 0; i < n; ++i) swiglu_interleaved(gate_up.data() + i * 2 * inter, inter, limit, act.data() + i * inter);
+    down.resize(n * hidden);
+    linear(act.data(), n, inter, w.mlp2.data() + e * hidden * inter, hidden, w.mlp2_bias.data() + e * hidden,
+           down.data());
+    for (size_t i = 0; i < n; ++i) {
+      Real* row = out + assigned[i].token * hidden;
+      for (size_t d = 0; d < hidden; ++d) row[d] += assigned[i].weight * down[i * hidden + d];
+    }
+  }
+}
+
+template class ForwardPass<float>;
+template class ForwardPass<double>;
+
+}  // namespace gptoss::cpu

@@ -1,0 +1,51 @@
+#pragma once
+// The CPU engine's forward pass, written once for both of its arithmetics: f32 (`float`, the
+// default, as transformers computes) and f64 (`double`, the high-precision reference). CpuEngine
+// (cpu_engine.h) is the public face; this header is the engine's own.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/cpu/cpu_activations.h"
+#include "runtime/cpu/cpu_weights.h"
+
+namespace gptoss::cpu {
+
+class ForwardPassBase {
+ public:
+  virtual ~ForwardPassBase() = default;
+  virtual const GptOssConfig& config() const = 0;
+  virtual uint64_t position() const = 0;
+  virtual void reset() = 0;
+  virtual std::vector<float> forward(std::span<const uint32_t> tokens, LogitRows rows,
+                                     const ActivationObserver& observer) = 0;
+};
+
+template <class Real>
+class ForwardPass final : public ForwardPassBase {
+ public:
+  explicit ForwardPass(BasicCpuWeights<Real> weights);
+
+  const GptOssConfig& config() const override { return weights_.config; }
+  uint64_t position() const override { return position_; }
+  void reset() override { position_ = 0; }
+  std::vector<float> forward(std::span<const uint32_t> tokens, LogitRows rows,
+                             const ActivationObserver& observer) override;
+
+ private:
+  void attention_block(uint32_t layer, const Real* x, size_t count, Real* out);
+  void moe_block(uint32_t layer, const Real* x, size_t count, Real* out);
+  void ensure_cache_capacity(uint64_t tokens);
+
+  BasicCpuWeights<Real> weights_;
+  std::vector<float> inv_freq_;
+  float concentration_ = 1;
+  uint64_t position_ = 0;
+  uint64_t cache_capacity_ = 0;
+  std::vector<std::vector<Real>> k_cache_, v_cache_;  // per layer [capacity, kv_heads * D], K rotated
+};
+
+extern template class ForwardPass<float>;
+extern template class ForwardPass<double>;
+
+}  // namespace gptoss::cpu
