@@ -193,10 +193,15 @@ void check_model_consistency(const CanonicalModel& model, const std::string& fil
     if (t.size() > c.vocab_size)
       report.error("tokenizer", file, "vocabulary", "tokenizer defines ids up to " + std::to_string(t.size() - 1) +
                    " but the embedding has " + std::to_string(c.vocab_size) + " rows", "<= vocab_size");
-    for (auto [name, id] : {std::pair{"bos", t.bos_id}, {"eos", t.eos_id}, {"pad", t.pad_id}})
-      if (id && (*id >= t.size() || !t.is_special(*id)))
-        report.error("tokenizer", file, std::string(name) + "_token_id",
-                     "id " + std::to_string(*id) + " is not a special token of the tokenizer");
+    for (auto [name, id] : {std::pair{"bos", t.bos_id}, {"eos", t.eos_id}, {"pad", t.pad_id}}) {
+      const std::string item = std::string(name) + "_token_id";
+      if (id && *id >= t.size())
+        report.error("tokenizer", file, item, "id " + std::to_string(*id) + " is beyond the tokenizer's " +
+                     std::to_string(t.size()) + " tokens", "a special token id < " + std::to_string(t.size()));
+      else if (id && !t.is_special(*id))
+        report.error("tokenizer", file, item, "id " + std::to_string(*id) + " (\"" + t.tokens[*id] +
+                     "\") is not a special token of the tokenizer", "a special (control) token");
+    }
     if (t.eos_id && *t.eos_id < t.size() && t.tokens[*t.eos_id] != "<|return|>")
       report.warning("tokenizer", file, "eos_token_id", "eos is \"" + t.tokens[*t.eos_id] + "\"", "<|return|>");
     if (defined == 0) report.error("tokenizer", file, "tokens", "tokenizer has no tokens");

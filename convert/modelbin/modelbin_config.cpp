@@ -73,10 +73,15 @@ std::pair<double, double> raw_yarn_betas(const modelbin::ModelHeader& h, const G
   return {beta_for(low), beta_for(high)};
 }
 
-// The betas with the fewest decimals (0..9) that reproduce the stored offset and scale bits.
-std::optional<std::pair<double, double>> simple_yarn_betas(const modelbin::ModelHeader& h, const GptOssConfig& c) {
+// The betas with the fewest decimals (0..max_decimals) that reproduce the stored offset and scale
+// bits. With 9 decimals almost any pair is reproduced (the reader wants a value to work with);
+// kConsistentBetaDecimals is the claim a real config makes (gpt-oss: 32 and 1).
+constexpr int kReaderBetaDecimals = 9;
+constexpr int kConsistentBetaDecimals = 3;
+std::optional<std::pair<double, double>> simple_yarn_betas(const modelbin::ModelHeader& h, const GptOssConfig& c,
+                                                           int max_decimals) {
   const auto [raw_fast, raw_slow] = raw_yarn_betas(h, c);
-  for (int decimals = 0; decimals <= 9; ++decimals) {
+  for (int decimals = 0; decimals <= max_decimals; ++decimals) {
     const double p = std::pow(10.0, decimals);
     const double fast = std::round(raw_fast * p) / p, slow = std::round(raw_slow * p) / p;
     const auto y = yarn_header_values(c.head_dim, c.rope_original_context, fast, slow, c.rope_theta, false);
@@ -93,7 +98,9 @@ bool integer_yarn_bounds(const modelbin::ModelHeader& h) {
          same_bits(static_cast<float>(1 / (u - l)), h.yarn_scale);
 }
 
-std::string decimal(double v) {
+// Shortest round-trip text (f32 header values print as stored: -0.8697008, not -0.869700789...).
+template <typename Float>
+std::string decimal(Float v) {
   char text[64];
   auto [end, ec] = std::to_chars(text, text + sizeof text, v);
   return ec == std::errc() ? std::string(text, end) : std::to_string(v);
@@ -193,7 +200,7 @@ GptOssConfig config_from_modelbin_header(const modelbin::ModelHeader& h, uint64_
                     "; using original context " + std::to_string(c.rope_original_context));
 
   const auto [raw_fast, raw_slow] = raw_yarn_betas(h, c);
-  if (const auto betas = simple_yarn_betas(h, c)) {
+  if (const auto betas = simple_yarn_betas(h, c, kReaderBetaDecimals)) {
     c.yarn_beta_fast = betas->first;
     c.yarn_beta_slow = betas->second;
   } else {
@@ -225,13 +232,13 @@ std::vector<ModelBinHeaderInconsistency> modelbin_header_inconsistencies(const m
           "int(original context x factor) for an integer original context, e.g. " +
               std::to_string(c.rope_original_context) + " x " + decimal(c.rope_scaling_factor) + " = " +
               (product < 4294967296.0 ? std::to_string(static_cast<uint64_t>(product)) : decimal(product)));
-  if (!simple_yarn_betas(h, c) && !integer_yarn_bounds(h)) {
+  if (!simple_yarn_betas(h, c, kConsistentBetaDecimals) && !integer_yarn_bounds(h)) {
     const auto [raw_fast, raw_slow] = raw_yarn_betas(h, c);
     const double fast = std::round(raw_fast * 1000) / 1000, slow = std::round(raw_slow * 1000) / 1000;
     const auto y = yarn_header_values(c.head_dim, c.rope_original_context, fast, slow, c.rope_theta, false);
     field("yarn_offset, yarn_scale", 52, "yarn_offset " + decimal(h.yarn_offset) + ", yarn_scale " + decimal(h.yarn_scale) +
           " (beta_fast " + decimal(raw_fast) + ", beta_slow " + decimal(raw_slow) + ")",
-          "a pair some beta_fast/beta_slow with at most 9 decimals give exactly; betas " + decimal(fast) + "/" +
+          "a pair some beta_fast/beta_slow with at most 3 decimals give exactly; betas " + decimal(fast) + "/" +
               decimal(slow) + " give yarn_offset " + decimal(y.offset) + ", yarn_scale " + decimal(y.scale));
   }
   const float multiplier = yarn_multiplier(c.rope_scaling_factor);

@@ -27,7 +27,7 @@ struct ModelBinHeaderInconsistency {
 };
 // Checks the header against the config config_from_modelbin_header read from it: context_length
 // must be int(original context x factor); yarn_offset/yarn_scale must come from a beta_fast/
-// beta_slow with at most 9 decimals, or from integer bounds (what a truncating config writes);
+// beta_slow with at most 3 decimals, or from integer bounds (what a truncating config writes);
 // yarn_multiplier must be 0.1 ln(factor) + 1 as f32.
 std::vector<ModelBinHeaderInconsistency> modelbin_header_inconsistencies(const modelbin::ModelHeader& header,
                                                                          const GptOssConfig& config);

@@ -12,6 +12,7 @@
 #include "formats/core/mapped_file.h"
 #include "formats/safetensors/safetensors_file.h"
 #include "tests/test_support.h"
+#include "tests/verify/verify_test_support.h"
 #include "verify/checksums.h"
 #include "verify/equivalence.h"
 #include "verify/structural.h"
@@ -20,41 +21,8 @@ namespace gptoss {
 namespace {
 namespace fs = std::filesystem;
 
-// A private copy of preset a's hf/ folder to corrupt.
-struct Copy {
-  test::TempDir dir;
-  fs::path hf = dir / "hf";
-  Copy() {
-    fs::create_directories(hf);
-    for (const auto& e : fs::directory_iterator(test::preset_a_checkpoint() / "hf"))
-      if (e.path().filename() != "tokenizer.json") fs::copy_file(e.path(), hf / e.path().filename());
-  }
-  fs::path weights() const { return hf / "model.safetensors"; }
-  std::vector<uint8_t> bytes() const { return test::read_file_bytes(weights()); }
-  void write(const std::vector<uint8_t>& b) const { test::write_file_bytes(weights(), b); }
-  // Replaces `from` by `to` (same length) inside the JSON header.
-  void edit_header(const std::string& from, const std::string& to) const {
-    ASSERT_EQ(from.size(), to.size());
-    auto b = bytes();
-    const uint64_t n = load_u64(b.data());
-    std::string header(b.begin() + 8, b.begin() + 8 + static_cast<long>(n));
-    const auto pos = header.find(from);
-    ASSERT_NE(pos, std::string::npos) << from;
-    std::memcpy(b.data() + 8 + pos, to.data(), to.size());
-    write(b);
-  }
-  // Absolute file offset of a tensor's data.
-  uint64_t tensor_offset(const std::string& name) const {
-    const auto st = SafetensorsFile::open(weights());
-    return st.data_offset() + st.find(name)->begin;
-  }
-};
-
-bool has_finding(const Report& r, const std::string& check, const std::string& item_part) {
-  for (const auto& f : r.findings())
-    if (f.severity != Severity::Info && f.check == check && f.item.find(item_part) != std::string::npos) return true;
-  return false;
-}
+using Copy = test::HfCopy;
+using test::has_finding;
 
 TEST(VerifyClean, PresetACheckpointsHaveNoFindings) {
   for (const char* layout : {"hf", "original"}) {
@@ -85,7 +53,14 @@ TEST(VerifyCorruption, BitFlipInDataIsCaughtByManifestAndEquivalence) {
 TEST(VerifyCorruption, HeaderFieldFlipMakesTheFileUnreadable) {
   Copy copy;
   copy.edit_header("\"dtype\":\"BF16\"", "\"dtype\":\"BF17\"");
-  EXPECT_THROW(verify_model(copy.hf, {}), FormatError);
+  try {
+    verify_model(copy.hf, {});
+    FAIL() << "a tensor of dtype BF17 was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.file(), copy.weights().string());
+    EXPECT_NE(e.field().find("dtype"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("BF17"), std::string::npos) << e.what();
+  }
 }
 
 TEST(VerifyCorruption, TruncationMakesTheFileUnreadable) {
@@ -154,7 +129,11 @@ TEST(VerifyCorruption, InjectedNaNIsAValueFinding) {
   copy.write(b);
   EXPECT_FALSE(verify_model(copy.hf, {}).report.has_problems());  // structure alone cannot see it
   const auto result = verify_model(copy.hf, {true, 2});
-  EXPECT_TRUE(has_finding(result.report, "nan", "layers.3.attn_q.weight")) << result.report.to_table();
+  const auto* nan = test::find_finding(result.report, "nan", "layers.3.attn_q.weight");
+  ASSERT_NE(nan, nullptr) << result.report.to_table();
+  EXPECT_EQ(nan->message, "1 NaN values (first at element 17)");
+  EXPECT_EQ(nan->offset, off);  // the element itself: HF stores Q in the canonical layout
+  EXPECT_EQ(nan->file, copy.weights().string());
 }
 
 TEST(VerifyCorruption, ScaleByteOutOfRangeIsFlagged) {

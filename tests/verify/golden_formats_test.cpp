@@ -11,6 +11,7 @@
 #include "formats/gguf/gguf_file.h"
 #include "formats/modelbin/modelbin_file.h"
 #include "tests/test_support.h"
+#include "tests/verify/verify_test_support.h"
 #include "verify/canonical_digest.h"
 #include "verify/checksums.h"
 #include "verify/equivalence.h"
@@ -20,17 +21,8 @@ namespace gptoss {
 namespace {
 namespace fs = std::filesystem;
 
-bool has_finding(const Report& r, const std::string& check, const std::string& item_part) {
-  for (const auto& f : r.findings())
-    if (f.severity != Severity::Info && f.check == check && f.item.find(item_part) != std::string::npos) return true;
-  return false;
-}
-
-size_t count(const ModelComparison& c, Verdict v) {
-  size_t n = 0;
-  for (const auto& t : c.tensors) n += t.verdict == v;
-  return n;
-}
+using test::has_finding;
+size_t count(const ModelComparison& c, Verdict v) { return test::count_verdict(c, v); }
 
 TEST(VerifyGoldens, EveryGoldenFileVerifiesClean) {
   GOLDENS_OR_SKIP();
