@@ -91,10 +91,7 @@ TEST(VerifyGoldens, GoldenQ8_0GgufReportsExactlyTheQ8_0TensorsAsLossy) {
 struct GgufCopy {
   test::TempDir dir;
   fs::path file = dir / "model.gguf";
-  GgufCopy() {
-    const auto model = load_model(test::preset_a_checkpoint() / "hf");
-    write_gguf_model(model, file, GgufWriteOptions{});
-  }
+  GgufCopy() { fs::copy_file(test::preset_a_bf16_gguf(), file); }
   std::vector<uint8_t> bytes() const { return test::read_file_bytes(file); }
   void write(const std::vector<uint8_t>& b) const { test::write_file_bytes(file, b); }
   const GgufTensorInfo& tensor(const GgufFile& f, const std::string& name) const { return *f.find_tensor(name); }
@@ -122,10 +119,45 @@ TEST(VerifyGgufCorruption, HeaderAndTruncationAreUnreadable) {
   auto b = copy.bytes();
   b[4] = 9;  // version 9
   copy.write(b);
-  EXPECT_THROW(verify_model(copy.file, {}), FormatError);
+  try {
+    verify_model(copy.file, {});
+    FAIL() << "GGUF version 9 was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.field(), "version");
+    EXPECT_EQ(e.offset(), 4u);
+    EXPECT_NE(e.message().find("unsupported GGUF version 9"), std::string::npos) << e.what();
+  }
   GgufCopy cut;
   fs::resize_file(cut.file, fs::file_size(cut.file) / 2);
-  EXPECT_THROW(verify_model(cut.file, {}), FormatError);
+  try {
+    verify_model(cut.file, {});
+    FAIL() << "a GGUF cut in half was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.file(), cut.file.string());
+    EXPECT_NE(e.message().find("truncated file"), std::string::npos) << e.what();
+  }
+}
+
+TEST(VerifyGgufCorruption, MisalignedTensorOffsetIsRefusedNamingTheTensor) {
+  GgufCopy copy;
+  auto b = copy.bytes();
+  std::string name;
+  {
+    const auto f = GgufFile::open(copy.file);
+    const auto& t = f.tensors()[1];
+    name = t.name;
+    const uint64_t offset_at = t.info_offset + 8 + t.name.size() + 4 + 8 * t.ne.size() + 4;
+    ASSERT_EQ(load_u64(b.data() + offset_at), t.offset);
+    store_u64(b.data() + offset_at, t.offset + 16);  // no longer a multiple of general.alignment (32)
+  }
+  copy.write(b);
+  try {
+    verify_model(copy.file, {});
+    FAIL() << "a misaligned tensor was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("align"), std::string::npos) << e.what();
+  }
 }
 
 TEST(VerifyGgufCorruption, NonZeroPaddingIsFlagged) {
@@ -205,21 +237,104 @@ struct BinCopy {
   }
 };
 
+// The FormatError verify_model throws for an unreadable file.
+FormatError unreadable(const fs::path& file) {
+  try {
+    verify_model(file, {});
+  } catch (const FormatError& e) {
+    return e;
+  }
+  ADD_FAILURE() << file << " was readable";
+  return FormatError(file.string(), "", std::nullopt, "readable");
+}
+
 TEST(VerifyModelBinCorruption, HeaderFieldsAndTruncationAreUnreadable) {
   GOLDENS_OR_SKIP();
   BinCopy uuid(*goldens / "a" / "model.bin");
   auto b = uuid.bytes();
   b[0x10] ^= 0x01;  // model UUID
   uuid.write(b);
-  EXPECT_THROW(verify_model(uuid.file, {}), FormatError);
+  const auto bad_uuid = unreadable(uuid.file);
+  EXPECT_EQ(bad_uuid.field(), "model_uuid");
+  EXPECT_EQ(bad_uuid.offset(), 0x10u);
+  EXPECT_NE(bad_uuid.message().find("expected the gpt-oss model UUID"), std::string::npos) << bad_uuid.what();
   BinCopy dims(*goldens / "a" / "model.bin");
   b = dims.bytes();
   store_u32(b.data() + 0x20 + 4, 40);  // num_blocks 4 -> 40: layout past the end of the file
   dims.write(b);
-  EXPECT_THROW(verify_model(dims.file, {}), FormatError);
+  const auto bad_dims = unreadable(dims.file);
+  EXPECT_EQ(bad_dims.field(), "model_header");
+  EXPECT_NE(bad_dims.message().find("past the end of the file"), std::string::npos) << bad_dims.what();
   BinCopy cut(*goldens / "a" / "model.bin");
   fs::resize_file(cut.file, fs::file_size(cut.file) - 4096);
-  EXPECT_THROW(verify_model(cut.file, {}), FormatError);
+  const auto truncated = unreadable(cut.file);
+  EXPECT_EQ(truncated.field(), "model_header");
+  EXPECT_NE(truncated.message().find("put the MoE weights past the end of the file"), std::string::npos) << truncated.what();
+}
+
+TEST(VerifyModelBinCorruption, WrongShapeInTheHeaderIsRefusedNamingTheSize) {
+  GOLDENS_OR_SKIP();
+  // model.bin has no tensor directory: every shape follows from the header, so a wrong dimension
+  // (16 query heads -> 8) moves every offset and the file no longer ends where the header says.
+  BinCopy copy(*goldens / "a" / "model.bin");
+  auto b = copy.bytes();
+  ASSERT_EQ(load_u32(b.data() + 0x20 + 32), 16u);
+  store_u32(b.data() + 0x20 + 32, 8);
+  copy.write(b);
+  const auto e = unreadable(copy.file);
+  EXPECT_EQ(e.field(), "file size");
+  EXPECT_NE(e.message().find("the header describes 53925888 bytes but the file has 54466560"), std::string::npos) << e.what();
+}
+
+TEST(VerifyModelBinCorruption, DataBitFlipIsNamedByTheManifestAndBySame) {
+  GOLDENS_OR_SKIP();
+  BinCopy copy(*goldens / "a" / "model.bin");
+  const auto before = compute_checksums(list_stored_items(copy.file), copy.dir.path(), 2);
+  auto b = copy.bytes();
+  b[copy.region("block 1 attention output weight").offset + 301] ^= 0x08;
+  copy.write(b);
+  const auto mismatches = check_manifest(before, compute_checksums(list_stored_items(copy.file), copy.dir.path(), 2));
+  ASSERT_EQ(mismatches.size(), 2u);
+  EXPECT_EQ(mismatches[0].label, "model.bin");
+  EXPECT_EQ(mismatches[1].label, "model.bin:block 1 attention output weight");
+  const auto cmp = compare_models(test::preset_a_model(), load_model(copy.file), 2);
+  for (const auto& t : cmp.tensors)
+    EXPECT_EQ(t.verdict == Verdict::Different, t.name == "layers.1.attn_out.weight") << t.name << ": " << t.detail;
+}
+
+TEST(VerifyModelBinCorruption, DataWrittenOffItsAlignmentShowsInThePadding) {
+  GOLDENS_OR_SKIP();
+  // The weights written 16 bytes later than the 16 KiB-aligned offsets the header implies (file
+  // size unchanged): data lands in the zero gaps before the MoE blocks.
+  BinCopy copy(*goldens / "a" / "model.bin");
+  auto b = copy.bytes();
+  const uint64_t start = copy.region("embedding").offset;
+  b.insert(b.begin() + static_cast<long>(start), 16, 0);
+  b.resize(b.size() - 16);
+  copy.write(b);
+  const auto result = verify_model(copy.file, {});
+  const auto* f = test::find_finding(result.report, "padding", "after unembedding");
+  ASSERT_NE(f, nullptr) << result.report.to_table();
+  EXPECT_EQ(f->expected, "0");
+  ASSERT_TRUE(f->offset.has_value());
+  const uint64_t gap = copy.region("unembedding").end();  // the last 16 bytes of the unembedding moved here
+  EXPECT_GE(*f->offset, gap);
+  EXPECT_LT(*f->offset, gap + 16);
+}
+
+TEST(VerifyModelBinCorruption, ScaleByteBelow14IsAFindingNotAnUnreadableFile) {
+  GOLDENS_OR_SKIP();
+  BinCopy copy(*goldens / "a" / "model.bin");
+  auto b = copy.bytes();
+  const uint64_t at = copy.region("block 1 expert 2 mlp1 scales").offset + 5;
+  b[at] = 3;
+  copy.write(b);
+  const auto result = verify_model(copy.file, {true, 2});
+  const auto* f = test::find_finding(result.report, "mxfp4-scale", "expert 2 mlp1 scales");
+  ASSERT_NE(f, nullptr) << result.report.to_table();
+  EXPECT_EQ(f->severity, Severity::Error);
+  EXPECT_EQ(f->offset, at);
+  EXPECT_NE(f->message.find("below 14"), std::string::npos) << f->message;
 }
 
 TEST(VerifyModelBinCorruption, DataFlipNaNPaddingAndSwappedExperts) {
@@ -257,6 +372,43 @@ TEST(VerifyModelBinCorruption, DataFlipNaNPaddingAndSwappedExperts) {
       if (t.verdict == Verdict::Different) {
         EXPECT_EQ(t.name, "layers.2.mlp2.blocks");
       }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gptoss
+
+namespace gptoss {
+namespace {
+
+TEST(VerifyQ8_0Corruption, CorruptBlockScaleIsAFindingAtItsOffsetAndDifferentInSame) {
+  GOLDENS_OR_SKIP();
+  test::TempDir dir;
+  const fs::path file = dir / "model-q8_0.gguf";
+  fs::copy_file(*goldens / "a" / "model-q8_0.gguf", file);
+  auto b = test::read_file_bytes(file);
+  uint64_t block_at = 0;
+  {
+    const auto f = GgufFile::open(file);
+    const auto* t = f.find_tensor("blk.1.attn_v.weight");
+    ASSERT_NE(t, nullptr);
+    block_at = f.data_offset() + t->offset + 6 * kQ8_0BlockBytes;
+  }
+  store_u16(b.data() + block_at, static_cast<uint16_t>(load_u16(b.data() + block_at) | 0x8000));  // scale -d
+  test::write_file_bytes(file, b);
+  const auto result = verify_model(file, {true, 2});
+  const auto* f = test::find_finding(result.report, "q8_0-scale", "layers.1.attn_v.weight");
+  ASSERT_NE(f, nullptr) << result.report.to_table();
+  EXPECT_EQ(f->offset, block_at);
+  EXPECT_EQ(f->message, "1 block scales have the sign bit set (first bad block 6)");
+  const auto cmp = compare_models(test::preset_a_model(), load_model(file), 2);
+  for (const auto& t : cmp.tensors) {
+    const bool q8 = t.dtype_b == "Q8_0";
+    if (t.name == "layers.1.attn_v.weight") {
+      EXPECT_EQ(t.verdict, Verdict::Different) << t.detail;
+    } else {
+      EXPECT_EQ(t.verdict == Verdict::LossyAsDeclared, q8) << t.name;
     }
   }
 }
