@@ -30,6 +30,15 @@ TEST(VerifyGoldens, EveryGoldenFileVerifiesClean) {
     const auto result = verify_model(*goldens / "a" / name, {true, 2});
     EXPECT_FALSE(result.report.has_problems()) << name << "\n" << result.report.to_table();
     EXPECT_EQ(result.stats.size(), 79u) << name;
+    size_t q8_0 = 0;
+    for (const auto& s : result.stats)
+      if (s.q8_0) {
+        ++q8_0;
+        EXPECT_EQ(s.q8_0->blocks * 32, s.elements) << s.name;
+        EXPECT_GT(s.q8_0->min, 0) << s.name;  // llama.cpp's scales: amax / 127 of every block
+        EXPECT_NEAR(s.q8_0->max * 127, s.abs_max, s.abs_max * 1e-3) << s.name;
+      }
+    EXPECT_EQ(q8_0, std::string(name) == "model.bin" ? 0u : 18u) << name;
   }
 }
 
