@@ -1,40 +1,35 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // First expert projection and SwiGLU for the selected experts, reading MXFP4 in place.
-// Workgroup (j, slot): rows 2j (gate) and 2j+1 (up) of expert chosen[slot]'s mlp1, 32 lanes each,
-// plus bias; act[slot, j] = (clamp(up, -limit, limit) + 1) * gate * sigmoid(1.702 * gate) with
-// gate = min(gate, limit).
+// Workgroup (g, slot) of 8 groups of 32 lanes: group i computes output j = 8g + i of expert
+// chosen[slot], i.e. rows 2j (gate) and 2j+1 (up) of its mlp1, plus bias; then
+// act[slot, j] = (clamp(up, -limit, limit) + 1) * gate * sigmoid(1.702 * gate), gate = min(gate, limit).
 #include "dense_decode.glsl"
-#include "mxfp4_decode.glsl"
-layout(local_size_x = 64) in;
-layout(std430, binding = 0) readonly buffer Blocks { uint block_words[]; };
+#include "mxfp4_rows.glsl"
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer Blocks { uvec4 blocks4[]; };
 layout(std430, binding = 1) readonly buffer Scales { uint scale_words[]; };
 layout(std430, binding = 2) readonly buffer Bias { uint bias_words[]; };
-layout(std430, binding = 3) readonly buffer X { float x[]; };
+layout(std430, binding = 3) readonly buffer X { vec4 x4[]; };
 layout(std430, binding = 4) readonly buffer Chosen { uint chosen[]; };
 layout(std430, binding = 5) writeonly buffer Act { float act[]; };  // [k, intermediate]
 layout(push_constant) uniform Push { uint hidden; uint intermediate; uint bias_encoding; float limit; } push;
 DEFINE_DENSE_LOADER(load_bias, bias_words)
-DEFINE_MXFP4_ROW_DOT(mxfp4_dot, block_words, scale_words, x)
+DEFINE_MXFP4_ROW_DOT4(mxfp4_dot, blocks4, scale_words, x4)
 
-shared float partial[64];
 void main() {
-  uint j = gl_WorkGroupID.x, slot = gl_WorkGroupID.y;
-  uint t = gl_LocalInvocationIndex;
-  uint lane = t % 32u, which = t / 32u;  // which: 0 gate, 1 up
-  uint expert = chosen[slot];
-  uint row = expert * 2u * push.intermediate + 2u * j + which;
-  partial[t] = mxfp4_dot(row, push.hidden / 32u, 0u, lane, 32u);
-  barrier();
-  for (uint s = 16u; s > 0u; s >>= 1) {
-    if (lane < s) partial[t] += partial[t + s];
-    barrier();
-  }
-  if (t == 0u) {
-    float gate = partial[0] + load_bias(push.bias_encoding, row);
-    float up = partial[32] + load_bias(push.bias_encoding, row + 1u);
-    gate = min(gate, push.limit);
-    up = clamp(up, -push.limit, push.limit);
+  load_fp4_table();
+  uint slot = gl_WorkGroupID.y;
+  uint lane = gl_LocalInvocationIndex & 31u;
+  uint j = gl_WorkGroupID.x * 8u + gl_LocalInvocationIndex / 32u;
+  bool in_range = j < push.intermediate;  // no early return: lane_group_sum has barriers
+  uint row = chosen[slot] * 2u * push.intermediate + 2u * (in_range ? j : 0u);
+  uint blocks = push.hidden / 32u;
+  float gate = lane_group_sum(in_range ? mxfp4_dot(row, blocks, 0u, lane) : 0.0);
+  float up = lane_group_sum(in_range ? mxfp4_dot(row + 1u, blocks, 0u, lane) : 0.0);
+  if (in_range && lane == 0u) {
+    gate = min(gate + load_bias(push.bias_encoding, row), push.limit);
+    up = clamp(up + load_bias(push.bias_encoding, row + 1u), -push.limit, push.limit);
     float glu = gate / (1.0 + exp(-1.702 * gate));
     act[slot * push.intermediate + j] = (up + 1.0) * glu;
   }

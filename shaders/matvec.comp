@@ -8,8 +8,10 @@
 #include "dense_decode.glsl"
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Weight { uint weight_words[]; };
+layout(std430, binding = 0) readonly buffer Weight4 { uvec4 weight_quads[]; };  // the same buffer, 16 bytes at a time
 layout(std430, binding = 1) readonly buffer Bias { uint bias_words[]; };
 layout(std430, binding = 2) readonly buffer X { float x[]; };
+layout(std430, binding = 2) readonly buffer X4 { vec4 x4[]; };
 layout(std430, binding = 3) buffer Y { float y[]; };
 layout(push_constant) uniform Push {
   uint rows; uint cols; uint weight_encoding; uint bias_encoding;
@@ -29,7 +31,23 @@ void main() {
   uint vectors = min(push.vectors, kMaxVectors);
   float acc[kMaxVectors];
   for (uint v = 0u; v < kMaxVectors; ++v) acc[v] = 0.0;
-  if (row < push.rows) {
+  if (row < push.rows && push.weight_encoding == ENC_BF16 && (push.cols & 7u) == 0u) {
+    // 8 BF16 values per 16-byte load, lane l taking chunks l, l + lanes, ...: one load instruction
+    // of a 32-lane group covers 512 consecutive bytes of the row (rows start 16-byte aligned).
+    uint chunks = push.cols / 8u;
+    uint row_chunk = row * chunks;
+    for (uint c = lane; c < chunks; c += lanes) {
+      uvec4 q = weight_quads[row_chunk + c];
+      vec4 w0 = vec4(uintBitsToFloat(q.x << 16), uintBitsToFloat(q.x & 0xFFFF0000u),
+                     uintBitsToFloat(q.y << 16), uintBitsToFloat(q.y & 0xFFFF0000u));
+      vec4 w1 = vec4(uintBitsToFloat(q.z << 16), uintBitsToFloat(q.z & 0xFFFF0000u),
+                     uintBitsToFloat(q.w << 16), uintBitsToFloat(q.w & 0xFFFF0000u));
+      for (uint v = 0u; v < vectors; ++v) {
+        uint x_chunk = (v * push.cols) / 4u + 2u * c;
+        acc[v] += dot(w0, x4[x_chunk]) + dot(w1, x4[x_chunk + 1u]);
+      }
+    }
+  } else if (row < push.rows) {
     uint blocks = (push.cols + 31u) / 32u;
     uint row_base = row * push.cols;
     for (uint b = lane; b < blocks; b += lanes) {

@@ -74,7 +74,14 @@ void DispatchList::copy(const Buffer& source, uint64_t source_offset, const Buff
   steps_.push_back(std::move(step));
 }
 
-void DispatchList::record(VkCommandBuffer cb) const {
+std::vector<std::string> DispatchList::labels() const {
+  std::vector<std::string> labels;
+  labels.reserve(steps_.size());
+  for (const Step& step : steps_) labels.push_back(step.pipeline ? step.pipeline->name() : "copy");
+  return labels;
+}
+
+void DispatchList::record(VkCommandBuffer cb, VkQueryPool timestamps, uint32_t first_query) const {
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
@@ -85,6 +92,7 @@ void DispatchList::record(VkCommandBuffer cb) const {
   VkMemoryBarrier from_host = barrier;
   from_host.srcAccessMask |= VK_ACCESS_HOST_WRITE_BIT;
   vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT | stages, stages, 0, 1, &from_host, 0, nullptr, 0, nullptr);
+  if (timestamps) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, first_query);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
     if (i > 0) vkCmdPipelineBarrier(cb, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
@@ -99,6 +107,8 @@ void DispatchList::record(VkCommandBuffer cb) const {
     } else {
       vkCmdCopyBuffer(cb, step.copy_source, step.copy_target, 1, &step.region);
     }
+    if (timestamps)
+      vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, first_query + 1 + static_cast<uint32_t>(i));
   }
   VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;

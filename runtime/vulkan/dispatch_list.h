@@ -4,6 +4,7 @@
 // engine builds its per-token work as one of these and records it once.
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "runtime/vulkan/vulkan_context.h"
@@ -26,9 +27,13 @@ class DispatchList {
   void copy(const Buffer& source, uint64_t source_offset, const Buffer& target, uint64_t target_offset,
             uint64_t bytes);
   // Records every step; a barrier precedes each step after the first and follows the last one
-  // (making the results visible to later steps, transfers and the host).
-  void record(VkCommandBuffer cb) const;
+  // (making the results visible to later steps, transfers and the host). With a query pool, a
+  // timestamp goes to query `first_query` before the first step and to `first_query + 1 + i`
+  // after step i (size() + 1 queries), for KernelProfiler.
+  void record(VkCommandBuffer cb, VkQueryPool timestamps = VK_NULL_HANDLE, uint32_t first_query = 0) const;
   size_t size() const { return steps_.size(); }
+  // What each step runs: the shader's name, or "copy".
+  std::vector<std::string> labels() const;
 
  private:
   struct Step {

@@ -62,6 +62,14 @@ std::unique_ptr<Context> Context::create() {
   ctx->info_.type = props2.properties.deviceType;
   ctx->info_.subgroup_size = subgroup.subgroupSize;
   ctx->info_.max_storage_buffer_range = props2.properties.limits.maxStorageBufferRange;
+  ctx->info_.timestamp_period_ns = props2.properties.limits.timestampPeriod;
+  {
+    uint32_t family_count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical_, &family_count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(family_count);
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical_, &family_count, families.data());
+    ctx->info_.compute_timestamps = families[ctx->queue_family_].timestampValidBits > 0;
+  }
   for (uint32_t h = 0; h < ctx->memory_.memoryHeapCount; ++h)
     if (ctx->memory_.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       ctx->info_.device_local_bytes = std::max<uint64_t>(ctx->info_.device_local_bytes, ctx->memory_.memoryHeaps[h].size);
@@ -184,7 +192,7 @@ Buffer::~Buffer() {
 }
 
 Pipeline::Pipeline(const Context& ctx, const std::string& shader_name, uint32_t bindings, uint32_t push_bytes)
-    : ctx_(ctx), bindings_(bindings) {
+    : ctx_(ctx), name_(shader_name), bindings_(bindings) {
   const auto& registry = shader_registry();
   auto it = registry.find(shader_name);
   if (it == registry.end()) throw std::runtime_error("no embedded shader named " + shader_name);

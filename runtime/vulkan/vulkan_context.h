@@ -21,6 +21,8 @@ struct DeviceInfo {
   uint64_t device_local_bytes = 0;
   uint32_t subgroup_size = 0;
   uint64_t max_storage_buffer_range = 0;  // largest range one storage-buffer binding may cover
+  bool compute_timestamps = false;        // the compute queue can write timestamps
+  double timestamp_period_ns = 0;         // nanoseconds per timestamp tick
 };
 
 class Context;
@@ -55,9 +57,11 @@ class Pipeline {
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
   uint32_t bindings() const { return bindings_; }
+  const std::string& name() const { return name_; }
 
  private:
   const Context& ctx_;
+  std::string name_;
   VkShaderModule module_ = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;

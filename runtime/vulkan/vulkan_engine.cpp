@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -10,6 +11,7 @@
 #include "formats/core/error.h"
 #include "runtime/vulkan/device_upload.h"
 #include "runtime/vulkan/dispatch_list.h"
+#include "runtime/vulkan/kernel_profiler.h"
 #include "runtime/vulkan/vulkan_kernels.h"
 
 namespace gptoss::vk {
@@ -112,10 +114,14 @@ struct VulkanEngine::Device {
   std::unique_ptr<DispatchList> token_steps, logit_steps;
   VkCommandBuffer token_only = VK_NULL_HANDLE, token_and_logits = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
+  std::unique_ptr<KernelProfiler> profiler;  // GPTOSS_VK_PROFILE=1
+  std::vector<std::string> token_labels, logit_labels;
 
   ~Device() {
     if (!ctx) return;
     vkDeviceWaitIdle(ctx->device());
+    if (profiler) std::fprintf(stderr, "Vulkan kernel times on %s:\n%s", ctx->info().name.c_str(), profiler->report().c_str());
+    profiler.reset();
     if (fence) vkDestroyFence(ctx->device(), fence, nullptr);
     VkCommandBuffer buffers[] = {token_only, token_and_logits};
     for (VkCommandBuffer cb : buffers)
@@ -212,12 +218,12 @@ void VulkanEngine::Device::build_steps() {
                RouterTopkPush{c.num_experts, experts_per_token}, 1);
     s.dispatch(k.expert_mlp1,
                {w.mlp1.blocks.get(), w.mlp1.scales.get(), w.mlp1_bias.buffer.get(), normed.get(), chosen.get(), act.get()},
-               ExpertMlp1Push{hidden, inter, w.mlp1_bias.encoding, static_cast<float>(c.swiglu_limit)}, inter,
-               experts_per_token);
+               ExpertMlp1Push{hidden, inter, w.mlp1_bias.encoding, static_cast<float>(c.swiglu_limit)},
+               expert_mlp1_groups(inter, experts_per_token)[0], experts_per_token);
     s.dispatch(k.expert_mlp2,
                {w.mlp2.blocks.get(), w.mlp2.scales.get(), w.mlp2_bias.buffer.get(), act.get(), chosen.get(),
                 gate_weights.get(), x.get()},
-               ExpertMlp2Push{hidden, inter, w.mlp2_bias.encoding, experts_per_token}, hidden);
+               ExpertMlp2Push{hidden, inter, w.mlp2_bias.encoding, experts_per_token}, expert_mlp2_groups(hidden));
     s.copy(*x, 0, *stage_readback, (uint64_t{l} + 1) * stage_bytes, stage_bytes);
   }
   s.dispatch(k.rmsnorm, {x.get(), final_norm.buffer.get(), normed.get()}, RmsNormPush{hidden, final_norm.encoding, eps}, 1);
@@ -236,8 +242,10 @@ VkCommandBuffer VulkanEngine::Device::record(bool with_logits) const {
   check(vkAllocateCommandBuffers(ctx->device(), &info, &cb), "vkAllocateCommandBuffers");
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   check(vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
-  token_steps->record(cb);
-  if (with_logits) logit_steps->record(cb);
+  const VkQueryPool pool = profiler ? profiler->pool() : VK_NULL_HANDLE;
+  if (profiler) profiler->record_reset(cb);
+  token_steps->record(cb, pool, 0);
+  if (with_logits) logit_steps->record(cb, pool, static_cast<uint32_t>(token_steps->size() + 1));
   check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
   return cb;
 }
@@ -250,9 +258,9 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, VulkanEngineOptions opti
   const auto& c = d.config;
   if (c.hidden_size % 32 || c.intermediate_size % 32 || c.head_dim % 2 || c.num_kv_heads == 0 ||
       c.num_heads % c.num_kv_heads || c.experts_per_token == 0 || c.experts_per_token > kMaxExpertsPerToken ||
-      c.experts_per_token > c.num_experts)
+      c.experts_per_token > c.num_experts || c.num_experts > kMaxExperts)
     throw std::runtime_error("Vulkan engine: unsupported shape (needs hidden and intermediate multiples of 32, even "
-                             "head_dim, heads a multiple of kv_heads, 1..32 experts per token)");
+                             "head_dim, heads a multiple of kv_heads, 1..32 experts per token, at most 1024 experts)");
   d.capacity = static_cast<uint32_t>(std::min<uint64_t>(options.max_context, c.max_position_embeddings));
   d.kernels = std::make_unique<Kernels>(*d.ctx);
   d.upload_weights(model);
@@ -272,6 +280,9 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, VulkanEngineOptions opti
   d.stage_readback = d.scratch((uint64_t{c.num_layers} + 2) * c.hidden_size, true);
   d.logits_readback = d.scratch(c.vocab_size, true);
   d.build_steps();
+  d.profiler = KernelProfiler::from_environment(*d.ctx, static_cast<uint32_t>(d.token_steps->size() + d.logit_steps->size() + 2));
+  d.token_labels = d.token_steps->labels();
+  d.logit_labels = d.logit_steps->labels();
   d.token_only = d.record(false);
   d.token_and_logits = d.record(true);
   VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
@@ -316,6 +327,10 @@ std::vector<float> VulkanEngine::forward(std::span<const uint32_t> tokens, cpu::
     check(vkQueueSubmit(d.ctx->queue(), 1, &submit, d.fence), "vkQueueSubmit");
     check(vkWaitForFences(d.ctx->device(), 1, &d.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     check(vkResetFences(d.ctx->device(), 1, &d.fence), "vkResetFences");
+    if (d.profiler) {
+      d.profiler->collect(d.token_labels, 0);
+      if (wants_logits) d.profiler->collect(d.logit_labels, static_cast<uint32_t>(d.token_labels.size() + 1));
+    }
     position_ = start + t + 1;
     for (size_t s = 0; s < stages.size(); ++s)
       std::memcpy(stages[s].data() + t * hidden, stage_values + s * hidden, hidden * sizeof(float));

@@ -26,6 +26,12 @@ std::array<uint32_t, 2> matvec_groups(uint32_t rows, uint32_t lanes, uint32_t ma
   return {max_groups_x, (groups + max_groups_x - 1) / max_groups_x};
 }
 
+std::array<uint32_t, 2> expert_mlp1_groups(uint32_t intermediate, uint32_t experts_per_token) {
+  return {(intermediate + 7) / 8, experts_per_token};
+}
+
+uint32_t expert_mlp2_groups(uint32_t hidden) { return (hidden + 7) / 8; }
+
 uint32_t rope_store_groups(uint32_t heads, uint32_t kv_heads, uint32_t head_dim) {
   const uint32_t invocations = (heads + kv_heads) * (head_dim / 2) + kv_heads * head_dim;
   return (invocations + 63) / 64;

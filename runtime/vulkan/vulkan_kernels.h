@@ -26,6 +26,12 @@ struct ExpertMlp2Push { uint32_t hidden, intermediate, bias_encoding, k; };
 
 inline constexpr uint32_t kMatvecMaxVectors = 8;
 inline constexpr uint32_t kMaxExpertsPerToken = 32;  // router_topk / expert_mlp2 arrays
+inline constexpr uint32_t kMaxExperts = 1024;        // router_topk's shared logits
+
+// Workgroups of expert_mlp1_swiglu ({x, y}: 8 outputs per group, one y per selected expert) and
+// of expert_mlp2_accumulate (8 outputs per group).
+std::array<uint32_t, 2> expert_mlp1_groups(uint32_t intermediate, uint32_t experts_per_token);
+uint32_t expert_mlp2_groups(uint32_t hidden);
 
 // Lanes per row of matvec.comp for rows of `cols` values: about 4 blocks of 32 per lane, 1..32.
 uint32_t matvec_lanes(uint32_t cols);

@@ -252,6 +252,7 @@ TEST(VulkanKernels, RouterTopKBreaksTiesTowardsTheLowestIndex) {
       {0, 0, 0, 0, 0, 0, 0, 0},
       {-1, 5, -2, 5, 4, 4, 4, 5},
       random_floats(32, 15, 4.0f),
+      random_floats(300, 23, 4.0f),  // more experts than the kernel's 256 invocations
   };
   for (const auto& logits : cases) {
     for (uint32_t k : {1u, 4u}) {
@@ -308,7 +309,7 @@ TEST(VulkanKernels, ExpertDownProjectionReadsMxfp4AndAccumulatesWeighted) {
   auto residual_buf = host_buffer(*ctx, residual);
   run(*ctx, kernels(*ctx).expert_mlp2,
       {blocks.get(), scales.get(), b_buf.get(), act_buf.get(), chosen_buf.get(), weight_buf.get(), residual_buf.get()},
-      vk::ExpertMlp2Push{hidden, inter, static_cast<uint32_t>(vk::DenseEncoding::BF16), k}, hidden);
+      vk::ExpertMlp2Push{hidden, inter, static_cast<uint32_t>(vk::DenseEncoding::BF16), k}, vk::expert_mlp2_groups(hidden));
   const auto got = read_buffer<float>(*residual_buf, hidden);
   for (uint32_t d = 0; d < hidden; ++d) {
     double expected = residual[d], magnitude = std::abs(residual[d]);
@@ -339,7 +340,8 @@ TEST(VulkanKernels, ExpertGateUpProjectionWithSwiglu) {
   auto b_buf = host_buffer(*ctx, bias_bytes), x_buf = host_buffer(*ctx, x), chosen_buf = host_buffer(*ctx, chosen);
   auto act = host_buffer(*ctx, std::vector<float>(size_t{k} * inter));
   run(*ctx, kernels(*ctx).expert_mlp1, {blocks.get(), scales.get(), b_buf.get(), x_buf.get(), chosen_buf.get(), act.get()},
-      vk::ExpertMlp1Push{hidden, inter, static_cast<uint32_t>(vk::DenseEncoding::F32), limit}, inter, k);
+      vk::ExpertMlp1Push{hidden, inter, static_cast<uint32_t>(vk::DenseEncoding::F32), limit},
+      vk::expert_mlp1_groups(inter, k)[0], k);
   const auto got = read_buffer<float>(*act, size_t{k} * inter);
   const auto bias = decode(DType::F32, bias_bytes, size_t{experts} * 2 * inter);
   size_t clamped = 0;

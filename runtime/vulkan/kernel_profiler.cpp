@@ -1,0 +1,61 @@
+#include "runtime/vulkan/kernel_profiler.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace gptoss::vk {
+
+std::unique_ptr<KernelProfiler> KernelProfiler::from_environment(const Context& ctx, uint32_t queries) {
+  const char* flag = std::getenv("GPTOSS_VK_PROFILE");
+  if (!flag || std::string(flag).empty() || std::string(flag) == "0") return nullptr;
+  if (!ctx.info().compute_timestamps) {
+    std::fprintf(stderr, "GPTOSS_VK_PROFILE: %s cannot write timestamps on its compute queue\n", ctx.info().name.c_str());
+    return nullptr;
+  }
+  return std::make_unique<KernelProfiler>(ctx, queries);
+}
+
+KernelProfiler::KernelProfiler(const Context& ctx, uint32_t queries) : ctx_(ctx), queries_(queries) {
+  VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  info.queryCount = queries;
+  check(vkCreateQueryPool(ctx.device(), &info, nullptr, &pool_), "vkCreateQueryPool");
+}
+
+KernelProfiler::~KernelProfiler() { vkDestroyQueryPool(ctx_.device(), pool_, nullptr); }
+
+void KernelProfiler::record_reset(VkCommandBuffer cb) const { vkCmdResetQueryPool(cb, pool_, 0, queries_); }
+
+void KernelProfiler::collect(const std::vector<std::string>& labels, uint32_t first_query) {
+  std::vector<uint64_t> ticks(labels.size() + 1);
+  check(vkGetQueryPoolResults(ctx_.device(), pool_, first_query, static_cast<uint32_t>(ticks.size()),
+                              ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
+                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+        "vkGetQueryPoolResults");
+  for (size_t i = 0; i < labels.size(); ++i) {
+    auto& t = totals_[labels[i]];
+    ++t.count;
+    t.nanoseconds += static_cast<double>(ticks[i + 1] - ticks[i]) * ctx_.info().timestamp_period_ns;
+  }
+}
+
+std::string KernelProfiler::report() const {
+  std::vector<std::pair<std::string, Totals>> rows(totals_.begin(), totals_.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.nanoseconds > b.second.nanoseconds; });
+  double all = 0;
+  for (const auto& [name, t] : rows) all += t.nanoseconds;
+  std::string out = "| kernel | dispatches | total ms | mean us | share |\n|---|---|---|---|---|\n";
+  char line[256];
+  for (const auto& [name, t] : rows) {
+    std::snprintf(line, sizeof line, "| %s | %llu | %.3f | %.2f | %.1f%% |\n", name.c_str(),
+                  static_cast<unsigned long long>(t.count), t.nanoseconds / 1e6,
+                  t.count ? t.nanoseconds / 1e3 / static_cast<double>(t.count) : 0.0,
+                  all > 0 ? 100.0 * t.nanoseconds / all : 0.0);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "| all | | %.3f | | |\n", all / 1e6);
+  return out + line;
+}
+
+}  // namespace gptoss::vk
