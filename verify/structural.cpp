@@ -44,8 +44,12 @@ nlohmann::json VerifyResult::to_json() const {
 }
 
 namespace {
-void check_safetensors_container(const fs::path& path, Report& report) {
+// Every tensor a container lists, with its file (for the extra-tensor check).
+using StoredList = std::vector<std::pair<std::string, StoredTensorRange>>;
+
+StoredList check_safetensors_container(const fs::path& path, Report& report) {
   const auto ck = SafetensorsCheckpoint::open(path);
+  StoredList stored;
   for (const auto& f : ck.files()) {
     const auto bytes = f->mapped()->bytes();
     const uint64_t n = f->header_size();
@@ -60,6 +64,7 @@ void check_safetensors_container(const fs::path& path, Report& report) {
         break;
       }
     for (const auto& t : f->tensors()) {
+      stored.push_back({f->path(), {t.name, f->data_offset() + t.begin, t.size()}});
       const uint64_t align = std::min<uint64_t>(dtype_info(t.dtype).block_bytes, 8);
       if ((f->data_offset() + t.begin) % align != 0)
         report.warning("alignment", f->path(), t.name, "tensor data is not aligned to its element size",
@@ -77,6 +82,7 @@ void check_safetensors_container(const fs::path& path, Report& report) {
                      "says " + std::to_string(index["metadata"]["total_size"].get<uint64_t>()) + " bytes",
                      std::to_string(total));
   }
+  return stored;
 }
 // Reports the first non-zero byte in [begin, end) of a file as a padding finding.
 void check_zero_gap(std::span<const uint8_t> bytes, uint64_t begin, uint64_t end, const std::string& file,
@@ -88,12 +94,14 @@ void check_zero_gap(std::span<const uint8_t> bytes, uint64_t begin, uint64_t end
     }
 }
 
-void check_gguf_container(const fs::path& path, Report& report) {
+StoredList check_gguf_container(const fs::path& path, Report& report) {
   const auto set = GgufModelFiles::open(path);
+  StoredList stored;
   for (const auto& f : set.files()) {
     const auto bytes = f.mapped()->bytes();
     const auto& tensors = f.tensors();
     const uint64_t data = f.data_offset();
+    for (const auto& t : tensors) stored.push_back({f.path(), {t.name, data + t.offset, t.size}});
     if (!tensors.empty()) {
       // The gap between the last tensor-info record and the aligned data section.
       uint64_t infos_end = 0;
@@ -118,6 +126,7 @@ void check_gguf_container(const fs::path& path, Report& report) {
                        ", not at the padded end of the last tensor", std::to_string(end));
     }
   }
+  return stored;
 }
 
 void check_modelbin_container(const fs::path& path, Report& report) {
@@ -148,12 +157,9 @@ void check_modelbin_header(const fs::path& path, const GptOssConfig& config, Rep
     report.warning("config", bin.path(), f.field, "is " + f.found, f.expected, f.offset);
 }
 // Stored tensors the model does not use: readers skip them, so nothing else would notice.
-void check_extra_tensors(const fs::path& path, ModelFormat format, const GptOssConfig& config, Report& report) {
+void check_extra_tensors(const StoredList& stored, ModelFormat format, const GptOssConfig& config, Report& report) {
   if (format == ModelFormat::ModelBin) return;  // no tensor directory: the header fixes the set
   std::set<std::string> expected;
-  std::vector<std::pair<fs::path, StoredTensorRange>> stored;
-  for (const auto& file : model_files(path))
-    for (const auto& t : stored_tensors(file)) stored.emplace_back(file, t);
   if (format == ModelFormat::Gguf) {
     for (const auto& g : gguf_tensor_names(config.num_layers)) expected.insert(g.name);
   } else {
@@ -163,7 +169,7 @@ void check_extra_tensors(const fs::path& path, ModelFormat format, const GptOssC
   }
   for (const auto& [file, t] : stored)
     if (!expected.count(t.name))
-      report.warning("extra", file.string(), t.name, "tensor is not part of the GPT-OSS model (readers skip it)",
+      report.warning("extra", file, t.name, "tensor is not part of the GPT-OSS model (readers skip it)",
                      "only the tensors of the config", t.offset);
 }
 }  // namespace
@@ -216,9 +222,10 @@ VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
   const uint64_t shrink_events = MappedFile::shrink_events();  // a file shrinking under us is an error, not a finding
   const ModelFormat format = detect_input_format(path);
   result.format = format_name(format);
+  StoredList stored;
   switch (format) {
-    case ModelFormat::Safetensors: check_safetensors_container(path, result.report); break;
-    case ModelFormat::Gguf: check_gguf_container(path, result.report); break;
+    case ModelFormat::Safetensors: stored = check_safetensors_container(path, result.report); break;
+    case ModelFormat::Gguf: stored = check_gguf_container(path, result.report); break;
     case ModelFormat::ModelBin: check_modelbin_container(path, result.report); break;
   }
   // The container parsed: whatever stops it from being a complete, consistent GPT-OSS model is
@@ -236,7 +243,7 @@ VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
     return result;
   }
   check_model_consistency(model, path.string(), result.report);
-  check_extra_tensors(path, format, model.config, result.report);
+  check_extra_tensors(stored, format, model.config, result.report);
   if (format == ModelFormat::ModelBin) check_modelbin_header(path, model.config, result.report);
   if (options.values) result.stats = check_values(model, path.string(), result.report, options.threads);
   MappedFile::throw_if_shrunk_since(shrink_events);

@@ -28,12 +28,12 @@ void scan_q8_0_blocks(std::span<const uint8_t> encoded, uint64_t first_block, Q8
     const uint8_t* block = encoded.data() + b * kQ8_0BlockBytes;
     const uint16_t bits = load_u16(block);
     const float d = f16_to_f32(bits);
-    bool any_quant = false, minus_128 = false;
+    uint8_t any_bits = 0, minus_128_seen = 0;  // byte ORs: the compiler vectorizes them
     for (uint32_t k = 0; k < kQ8_0BlockElements; ++k) {
-      const auto quant = static_cast<int8_t>(block[2 + k]);
-      any_quant |= quant != 0;
-      minus_128 |= quant == -128;
+      any_bits |= block[2 + k];
+      minus_128_seen |= static_cast<uint8_t>(block[2 + k] == 0x80);  // int8 -128
     }
+    const bool any_quant = any_bits != 0, minus_128 = minus_128_seen != 0;
     const bool non_finite = !std::isfinite(d);
     const bool negative = !non_finite && (bits & 0x8000u);
     const bool zero_with_data = d == 0 && any_quant;
@@ -55,6 +55,7 @@ void scan_q8_0_blocks(std::span<const uint8_t> encoded, uint64_t first_block, Q8
 }
 
 void scan_values(std::span<const float> v, uint64_t first, TensorValueStats& s) {
+  float chunk_max = 0;  // the hot loop stays branch-light; the position is found only when it grows
   for (size_t k = 0; k < v.size(); ++k) {
     if (std::isnan(v[k])) {
       if (!s.nan++) s.first_nan = first + k;
@@ -62,12 +63,16 @@ void scan_values(std::span<const float> v, uint64_t first, TensorValueStats& s) 
       if (!s.inf++) s.first_inf = first + k;
     } else {
       s.zeros += v[k] == 0.0f;
-      const double magnitude = std::fabs(v[k]);
-      if (magnitude > s.abs_max) {
-        s.abs_max = magnitude;
-        s.abs_max_at = first + k;
-      }
+      chunk_max = std::max(chunk_max, std::fabs(v[k]));
     }
+  }
+  if (chunk_max > s.abs_max) {
+    s.abs_max = chunk_max;
+    for (size_t k = 0; k < v.size(); ++k)
+      if (std::fabs(v[k]) == chunk_max) {
+        s.abs_max_at = first + k;
+        break;
+      }
   }
 }
 
