@@ -4,8 +4,11 @@
 // (value 2^(s-127)). The vector is read as vec4s; lane l takes blocks l, l + 32, ... so one
 // 32-lane load instruction covers 512 consecutive bytes of a row.
 
+#ifndef kMaxSums
+#define kMaxSums 2u
+#endif
 shared float fp4_values[16];
-shared float lane_sums[256];
+shared float lane_sums[kMaxSums][256];
 
 // Fills the FP4 table (shared memory: dynamic indexing into a constant array can spill).
 void load_fp4_table() {
@@ -25,37 +28,29 @@ float fp4_word_dot(uint word, vec4 a, vec4 b) {
          fp4_values[(word >> 24) & 15u] * b.z + fp4_values[word >> 28] * b.w;
 }
 
-// DEFINE_MXFP4_ROW_DOT4(fn, blocks4, scale_words, vec4s) defines
-// `float fn(uint row, uint blocks_per_row, uint vec4_offset, uint lane)`: this lane's share of
-// row · vec (blocks lane, lane + 32, ...), vec starting at vec4s[vec4_offset].
-#define DEFINE_MXFP4_ROW_DOT4(fn, blocks4, scale_words, vec4s)                        \
-  float fn(uint row, uint blocks_per_row, uint vec4_offset, uint lane) {              \
-    float sum = 0.0;                                                                 \
-    for (uint b = lane; b < blocks_per_row; b += 32u) {                              \
-      uint block = row * blocks_per_row + b;                                         \
-      uvec4 q = blocks4[block];                                                      \
-      uint scale_byte = (scale_words[block >> 2] >> ((block & 3u) * 8u)) & 0xFFu;    \
-      uint v = vec4_offset + b * 8u;                                                 \
-      float partial = fp4_word_dot(q.x, vec4s[v], vec4s[v + 1u]) +                    \
-                      fp4_word_dot(q.y, vec4s[v + 2u], vec4s[v + 3u]) +               \
-                      fp4_word_dot(q.z, vec4s[v + 4u], vec4s[v + 5u]) +               \
-                      fp4_word_dot(q.w, vec4s[v + 6u], vec4s[v + 7u]);                \
-      sum += ldexp(partial, int(scale_byte) - 127);                                  \
-    }                                                                                \
-    return sum;                                                                      \
+// DEFINE_MXFP4_BLOCK_DOT(fn, blocks4, scale_words, vec4s) defines
+// `float fn(uint block, uint vec4_index)`: MXFP4 block number `block` (of the whole tensor) times
+// the 32 vector values starting at vec4s[vec4_index].
+#define DEFINE_MXFP4_BLOCK_DOT(fn, blocks4, scale_words, vec4s)                       \
+  float fn(uint block, uint v) {                                                     \
+    uvec4 q = blocks4[block];                                                        \
+    uint scale_byte = (scale_words[block >> 2] >> ((block & 3u) * 8u)) & 0xFFu;      \
+    float partial = fp4_word_dot(q.x, vec4s[v], vec4s[v + 1u]) +                      \
+                    fp4_word_dot(q.y, vec4s[v + 2u], vec4s[v + 3u]) +                 \
+                    fp4_word_dot(q.z, vec4s[v + 4u], vec4s[v + 5u]) +                 \
+                    fp4_word_dot(q.w, vec4s[v + 6u], vec4s[v + 7u]);                  \
+    return ldexp(partial, int(scale_byte) - 127);                                    \
   }
 
-// Sum over the 32 lanes of each group; every invocation must call it (barriers) and gets its
-// group's total.
-float lane_group_sum(float value) {
+// Sums over the 32 lanes of each group of `count` (<= kMaxSums) values per invocation at once,
+// written to lane_sums[i][t] by the caller; one tree for all of them. Every invocation must call
+// it (barriers); afterwards lane_sums[i][t & ~31] holds group (t / 32)'s total of value i.
+void lane_group_sums(uint count) {
   uint t = gl_LocalInvocationIndex;
-  lane_sums[t] = value;
   barrier();
   for (uint s = 16u; s > 0u; s >>= 1) {
-    if ((t & 31u) < s) lane_sums[t] += lane_sums[t + s];
+    if ((t & 31u) < s)
+      for (uint i = 0u; i < count; ++i) lane_sums[i][t] += lane_sums[i][t + s];
     barrier();
   }
-  float total = lane_sums[t & ~31u];
-  barrier();
-  return total;
 }

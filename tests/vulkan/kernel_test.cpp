@@ -293,21 +293,20 @@ Mxfp4Experts make_experts(uint32_t experts, uint32_t rows, uint32_t cols, uint32
   return m;
 }
 
-TEST(VulkanKernels, ExpertDownProjectionReadsMxfp4AndAccumulatesWeighted) {
-  VULKAN_OR_SKIP();
-  const uint32_t experts = 5, hidden = 24, inter = 96, k = 3;
+// k = 3 (one pass of the kernel's four register accumulators, one idle) and k = 6 (two passes).
+void check_expert_down_projection(const vk::Context& ctx, const std::vector<uint32_t>& chosen,
+                                  const std::vector<float>& weights) {
+  const uint32_t experts = 9, hidden = 24, inter = 96, k = static_cast<uint32_t>(chosen.size());
   const auto w2 = make_experts(experts, hidden, inter, 16, 100, 135);
   const auto bias_bytes = encode(DType::BF16, random_floats(size_t{experts} * hidden, 17));
   const auto bias = decode(DType::BF16, bias_bytes, size_t{experts} * hidden);
   const auto act = random_floats(size_t{k} * inter, 18);
-  const std::vector<uint32_t> chosen = {4, 0, 2};
-  const std::vector<float> weights = {0.5f, 0.3f, 0.2f};
   const auto residual = random_floats(hidden, 19);
-  auto blocks = host_buffer(*ctx, w2.blocks), scales = host_buffer(*ctx, w2.scales);
-  auto b_buf = host_buffer(*ctx, bias_bytes), act_buf = host_buffer(*ctx, act);
-  auto chosen_buf = host_buffer(*ctx, chosen), weight_buf = host_buffer(*ctx, weights);
-  auto residual_buf = host_buffer(*ctx, residual);
-  run(*ctx, kernels(*ctx).expert_mlp2,
+  auto blocks = host_buffer(ctx, w2.blocks), scales = host_buffer(ctx, w2.scales);
+  auto b_buf = host_buffer(ctx, bias_bytes), act_buf = host_buffer(ctx, act);
+  auto chosen_buf = host_buffer(ctx, chosen), weight_buf = host_buffer(ctx, weights);
+  auto residual_buf = host_buffer(ctx, residual);
+  run(ctx, kernels(ctx).expert_mlp2,
       {blocks.get(), scales.get(), b_buf.get(), act_buf.get(), chosen_buf.get(), weight_buf.get(), residual_buf.get()},
       vk::ExpertMlp2Push{hidden, inter, static_cast<uint32_t>(vk::DenseEncoding::BF16), k}, vk::expert_mlp2_groups(hidden));
   const auto got = read_buffer<float>(*residual_buf, hidden);
@@ -325,6 +324,12 @@ TEST(VulkanKernels, ExpertDownProjectionReadsMxfp4AndAccumulatesWeighted) {
     }
     ASSERT_NEAR(got[d], expected, 1e-6 * magnitude + 1e-6) << d;
   }
+}
+
+TEST(VulkanKernels, ExpertDownProjectionReadsMxfp4AndAccumulatesWeighted) {
+  VULKAN_OR_SKIP();
+  check_expert_down_projection(*ctx, {4, 0, 2}, {0.5f, 0.3f, 0.2f});
+  check_expert_down_projection(*ctx, {8, 1, 5, 0, 3, 7}, {0.3f, 0.2f, 0.15f, 0.15f, 0.1f, 0.1f});
 }
 
 TEST(VulkanKernels, ExpertGateUpProjectionWithSwiglu) {
