@@ -1,9 +1,11 @@
 #include "convert/model_io.h"
 
 #include <fstream>
+#include <set>
 
 #include "convert/gguf/gguf_model.h"
 #include "convert/modelbin/modelbin_model.h"
+#include "formats/core/atomic_file.h"
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"
 
@@ -42,6 +44,15 @@ ModelFormat output_format_for(const fs::path& path) {
 }
 
 namespace {
+// Files of an existing output folder that a new checkpoint replaces even where it does not write
+// them (a different shard count, no tokenizer); anything else there (a README) is kept.
+bool is_checkpoint_file(const std::string& name) {
+  static const std::set<std::string> kFixedNames = {
+      "model.safetensors", "model.safetensors.index.json", "config.json", "generation_config.json",
+      "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"};
+  return kFixedNames.count(name) > 0 || (name.starts_with("model-") && name.ends_with(".safetensors"));
+}
+
 CanonicalModel load_by_format(const fs::path& path) {
   switch (detect_input_format(path)) {
     case ModelFormat::Gguf: return load_gguf_model(path);
@@ -95,7 +106,11 @@ std::vector<std::string> write_model(const CanonicalModel& model, const fs::path
   o.dense_dtype = options.dense_dtype.value_or(DType::BF16);
   o.max_shard_bytes = options.max_shard_bytes;
   o.progress = per_item;
-  return write_safetensors_model(model, path, o);
+  // The folder appears only when complete: shards, index, config and tokenizer files as one set.
+  AtomicDirectory folder(path, is_checkpoint_file);
+  auto notes = write_safetensors_model(model, folder.path(), o);
+  folder.commit();
+  return notes;
 }
 
 }  // namespace gptoss

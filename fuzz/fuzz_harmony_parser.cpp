@@ -10,8 +10,8 @@
 #include "convert/tokenizer_json.h"
 #include "fuzz/harness_support.h"
 #include "runtime/harmony/harmony_parser.h"
-#include "runtime/tokenizer/o200k_pretokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tools/gptoss-badinputs/harmony_cases.h"
 
 namespace {
 using namespace gptoss;
@@ -21,21 +21,6 @@ struct LoadedTokenizer {
   bool real = false;
 };
 
-TokenizerData byte_tokenizer_with_harmony_specials() {
-  TokenizerData data;
-  for (int b = 0; b < 256; ++b) {
-    data.tokens.emplace_back(1, static_cast<char>(b));
-    data.types.push_back(TokenType::Normal);
-  }
-  for (const char* special : {"<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>",
-                              "<|call|>", "<|endoftext|>"}) {
-    data.tokens.emplace_back(special);
-    data.types.push_back(TokenType::Control);
-  }
-  data.pretokenizer_regex = std::string(kO200kPretokenizerRegex);
-  return data;
-}
-
 const LoadedTokenizer& loaded() {
   static const LoadedTokenizer instance = [] {
     LoadedTokenizer l;
@@ -44,7 +29,7 @@ const LoadedTokenizer& loaded() {
       l.real = true;
     } else {
       std::fprintf(stderr, "fuzz_harmony_parser: no real tokenizer.json; encode mode skipped\n");
-      l.tokenizer = std::make_unique<Tokenizer>(byte_tokenizer_with_harmony_specials());
+      l.tokenizer = std::make_unique<Tokenizer>(harmony_byte_tokenizer());
     }
     return l;
   }();

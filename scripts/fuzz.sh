@@ -3,13 +3,14 @@
 # them on their corpora. See docs/fuzzing.md.
 #
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer args...]   one target, e.g. scripts/fuzz.sh gguf 600
-#   scripts/fuzz.sh all SECONDS                          every target in turn (CI: all 20)
+#   scripts/fuzz.sh all SECONDS                          every target (CI, via scripts/test.sh: all 20)
 #   scripts/fuzz.sh list                                 the target names
 #
 # Exits non-zero when a target crashes, leaks, times out (5 s per input) or goes past its memory
 # limits; the input that did it is left in $BUILD/fuzz-artifacts/<target>/.
-# Environment: GPTOSS_FUZZ_BUILD (build folder, default build-fuzz), GPTOSS_FUZZ_JOBS (ninja -j,
-# default 1), GPTOSS_SHARED_DIR (goldens for the seeds, default ../shared).
+# Environment: GPTOSS_FUZZ_BUILD (build folder, default build-fuzz; a folder that
+# scripts/sanitize.sh configured is used as it is), GPTOSS_FUZZ_JOBS (ninja -j, and how many
+# targets `all` runs at once; default 1), GPTOSS_SHARED_DIR (goldens for the seeds, default ../shared).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${GPTOSS_FUZZ_BUILD:-$ROOT/build-fuzz}"
@@ -17,7 +18,7 @@ JOBS="${GPTOSS_FUZZ_JOBS:-1}"
 SHARED="${GPTOSS_SHARED_DIR:-$ROOT/../shared}"
 TARGETS=(safetensors_header gguf modelbin tokenizer_json config_json harmony_parser)
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 # Longest input per target: large enough for the seeds (tiny models are 20-150 KB), small
 # enough that every execution is fast.
@@ -83,7 +84,19 @@ case "$1" in
     [[ $# -ge 2 ]] || usage
     build
     failed=()
-    for t in "${TARGETS[@]}"; do run "$t" "$2" || failed+=("$t"); done
+    # Up to JOBS targets at a time (each libFuzzer process uses one core); each one's output is
+    # printed in one piece when it ends.
+    logs="$BUILD/fuzz-logs"
+    mkdir -p "$logs"
+    for ((first = 0; first < ${#TARGETS[@]}; first += JOBS)); do
+      batch=("${TARGETS[@]:first:JOBS}")
+      pids=()
+      for t in "${batch[@]}"; do run "$t" "$2" >"$logs/$t.log" 2>&1 & pids+=($!); done
+      for i in "${!batch[@]}"; do
+        wait "${pids[$i]}" || failed+=("${batch[$i]}")
+        cat "$logs/${batch[$i]}.log"
+      done
+    done
     if ((${#failed[@]})); then echo "fuzz: crashes in: ${failed[*]} (inputs in $BUILD/fuzz-artifacts/)"; exit 1; fi
     echo "fuzz: all ${#TARGETS[@]} targets ran $2 s each without a finding"
     ;;

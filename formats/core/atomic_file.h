@@ -9,8 +9,15 @@
 // temp file behind; the next writer for the same target removes every `.NAME.tmp-PID-*` whose
 // process is gone. commit() refuses to publish an output while an input file it may have read
 // from shrank (see MappedFile), and write errors name the cause (disk full, file size limit).
+//
+// Outputs made of several files: a set of files (a split GGUF) is written completely, each file
+// finished (fsync'd) but unrenamed, then renamed in one go by commit_together(); a folder (a
+// sharded safetensors checkpoint) is written into a temp sibling folder by AtomicDirectory and
+// put in place by one rename. Temp folders are listed, removed on signals and swept like files.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +47,9 @@ class AtomicFileWriter {
 
   // Flush, fsync, rename over the target, fsync the folder. After this the writer is closed.
   void commit();
+  // Flush, fsync and close the temp file, which stays listed and is not renamed yet: commit()
+  // then only renames. For files that must appear together (commit_together).
+  void finish();
   // Drop the temp file without touching the target.
   void abandon();
 
@@ -50,11 +60,48 @@ class AtomicFileWriter {
   std::filesystem::path target_;
   std::filesystem::path temp_;
   int fd_ = -1;
+  bool finished_ = false;       // finish() ran: the temp file is complete and closed
   int live_slot_ = -1;          // entry in the table of live temp files, -1 when not listed
   uint64_t shrink_events_ = 0;  // MappedFile::shrink_events() when the writer was created
   std::vector<uint8_t> buffer_;
   size_t buffered_ = 0;
   uint64_t position_ = 0;
+};
+
+// Finishes every writer, then renames them all with SIGINT/SIGTERM/SIGHUP held, so a set of
+// files (a split GGUF) is published only once every file is complete, and an interrupting
+// signal finds either no file of the new set in place or all of them. (Only SIGKILL or a power
+// loss during the renames themselves, a few system calls, can leave a mix.)
+void commit_together(const std::vector<std::unique_ptr<AtomicFileWriter>>& writers);
+
+// A folder output that appears only when complete. Files are written into path(), a temp folder
+// `.NAME.tmp-PID-XXXXXXXX` beside the target (listed like a temp file: removed on signals by
+// remove_temp_files_on_signals, swept when its process is gone); commit() puts it in place with
+// one rename. An existing target folder is swapped out atomically (renameat2 RENAME_EXCHANGE)
+// and then deleted; its files that the new output does not write and that `replaced_by_output`
+// does not claim (e.g. a tokenizer.json a user put there) are kept, hard-linked into the new
+// folder first. A target holding subfolders is refused rather than deleted.
+class AtomicDirectory {
+ public:
+  using NamePredicate = std::function<bool(const std::string& file_name)>;
+  explicit AtomicDirectory(std::filesystem::path target, NamePredicate replaced_by_output = {});
+  ~AtomicDirectory();
+  AtomicDirectory(const AtomicDirectory&) = delete;
+  AtomicDirectory& operator=(const AtomicDirectory&) = delete;
+
+  const std::filesystem::path& path() const { return staging_; }  // write the files here
+  const std::filesystem::path& target() const { return target_; }
+  void commit();
+  void abandon();  // removes the staging folder; the target is untouched
+
+ private:
+  void keep_files_of_the_old_target();
+  std::filesystem::path target_;
+  std::filesystem::path staging_;
+  NamePredicate replaced_by_output_;
+  int live_slot_ = -1;
+  bool open_ = false;
+  uint64_t shrink_events_ = 0;
 };
 
 // Installs handlers for SIGINT, SIGTERM and SIGHUP that unlink every live temp file of this
@@ -63,7 +110,8 @@ class AtomicFileWriter {
 // For programs (the CLIs); call it once at start-up.
 void remove_temp_files_on_signals();
 
-// Removes `.NAME.tmp-PID-XXXXXXXX` files beside `target` left by processes that no longer run.
+// Removes `.NAME.tmp-PID-XXXXXXXX` files and folders beside `target` left by processes that no
+// longer run.
 // Returns how many were removed. AtomicFileWriter calls it before creating its temp file.
 size_t remove_stale_temp_files(const std::filesystem::path& target);
 

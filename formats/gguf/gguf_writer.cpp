@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -99,8 +100,11 @@ void put_le(std::vector<uint8_t>& out, uint64_t v, unsigned n) {
 }
 }  // namespace
 
-void write_gguf(const std::filesystem::path& path, const GgufMetadata& metadata,
-                const std::vector<GgufTensorEntry>& tensors, uint32_t alignment) {
+namespace {
+// Writes the whole file into its temp file and finishes it (fsync'd, not yet renamed): the caller
+// commits it alone or together with the other files of a split set.
+std::unique_ptr<AtomicFileWriter> write_gguf_unpublished(const std::filesystem::path& path, const GgufMetadata& metadata,
+                                                         const std::vector<GgufTensorEntry>& tensors, uint32_t alignment) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
     throw std::invalid_argument("GGUF alignment must be a power of two");
   // Everything before the data is known up front: build the tensor infos with their offsets.
@@ -123,7 +127,8 @@ void write_gguf(const std::filesystem::path& path, const GgufMetadata& metadata,
     offset = align_up(offset + size, alignment);
   }
 
-  AtomicFileWriter out(path);
+  auto writer = std::make_unique<AtomicFileWriter>(path);
+  AtomicFileWriter& out = *writer;
   out.write_u32(kGgufMagic);
   out.write_u32(3);
   out.write_u64(tensors.size());
@@ -142,7 +147,14 @@ void write_gguf(const std::filesystem::path& path, const GgufMetadata& metadata,
                              " bytes, its infos say " + std::to_string(sizes[i]));
     out.pad_to(alignment);
   }
-  out.commit();
+  out.finish();
+  return writer;
+}
+}  // namespace
+
+void write_gguf(const std::filesystem::path& path, const GgufMetadata& metadata,
+                const std::vector<GgufTensorEntry>& tensors, uint32_t alignment) {
+  write_gguf_unpublished(path, metadata, tensors, alignment)->commit();
 }
 
 std::filesystem::path gguf_split_path(const std::filesystem::path& path, uint32_t index, uint32_t count) {
@@ -172,16 +184,20 @@ std::vector<std::string> write_gguf_split(const std::filesystem::path& path, con
   if (shards.size() > 65535) throw std::invalid_argument("GGUF split sets hold at most 65535 files");
   if (tensors.size() > static_cast<uint64_t>(INT32_MAX)) throw std::invalid_argument("too many tensors for split.tensors.count");
   const auto count = static_cast<uint32_t>(shards.size());
+  // Every file is written before any is renamed into place: an interruption leaves the previous
+  // set (or nothing), never a mix of old and new files.
   std::vector<std::string> names;
+  std::vector<std::unique_ptr<AtomicFileWriter>> finished;
   for (uint32_t i = 0; i < count; ++i) {
     GgufMetadata shard_metadata = i == 0 ? metadata : GgufMetadata();
     shard_metadata.add_u16("split.no", static_cast<uint16_t>(i));
     shard_metadata.add_u16("split.count", static_cast<uint16_t>(count));
     shard_metadata.add_i32("split.tensors.count", static_cast<int32_t>(tensors.size()));
     const auto shard_path = gguf_split_path(path, i, count);
-    write_gguf(shard_path, shard_metadata, shards[i], alignment);
+    finished.push_back(write_gguf_unpublished(shard_path, shard_metadata, shards[i], alignment));
     names.push_back(shard_path.filename().string());
   }
+  commit_together(finished);
   return names;
 }
 

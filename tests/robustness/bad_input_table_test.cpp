@@ -19,14 +19,19 @@ TEST(BadInputTable, ReducedCorpusHasOnlyFormatErrorsAndValidParses) {
   for (const auto& t : tallies) {
     formats.insert(t.format);
     cases += t.cases;
+    EXPECT_EQ(t.crashes, 0u) << t.format << " / " << t.input_class << ": "
+                             << (t.unexpected_messages.empty() ? "" : t.unexpected_messages.back());
     EXPECT_EQ(t.rejected + t.accepted + t.unexpected, t.cases);
+    EXPECT_GT(t.cases, 0u) << t.format << " / " << t.input_class;
     EXPECT_EQ(t.unexpected, 0u) << t.format << " / " << t.input_class << ": "
                                 << (t.unexpected_messages.empty() ? "" : t.unexpected_messages.front());
   }
-  EXPECT_EQ(formats.size(), 8u);
+  EXPECT_EQ(formats.size(), 9u);
+  EXPECT_TRUE(formats.count("harmony output (token ids)"));
   EXPECT_GT(cases, 1000u);
   const std::string table = bad_input_table(tallies);
   EXPECT_NE(table.find("| **total** |"), std::string::npos);
+  EXPECT_NE(table.find("| format | worst peak memory growth (KB) | in |"), std::string::npos);
 }
 
 TEST(BadInputTable, UnknownFormatIsRefused) {

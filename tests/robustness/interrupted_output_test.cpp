@@ -12,8 +12,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "formats/core/atomic_file.h"
@@ -36,9 +38,11 @@ std::string slurp(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// gptoss-convert INPUT OUTPUT -q in a child with stdout+stderr to `log`; `limit_bytes` sets
-// RLIMIT_FSIZE when non-zero.
-pid_t start_convert(const fs::path& input, const fs::path& output, const fs::path& log, uint64_t limit_bytes = 0) {
+// gptoss-convert INPUT OUTPUT -q [--max-shard-size N] in a child with stdout+stderr to `log`;
+// `limit_bytes` sets RLIMIT_FSIZE when non-zero, `shard_bytes` splits the output when non-zero.
+pid_t start_convert(const fs::path& input, const fs::path& output, const fs::path& log, uint64_t limit_bytes = 0,
+                    uint64_t shard_bytes = 0) {
+  const std::string shard_size = std::to_string(shard_bytes);
   const std::string tool = (tools_dir() / "gptoss-convert").string();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -49,7 +53,11 @@ pid_t start_convert(const fs::path& input, const fs::path& output, const fs::pat
       struct rlimit rl {limit_bytes, limit_bytes};
       ::setrlimit(RLIMIT_FSIZE, &rl);
     }
-    ::execl(tool.c_str(), tool.c_str(), input.c_str(), output.c_str(), "-q", static_cast<char*>(nullptr));
+    if (shard_bytes)
+      ::execl(tool.c_str(), tool.c_str(), input.c_str(), output.c_str(), "-q", "--max-shard-size", shard_size.c_str(),
+              static_cast<char*>(nullptr));
+    else
+      ::execl(tool.c_str(), tool.c_str(), input.c_str(), output.c_str(), "-q", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   return pid;
@@ -62,11 +70,25 @@ int wait_for(pid_t pid) {
   return status;
 }
 
-// Waits until a temp file for the target appears (or the child ends): true when it appeared.
-bool wait_for_temp(const fs::path& dir, pid_t pid) {
+// Temp entries in `dir` and, one level down, inside its temp folders (a staged output folder).
+std::vector<std::string> temp_files_within(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& name : temp_files(dir)) {
+    out.push_back(name);
+    std::error_code ec;
+    if (fs::is_directory(dir / name, ec))
+      for (const auto& inner : temp_files(dir / name)) out.push_back(name + "/" + inner);
+  }
+  return out;
+}
+
+// Waits until a temp file or folder for the target appears, and holds `fragment` in its path when
+// one is given (or until the child ends): true when it appeared.
+bool wait_for_temp(const fs::path& dir, pid_t pid, const std::string& fragment = "") {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (!temp_files(dir).empty()) return true;
+    for (const auto& name : fragment.empty() ? temp_files(dir) : temp_files_within(dir))
+      if (name.find(fragment) != std::string::npos) return true;
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -121,6 +143,91 @@ TEST(InterruptedOutput, SigkillDuringGgufConversion) {
 TEST(InterruptedOutput, SigkillDuringModelBinConversion) {
   TOKENIZER_OR_SKIP();
   interrupt_and_check("model.bin", SIGKILL);
+}
+
+// Every file of a folder (or every file beside the target with a given prefix) with its bytes.
+std::map<std::string, std::vector<uint8_t>> snapshot(const fs::path& dir, const std::string& prefix = "") {
+  std::map<std::string, std::vector<uint8_t>> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename().string().starts_with(prefix))
+      out[e.path().filename().string()] = read_file_bytes(e.path());
+  return out;
+}
+
+// Preset a's embedding and unembedding are 25 MB each, the rest about 5 MB: 16 MB shards give a
+// set of three or more files.
+constexpr uint64_t kShardBytes = 16000000;
+
+// A sharded safetensors folder, interrupted while its second shard is written: the old folder
+// (with a file of the user's, README.md) is untouched; SIGINT removes the temp folder at once,
+// after SIGKILL it stays until the next run, which replaces the folder, keeps README.md, drops
+// the old shards and leaves no temp behind.
+void interrupt_sharded_folder_and_check(int signal_number) {
+  TOKENIZER_OR_SKIP();
+  TempDir dir;
+  const fs::path out = dir / "out", log = dir / "log";
+  fs::create_directories(out);
+  write_file_bytes(out / "config.json", {'o', 'l', 'd'});
+  write_file_bytes(out / "model-00001-of-00099.safetensors", {'o', 'l', 'd', '1'});
+  write_file_bytes(out / "model.safetensors.index.json", {'o', 'l', 'd', 'i'});
+  write_file_bytes(out / "README.md", {'m', 'i', 'n', 'e'});
+  const auto old_folder = snapshot(out);
+  const pid_t pid = start_convert(preset_a_checkpoint() / "hf", out, log, 0, kShardBytes);
+  ASSERT_TRUE(wait_for_temp(dir.path(), pid, ".model-00002-of-"))
+      << "the conversion ended before its second shard was seen: " << slurp(log);
+  ::kill(pid, signal_number);
+  const int status = wait_for(pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << slurp(log);
+  EXPECT_EQ(WTERMSIG(status), signal_number);
+  EXPECT_EQ(snapshot(out), old_folder) << "the old folder changed";
+  EXPECT_EQ(temp_files(out).size(), 0u);
+  EXPECT_EQ(temp_files(dir.path()).size(), signal_number == SIGKILL ? 1u : 0u)
+      << "SIGKILL leaves its temp folder until the next run; a handled signal removes it";
+
+  const int again = wait_for(start_convert(preset_a_checkpoint() / "hf", out, log, 0, kShardBytes));
+  ASSERT_TRUE(WIFEXITED(again) && WEXITSTATUS(again) == 0) << slurp(log);
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+  EXPECT_TRUE(temp_files(out).empty());
+  const auto now = snapshot(out);
+  EXPECT_EQ(now.count("model-00001-of-00099.safetensors"), 0u) << "an old shard outlived the new folder";
+  EXPECT_EQ(now.at("README.md"), old_folder.at("README.md"));
+  EXPECT_NE(now.at("config.json"), old_folder.at("config.json"));
+  ASSERT_TRUE(now.count("model.safetensors.index.json"));
+  EXPECT_GE(std::count_if(now.begin(), now.end(), [](const auto& f) { return f.first.starts_with("model-0000"); }), 3);
+}
+
+TEST(InterruptedOutput, SigkillDuringShardedSafetensorsConversion) { interrupt_sharded_folder_and_check(SIGKILL); }
+TEST(InterruptedOutput, SigintDuringShardedSafetensorsConversion) { interrupt_sharded_folder_and_check(SIGINT); }
+
+// A split GGUF set, killed while its second file is written (the first one complete but not yet
+// renamed): every file of the previous set is untouched; the next run replaces them all and
+// sweeps the dead process's temp files.
+TEST(InterruptedOutput, SigkillDuringSplitGgufConversion) {
+  TOKENIZER_OR_SKIP();
+  TempDir dir;
+  const fs::path target = dir / "m.gguf", log = dir / "log";
+  const auto input = preset_a_checkpoint() / "hf";
+  const int first = wait_for(start_convert(input, target, log, 0, kShardBytes));
+  ASSERT_TRUE(WIFEXITED(first) && WEXITSTATUS(first) == 0) << slurp(log);
+  auto old_set = snapshot(dir.path(), "m-0");
+  ASSERT_GE(old_set.size(), 3u);
+  for (auto& [name, bytes] : old_set) {
+    bytes.assign(name.begin(), name.end());  // recognizable old bytes
+    write_file_bytes(dir / name, bytes);
+  }
+  const pid_t pid = start_convert(input, target, log, 0, kShardBytes);
+  ASSERT_TRUE(wait_for_temp(dir.path(), pid, ".m-00002-of-")) << "the conversion ended first: " << slurp(log);
+  ::kill(pid, SIGKILL);
+  ASSERT_TRUE(WIFSIGNALED(wait_for(pid)));
+  EXPECT_EQ(snapshot(dir.path(), "m-0"), old_set) << "a file of the old set changed";
+  EXPECT_GE(temp_files(dir.path()).size(), 1u);
+
+  const int again = wait_for(start_convert(input, target, log, 0, kShardBytes));
+  ASSERT_TRUE(WIFEXITED(again) && WEXITSTATUS(again) == 0) << slurp(log);
+  EXPECT_TRUE(temp_files(dir.path()).empty());
+  const auto now = snapshot(dir.path(), "m-0");
+  ASSERT_EQ(now.size(), old_set.size());
+  for (const auto& [name, bytes] : now) EXPECT_NE(bytes, old_set.at(name)) << name << " is still the old file";
 }
 
 TEST(InterruptedOutput, FileSizeLimitIsAClearErrorAndLeavesNothing) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +28,8 @@
 #include "formats/safetensors/safetensors_checkpoint.h"
 #include "formats/safetensors/safetensors_file.h"
 #include "formats/safetensors/safetensors_writer.h"
+#include "tools/gptoss-badinputs/child_process.h"
+#include "tools/gptoss-badinputs/harmony_cases.h"
 
 namespace gptoss {
 namespace {
@@ -497,6 +500,7 @@ Reader reader_for(const std::string& format, const fs::path& dir) {
     return through_file(dir / "case.bin", [](const fs::path& p) { (void)load_model(p); });
   if (format == "tokenizer.json")
     return through_file(dir / "tokenizer.json", [](const fs::path& p) { (void)load_tokenizer_json(p); });
+  if (format == "harmony output (token ids)") return read_harmony_stream;
   if (format == "config.json")
     return through_file(dir / "config.json", [](const fs::path& p) { (void)load_config_file(p.string()); });
   throw std::invalid_argument("unknown bad-input format \"" + format + "\"");
@@ -520,6 +524,8 @@ const std::vector<Seeded>& seeded_formats() {
        [](const Bytes&) { return tokenizer_hostile(); }},
       {"config.json", [](const fs::path&) { return text_bytes(config_seed()); },
        [](const Bytes&) { return config_hostile(); }},
+      {"harmony output (token ids)", [](const fs::path&) { return harmony_seed(); },
+       [](const Bytes&) { return harmony_hostile(); }},
   };
   return formats;
 }
@@ -540,48 +546,115 @@ std::vector<HostileCase> hostile_cases() {
   return out;
 }
 
+void prepare_scratch(const fs::path& scratch_dir) { (void)sharded_folder(scratch_dir); }
+
 void read_as(const std::string& format, const std::vector<uint8_t>& bytes, const fs::path& scratch_dir) {
   reader_for(format, scratch_dir)(bytes);
 }
 
+namespace {
+// A tally through the pipe of the child that filled it: numbers on the first line, then the
+// unexpected messages one per line.
+std::string serialize(const BadInputTally& t) {
+  std::ostringstream out;
+  out << t.cases << ' ' << t.rejected << ' ' << t.accepted << ' ' << t.unexpected << ' ' << t.max_ms << '\n';
+  for (std::string m : t.unexpected_messages) {
+    std::replace(m.begin(), m.end(), '\n', ' ');
+    out << m << '\n';
+  }
+  return out.str();
+}
+
+void deserialize(const std::string& text, BadInputTally& t) {
+  std::istringstream in(text);
+  in >> t.cases >> t.rejected >> t.accepted >> t.unexpected >> t.max_ms;
+  in.ignore(1);
+  for (std::string line; std::getline(in, line);) t.unexpected_messages.push_back(line);
+}
+
+using RowBody = std::function<void(Runner&)>;
+
+// Runs one row of the table in a child process (no memory limit: the row is measured, not
+// bounded; 10 minutes at most) and returns its tally with the child's peak memory growth.
+BadInputTally run_row(const BadInputOptions& options, const std::string& input_class, const std::string& format,
+                      const RowBody& body) {
+  ChildLimits limits;
+  limits.extra_address_space = 0;
+  limits.seconds = 600;
+  const ChildResult r = run_in_child_reporting([&] {
+    Runner runner(options);
+    body(runner);
+    return runner.tallies.empty() ? serialize(BadInputTally{input_class, format}) : serialize(runner.tallies.front());
+  }, limits);
+  BadInputTally t{input_class, format};
+  if (r.outcome == ChildOutcome::Accepted) {
+    deserialize(r.message, t);
+  } else {
+    t.crashes = 1;
+    t.unexpected_messages.push_back(std::string(outcome_name(r.outcome)) + ": " + r.message);
+  }
+  t.peak_memory_growth_kb = r.peak_memory_growth_kb;
+  return t;
+}
+}  // namespace
+
 std::vector<BadInputTally> run_bad_inputs(const BadInputOptions& options) {
   Scratch scratch;
   const fs::path& dir = scratch.path();
-  Runner r(options);
+  std::vector<BadInputTally> rows;
   for (const auto& f : seeded_formats()) {
-    if (!r.wants(f.format)) continue;
-    const Bytes seed = f.seed(dir);
+    if (!Runner(options).wants(f.format)) continue;
+    const Bytes seed = f.seed(dir);  // made here, so that a row's child measures only the reading
     const Reader read = reader_for(f.format, dir);
-    r.truncations(f.format, read, seed);
-    r.flips(f.format, read, seed);
     const Cases hostile = f.hostile(seed);
-    r.crafted(f.format, read, hostile);
-    if (f.format == "model.bin") r.crafted("model.bin model (load_model)", reader_for("model.bin model (load_model)", dir), hostile);
-    if (f.format == "GGUF") r.crafted("GGUF model (load_model)", reader_for("GGUF model (load_model)", dir), gguf_model_hostile());
+    rows.push_back(run_row(options, "truncation at every byte", f.format, [&](Runner& r) { r.truncations(f.format, read, seed); }));
+    rows.push_back(run_row(options, "single-byte change (^0x01, ^0x80, 0xFF)", f.format,
+                           [&](Runner& r) { r.flips(f.format, read, seed); }));
+    rows.push_back(run_row(options, "hostile header fields (1 KB)", f.format, [&](Runner& r) { r.crafted(f.format, read, hostile); }));
+    if (f.format == "model.bin") {
+      const Reader model = reader_for("model.bin model (load_model)", dir);
+      rows.push_back(run_row(options, "hostile header fields (1 KB)", "model.bin model (load_model)",
+                             [&](Runner& r) { r.crafted("model.bin model (load_model)", model, hostile); }));
+    }
+    if (f.format == "GGUF") {
+      const Reader model = reader_for("GGUF model (load_model)", dir);
+      const Cases model_hostile = gguf_model_hostile();
+      rows.push_back(run_row(options, "hostile header fields (1 KB)", "GGUF model (load_model)",
+                             [&](Runner& r) { r.crafted("GGUF model (load_model)", model, model_hostile); }));
+    }
   }
-  return r.tallies;
+  return rows;
 }
 
 std::string bad_input_table(const std::vector<BadInputTally>& tallies) {
   std::ostringstream out;
   out << "| input class | format | cases | rejected (FormatError) | accepted (valid) | other exceptions | crashes | "
-         "slowest case (ms) |\n";
-  out << "|---|---|---:|---:|---:|---:|---:|---:|\n";
+         "slowest case (ms) | peak memory growth (KB) |\n";
+  out << "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
   BadInputTally total{"total", ""};
+  std::vector<std::pair<std::string, const BadInputTally*>> worst_memory;  // per format, in table order
   char ms[32];
   for (const auto& t : tallies) {
     std::snprintf(ms, sizeof ms, "%.2f", t.max_ms);
     out << "| " << t.input_class << " | " << t.format << " | " << t.cases << " | " << t.rejected << " | " << t.accepted
-        << " | " << t.unexpected << " | 0 | " << ms << " |\n";
+        << " | " << t.unexpected << " | " << t.crashes << " | " << ms << " | " << t.peak_memory_growth_kb << " |\n";
     total.cases += t.cases;
     total.rejected += t.rejected;
     total.accepted += t.accepted;
     total.unexpected += t.unexpected;
+    total.crashes += t.crashes;
     total.max_ms = std::max(total.max_ms, t.max_ms);
+    total.peak_memory_growth_kb = std::max(total.peak_memory_growth_kb, t.peak_memory_growth_kb);
+    auto it = std::find_if(worst_memory.begin(), worst_memory.end(), [&](const auto& w) { return w.first == t.format; });
+    if (it == worst_memory.end()) worst_memory.emplace_back(t.format, &t);
+    else if (t.peak_memory_growth_kb > it->second->peak_memory_growth_kb) it->second = &t;
   }
   std::snprintf(ms, sizeof ms, "%.2f", total.max_ms);
   out << "| **total** | | " << total.cases << " | " << total.rejected << " | " << total.accepted << " | "
-      << total.unexpected << " | 0 | " << ms << " |\n";
+      << total.unexpected << " | " << total.crashes << " | " << ms << " | " << total.peak_memory_growth_kb << " |\n";
+  out << "\n| format | worst peak memory growth (KB) | in |\n|---|---:|---|\n";
+  for (const auto& [format, t] : worst_memory)
+    out << "| " << format << " | " << t->peak_memory_growth_kb << " | " << t->input_class << " |\n";
   return out.str();
 }
 

@@ -23,13 +23,20 @@ struct BadInputTally {
   uint64_t rejected = 0;     // FormatError
   uint64_t accepted = 0;     // parsed as a valid file (e.g. a changed weight byte)
   uint64_t unexpected = 0;   // any other exception: a bug
+  uint64_t crashes = 0;      // the row's child process died (a signal, a sanitizer report)
   double max_ms = 0;         // slowest case
+  // Peak memory of the child process that ran the row, minus that of an idle child forked at the
+  // same moment (child_process.h): the worst case of the row, as the memory is freed between cases.
+  int64_t peak_memory_growth_kb = 0;
   std::vector<std::string> unexpected_messages;  // the first few
 };
 
+// Each row (input class x format) runs in a child process of its own, so that a crash is counted
+// instead of ending the run, and the row's peak memory is measured.
 std::vector<BadInputTally> run_bad_inputs(const BadInputOptions& options);
 
-// The tally as a markdown table (one row per class and format, with a total).
+// The tally as a markdown table (one row per class and format, with a total), and below it the
+// worst peak memory growth per format.
 std::string bad_input_table(const std::vector<BadInputTally>& tallies);
 
 // The hand-crafted hostile files (each about 1 KB), for tests that run each one under limits.
@@ -39,6 +46,10 @@ struct HostileCase {
   std::vector<uint8_t> bytes;
 };
 std::vector<HostileCase> hostile_cases();
+
+// Writes the files that read_as() needs besides the case itself (the sharded checkpoint whose
+// index.json the index cases replace) into `scratch_dir`; read_as() makes them when missing.
+void prepare_scratch(const std::filesystem::path& scratch_dir);
 
 // Reads `bytes` as `format` through the public reader (writing a file in `scratch_dir` where the
 // reader takes a path) and uses what it returns. Throws whatever the reader throws.

@@ -13,13 +13,14 @@ int main(int argc, char** argv) {
   app.add_option("--stride", options.stride, "try every N-th byte for truncations and byte changes (default 1: all)")
       ->check(CLI::PositiveNumber);
   app.add_option("--format", options.only_format,
-                 "only this format: safetensors, \"safetensors index.json\", GGUF, model.bin, tokenizer.json, config.json");
+                 "only this format: safetensors, \"safetensors index.json\", GGUF, model.bin, tokenizer.json, config.json, "
+                 "\"harmony output (token ids)\"");
   CLI11_PARSE(app, argc, argv);
   const auto tallies = gptoss::run_bad_inputs(options);
   std::cout << gptoss::bad_input_table(tallies);
   bool clean = true;
   for (const auto& t : tallies)
-    for (const auto& m : t.unexpected_messages) {
+    for (const auto& m : t.unexpected_messages) {  // other exceptions and crashes
       std::cerr << t.format << " / " << t.input_class << ": unexpected exception: " << m << "\n";
       clean = false;
     }

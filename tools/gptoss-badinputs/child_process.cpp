@@ -1,7 +1,8 @@
-#include "child_process.h"
+#include "tools/gptoss-badinputs/child_process.h"
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +13,7 @@
 
 #include "formats/core/error.h"
 
-namespace gptoss::test {
+namespace gptoss {
 namespace {
 
 uint64_t address_space_now() {
@@ -59,14 +60,45 @@ bool built_with_asan() {
 #endif
 }
 
+namespace {
+
+// Waits for the child and returns its exit status and peak resident memory in KB.
+int wait_with_peak_memory(pid_t pid, int64_t& peak_kb) {
+  int status = 0;
+  struct rusage usage {};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+  }
+  peak_kb = usage.ru_maxrss;
+  return status;
+}
+
+int64_t peak_memory_of_an_idle_child() {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) ::_exit(0);
+  int64_t peak_kb = 0;
+  wait_with_peak_memory(pid, peak_kb);
+  return peak_kb;
+}
+
+}  // namespace
+
 ChildResult run_in_child(const std::function<void()>& code, const ChildLimits& limits) {
+  return run_in_child_reporting([&] {
+    code();
+    return std::string();
+  }, limits);
+}
+
+ChildResult run_in_child_reporting(const std::function<std::string()>& code, const ChildLimits& limits) {
+  const int64_t baseline_kb = peak_memory_of_an_idle_child();
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     ::close(pipe_fds[0]);
-    if (!built_with_asan()) {
+    if (!built_with_asan() && limits.extra_address_space > 0) {
       const rlim_t cap = static_cast<rlim_t>(address_space_now() + limits.extra_address_space);
       struct rlimit rl {cap, cap};
       ::setrlimit(RLIMIT_AS, &rl);
@@ -75,7 +107,7 @@ ChildResult run_in_child(const std::function<void()>& code, const ChildLimits& l
     int code_out = 0;
     std::string message;
     try {
-      code();
+      message = code();
       code_out = 10;
     } catch (const FormatError& e) {
       code_out = 11;
@@ -98,11 +130,11 @@ ChildResult run_in_child(const std::function<void()>& code, const ChildLimits& l
   char buffer[4096];
   for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) message.append(buffer, static_cast<size_t>(n));
   ::close(pipe_fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  int64_t peak_kb = 0;
+  const int status = wait_with_peak_memory(pid, peak_kb);
   ChildResult result;
   result.message = message;
+  result.peak_memory_growth_kb = peak_kb - baseline_kb;
   if (WIFSIGNALED(status)) {
     result.outcome = WTERMSIG(status) == SIGALRM ? ChildOutcome::TimedOut : ChildOutcome::Crashed;
     result.message = std::string("signal ") + ::strsignal(WTERMSIG(status));
@@ -120,4 +152,4 @@ ChildResult run_in_child(const std::function<void()>& code, const ChildLimits& l
   return result;
 }
 
-}  // namespace gptoss::test
+}  // namespace gptoss
