@@ -3,8 +3,8 @@
 // Down projection of the selected experts (MXFP4 in place) plus bias, weighted by the router and
 // added to the residual: x[d] += sum over experts in index order of w_e * (W2_e[d] . act_e + b2_e[d]).
 // 8 groups of 32 lanes per workgroup, group i owning output d = 8 * workgroup + i: the k dot
-// products in one pass over the blocks (all their loads in flight), one reduction for all of
-// them, then lane 0 sums them in expert-index order (the CPU engine's order).
+// products (no barrier between them), one reduction for all of them, then lane 0 sums them in
+// expert-index order (the CPU engine's order).
 #define kMaxSums 32u
 #include "dense_decode.glsl"
 #include "mxfp4_rows.glsl"
@@ -28,18 +28,13 @@ void main() {
   bool in_range = d < push.hidden;  // no early return: lane_group_sums has barriers
   uint k = min(push.k, kMaxSums);
   uint blocks = push.intermediate / 32u;
-  // Four experts per pass in registers (gpt-oss picks 4), more in further passes.
-  for (uint first = 0u; first < k; first += 4u) {
-    float sums[4] = float[4](0.0, 0.0, 0.0, 0.0);
+  for (uint slot = 0u; slot < k; ++slot) {
+    float dot = 0.0;
     if (in_range) {
-      uint rows[4];
-      for (uint i = 0u; i < 4u; ++i) rows[i] = chosen[min(first + i, k - 1u)] * push.hidden + d;
-      for (uint b = lane; b < blocks; b += 32u)
-        for (uint i = 0u; i < 4u; ++i)
-          if (first + i < k) sums[i] += block_dot(rows[i] * blocks + b, ((first + i) * push.intermediate) / 4u + b * 8u);
+      uint row = chosen[slot] * push.hidden + d;
+      for (uint b = lane; b < blocks; b += 32u) dot += block_dot(row * blocks + b, (slot * push.intermediate) / 4u + b * 8u);
     }
-    for (uint i = 0u; i < 4u; ++i)
-      if (first + i < k) lane_sums[first + i][t] = sums[i];
+    lane_sums[slot][t] = dot;
   }
   lane_group_sums(k);
   if (lane == 0u && in_range) {

@@ -293,7 +293,7 @@ Mxfp4Experts make_experts(uint32_t experts, uint32_t rows, uint32_t cols, uint32
   return m;
 }
 
-// k = 3 (one pass of the kernel's four register accumulators, one idle) and k = 6 (two passes).
+// k = 3 and k = 6 (more than the four experts gpt-oss picks).
 void check_expert_down_projection(const vk::Context& ctx, const std::vector<uint32_t>& chosen,
                                   const std::vector<float>& weights) {
   const uint32_t experts = 9, hidden = 24, inter = 96, k = static_cast<uint32_t>(chosen.size());
