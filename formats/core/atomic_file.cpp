@@ -350,6 +350,7 @@ AtomicDirectory::AtomicDirectory(std::filesystem::path target, NamePredicate rep
                        "is the current folder, which an output folder replaces as a whole: name a folder to write");
   if (std::filesystem::exists(target_) && !std::filesystem::is_directory(target_))
     throw_format_error(target_.string(), "", std::nullopt, "exists and is not a folder");
+  refuse_subfolders();  // before the conversion, not after it
   std::filesystem::create_directories(target_.parent_path());
   shrink_events_ = MappedFile::shrink_events();
   remove_stale_temp_files(target_);
@@ -382,15 +383,24 @@ void AtomicDirectory::abandon() {
   unlist_live_temp(live_slot_);
 }
 
-// Hard-links into the staging folder every file of the existing target that the new output
-// neither writes nor replaces, so that swapping the folders loses nothing but the old output.
-void AtomicDirectory::keep_files_of_the_old_target() {
+void AtomicDirectory::refuse_subfolders() const {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(target_, ec)) return;
   for (const auto& entry : std::filesystem::directory_iterator(target_)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && !entry.is_symlink())
+    if (entry.is_directory() && !entry.is_symlink() && name.find(".tmp-") == std::string::npos)
       throw_format_error(target_.string(), "", std::nullopt,
                          "holds the folder \"" + name + "\", which replacing this output folder would delete: "
                          "move it away or write the output to another folder");
+  }
+}
+
+// Hard-links into the staging folder every file of the existing target that the new output
+// neither writes nor replaces, so that swapping the folders loses nothing but the old output.
+void AtomicDirectory::keep_files_of_the_old_target() {
+  refuse_subfolders();  // checked again: the folder may have changed during the conversion
+  for (const auto& entry : std::filesystem::directory_iterator(target_)) {
+    const std::string name = entry.path().filename().string();
     if (name.find(".tmp-") != std::string::npos) continue;  // a dead writer's temp file
     if (std::filesystem::exists(std::filesystem::symlink_status(staging_ / name))) continue;  // written anew
     if (replaced_by_output_ && replaced_by_output_(name)) continue;

@@ -80,7 +80,8 @@ void commit_together(const std::vector<std::unique_ptr<AtomicFileWriter>>& write
 // one rename. An existing target folder is swapped out atomically (renameat2 RENAME_EXCHANGE)
 // and then deleted; its files that the new output does not write and that `replaced_by_output`
 // does not claim (e.g. a tokenizer.json a user put there) are kept, hard-linked into the new
-// folder first. A target holding subfolders is refused rather than deleted.
+// folder first. A target holding subfolders is refused (by the constructor, and again by
+// commit()) rather than deleted.
 class AtomicDirectory {
  public:
   using NamePredicate = std::function<bool(const std::string& file_name)>;
@@ -95,6 +96,7 @@ class AtomicDirectory {
   void abandon();  // removes the staging folder; the target is untouched
 
  private:
+  void refuse_subfolders() const;
   void keep_files_of_the_old_target();
   std::filesystem::path target_;
   std::filesystem::path staging_;

@@ -62,14 +62,18 @@ TEST(AtomicDirectory, RefusesToDeleteASubfolderAndLeavesEverything) {
   const fs::path target = dir / "out";
   fs::create_directories(target / "original");
   write_file_bytes(target / "config.json", bytes_of("old"));
-  AtomicDirectory folder(target);
-  write_file_bytes(folder.path() / "config.json", bytes_of("new"));
   try {
-    folder.commit();
-    FAIL() << "a folder holding a subfolder was replaced";
+    AtomicDirectory refused(target);
+    FAIL() << "a folder holding a subfolder was accepted as a target";
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("\"original\""), std::string::npos) << e.what();
   }
+  // A subfolder that appears during the conversion is refused at commit.
+  fs::remove(target / "original");
+  AtomicDirectory folder(target);
+  write_file_bytes(folder.path() / "config.json", bytes_of("new"));
+  fs::create_directories(target / "appeared");
+  EXPECT_THROW(folder.commit(), FormatError);
   EXPECT_EQ(read_file_bytes(target / "config.json"), bytes_of("old"));
   EXPECT_EQ(entries_in(dir.path()), 1u) << "the temp folder was removed";
 }
