@@ -1,11 +1,9 @@
 #include "verify/canonical_digest.h"
 
-#include <atomic>
-#include <mutex>
-#include <thread>
 
 #include "formats/codecs/float_codec.h"
 #include "formats/core/mapped_file.h"
+#include "verify/parallel_for.h"
 #include "verify/sha256.h"
 
 namespace gptoss {
@@ -48,24 +46,9 @@ std::string canonical_tensor_digest(const CanonicalTensor& t) {
 std::vector<TensorDigest> canonical_digests(const CanonicalModel& model, unsigned threads) {
   std::vector<TensorDigest> out(model.tensors.size());
   const uint64_t shrink_events = MappedFile::shrink_events();
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto worker = [&] {
-    for (size_t i = next++; i < out.size(); i = next++) {
-      try {
-        out[i] = {model.tensors[i].spec.name, canonical_tensor_digest(model.tensors[i])};
-      } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned i = 0; i < threads; ++i) pool.emplace_back(worker);
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
+  parallel_for(out.size(), threads, [&](size_t i) {
+    out[i] = {model.tensors[i].spec.name, canonical_tensor_digest(model.tensors[i])};
+  });
   MappedFile::throw_if_shrunk_since(shrink_events);  // digests of zeros read past a shrunk file's end are not digests
   return out;
 }

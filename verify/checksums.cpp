@@ -7,12 +7,12 @@
 #include <map>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
 #include "verify/stored_tensors.h"
+#include "verify/parallel_for.h"
 #include "verify/sha256.h"
 
 namespace gptoss {
@@ -47,43 +47,29 @@ std::vector<ItemChecksum> compute_checksums(const std::vector<StoredItem>& items
   std::map<fs::path, std::shared_ptr<const MappedFile>> maps;
   for (const auto& i : items)
     if (!maps.count(i.file)) maps[i.file] = MappedFile::open(i.file);
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  std::atomic<size_t> next{0};
   std::atomic<uint64_t> done{0};
   std::mutex progress_mutex;
-  std::exception_ptr error;
-  auto worker = [&] {
-    for (size_t k = next++; k < items.size(); k = next++) {
-      try {
-        const auto& item = items[k];
-        const auto& map = maps.at(item.file);
-        const auto bytes = map->slice(item.offset, item.size, item.tensor.empty() ? "file" : item.tensor);
-        Sha256 h;
-        constexpr size_t kChunk = 16u << 20;
-        for (size_t off = 0; off < bytes.size(); off += kChunk) {
-          const size_t n = std::min(kChunk, bytes.size() - off);
-          h.update(bytes.subspan(off, n));
-          release_whole_pages(*map, bytes.subspan(off, n));
-          const uint64_t now = done += n;
-          if (progress) {
-            std::lock_guard lock(progress_mutex);
-            progress(now, total);
-          }
-        }
-        map->check_intact();  // the hash read zeros past the file's new end
-        std::string label = fs::relative(item.file, base).generic_string();
-        if (!item.tensor.empty()) label += ":" + item.tensor;
-        out[k] = {label, h.finish_hex()};
-      } catch (...) {
+  parallel_for(items.size(), threads, [&](size_t k) {
+    const auto& item = items[k];
+    const auto& map = maps.at(item.file);
+    const auto bytes = map->slice(item.offset, item.size, item.tensor.empty() ? "file" : item.tensor);
+    Sha256 h;
+    constexpr size_t kChunk = 16u << 20;
+    for (size_t off = 0; off < bytes.size(); off += kChunk) {
+      const size_t n = std::min(kChunk, bytes.size() - off);
+      h.update(bytes.subspan(off, n));
+      release_whole_pages(*map, bytes.subspan(off, n));
+      const uint64_t now = done += n;
+      if (progress) {
         std::lock_guard lock(progress_mutex);
-        if (!error) error = std::current_exception();
+        progress(now, total);
       }
     }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+    map->check_intact();  // the hash read zeros past the file's new end
+    std::string label = fs::relative(item.file, base).generic_string();
+    if (!item.tensor.empty()) label += ":" + item.tensor;
+    out[k] = {label, h.finish_hex()};
+  });
   return out;
 }
 

@@ -1,15 +1,13 @@
 #include "verify/value_checks.h"
 
-#include <atomic>
 #include <cmath>
 #include <filesystem>
-#include <mutex>
-#include <thread>
 
 #include "formats/core/error.h"
 #include "formats/core/float16.h"
 #include "formats/core/mapped_file.h"
 #include "verify/canonical_digest.h"
+#include "verify/parallel_for.h"
 #include "verify/tensor_locations.h"
 
 namespace gptoss {
@@ -201,24 +199,7 @@ bool has_value_findings(const TensorValueStats& s) {
 std::vector<TensorValueStats> check_values(const CanonicalModel& model, const std::string& file, Report& report,
                                            unsigned threads) {
   std::vector<TensorValueStats> stats(model.tensors.size());
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  std::exception_ptr error;
-  auto worker = [&] {
-    for (size_t i = next++; i < model.tensors.size(); i = next++) {
-      try {
-        stats[i] = tensor_stats(model.tensors[i]);
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned k = 0; k < threads; ++k) pool.emplace_back(worker);
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
+  parallel_for(model.tensors.size(), threads, [&](size_t i) { stats[i] = tensor_stats(model.tensors[i]); });
 
   // Where the tensors lie is looked up only when there is something to point at.
   std::vector<std::optional<TensorLocation>> locations(model.tensors.size());
