@@ -18,17 +18,16 @@ trap 'rm -rf "$log_dir"' EXIT
 stages=()   # "name: result (seconds)"
 passed=0 failed=0 status=0
 
-# ctest's own summary line of a log: adds its counts to the totals.
-count_ctest() {
-  local line
-  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1)
-  [ -n "$line" ] || return 1
-  local f t
-  f=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
-  t=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
-  failed=$((failed + f))
-  passed=$((passed + t - f))
-  echo "$line"
+# ctest's own summary line of a log, if it has one.
+ctest_summary() {
+  grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1
+}
+
+# Adds the counts of a ctest summary line to the totals.
+add_counts() {
+  [[ "$1" =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]] || return 0
+  failed=$((failed + BASH_REMATCH[1]))
+  passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
 }
 
 # stage NAME COMMAND...: runs it with its output shown and kept, and records the result.
@@ -39,7 +38,10 @@ stage() {
   echo "==== stage: $name"
   "$@" 2>&1 | tee "$log_dir/$name.log" || rc=$?
   local took=$((SECONDS - start)) summary=""
-  [ "$name" = tests ] || [ "$name" = sanitizers ] && summary=$(count_ctest "$log_dir/$name.log")
+  if [ "$name" = tests ] || [ "$name" = sanitizers ]; then
+    summary=$(ctest_summary "$log_dir/$name.log")
+    add_counts "$summary"
+  fi
   if ((rc == 0)); then
     stages+=("$name: passed (${took} s)${summary:+; $summary}")
   else
