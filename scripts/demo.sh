@@ -55,10 +55,10 @@ else
 fi
 
 echo
-echo "== 6. the Vulkan engine (GPU, or Mesa's lavapipe on a machine without one) against the CPU engine"
+echo "== 6. the Vulkan engine (GPU, or Mesa's lavapipe on a machine without one) next to the CPU engine in f32 and f64"
 vulkan_prompt=(--prompt-tokens 200006,1428,200008,4827,382,220,17,10,17,30,200007,200006,173781)
 [ -f "$GOLDENS/refs-a.safetensors" ] && vulkan_prompt=(--refs "$GOLDENS/refs-a.safetensors" --refs-prompt long)
-"$BIN"/gptoss-run "$OUT/model.bin" --parity "$OUT/model-q8_0.gguf" --engines cpu,vulkan "${vulkan_prompt[@]}" \
+"$BIN"/gptoss-run "$OUT/model.bin" --parity "$OUT/model-q8_0.gguf" --engines cpu,cpu-f64,vulkan "${vulkan_prompt[@]}" \
   || echo "(no usable Vulkan device: the Vulkan columns are skipped)"
 
 echo
