@@ -1,6 +1,7 @@
 #include "convert/model_io.h"
 
 #include <fstream>
+#include <stdexcept>
 #include <set>
 
 #include "convert/gguf/gguf_model.h"
@@ -70,7 +71,36 @@ CanonicalModel load_model(const fs::path& path) {
   return model;
 }
 
+void check_write_options(ModelFormat output, const WriteOptions& options) {
+  const std::string format = format_name(output);
+  auto refuse = [&](const std::string& what) {
+    throw std::invalid_argument(what + " cannot be honoured by a " + format + " output");
+  };
+  if (options.layout && output != ModelFormat::Safetensors)
+    refuse("--layout (the tensor naming of a safetensors checkpoint)");
+  if (options.dense_dtype) {
+    const DType dense = *options.dense_dtype;
+    const std::string name = "--dense " + std::string(dtype_name(dense));
+    switch (output) {
+      case ModelFormat::Gguf:
+        if (dense != DType::BF16 && dense != DType::F16 && dense != DType::F32 && dense != DType::Q8_0)
+          refuse(name + " (GGUF dense tensors are BF16, F16, F32 or Q8_0)");
+        break;
+      case ModelFormat::Safetensors:
+        if (dense != DType::BF16 && dense != DType::F16 && dense != DType::F32)
+          refuse(name + " (safetensors dense tensors are BF16, F16 or F32)");
+        break;
+      case ModelFormat::ModelBin:
+        if (dense != DType::BF16) refuse(name + " (model.bin stores every dense tensor as BF16)");
+        break;
+    }
+  }
+  if (options.max_shard_bytes && output == ModelFormat::ModelBin)
+    refuse("--max-shard-size/--split-max-size (model.bin is always one file)");
+}
+
 std::vector<std::string> write_model(const CanonicalModel& model, const fs::path& path, const WriteOptions& options) {
+  check_write_options(output_format_for(path), options);
   // Per-tensor progress from the writers, turned into progress over the whole output.
   uint64_t total = 0;
   for (const auto& t : model.tensors) total += t.source->size();
@@ -102,7 +132,7 @@ std::vector<std::string> write_model(const CanonicalModel& model, const fs::path
     case ModelFormat::Safetensors: break;
   }
   SafetensorsWriteOptions o;
-  o.layout = options.layout;
+  o.layout = options.layout.value_or(CheckpointLayout::HuggingFace);
   o.dense_dtype = options.dense_dtype.value_or(DType::BF16);
   o.max_shard_bytes = options.max_shard_bytes;
   o.progress = per_item;

@@ -27,14 +27,19 @@ struct ProgressEvent {
   uint64_t total_bytes;
 };
 
+// What a writer is asked for beyond the model. An option the output format cannot honour is an
+// error (std::invalid_argument naming the option), never silently ignored.
 struct WriteOptions {
-  CheckpointLayout layout = CheckpointLayout::HuggingFace;  // safetensors only
-  std::optional<DType> dense_dtype;  // GGUF: BF16/F16/F32/Q8_0 (default BF16); safetensors: BF16 or F32
+  std::optional<CheckpointLayout> layout;  // safetensors only (default HuggingFace)
+  std::optional<DType> dense_dtype;  // GGUF: BF16/F16/F32/Q8_0; safetensors: BF16/F16/F32; model.bin: BF16
   uint64_t max_shard_bytes = 0;      // safetensors --max-shard-size / GGUF --split-max-size
   std::function<void(const ProgressEvent&)> progress;
 };
 
-// Writes the model; returns notes a user must see (lossy steps with measured error, dropped rows).
+// Throws std::invalid_argument when `options` asks for something the output format cannot do.
+void check_write_options(ModelFormat output, const WriteOptions& options);
+
+// Writes the model (after check_write_options); returns notes a user must see (lossy steps with measured error, dropped rows).
 std::vector<std::string> write_model(const CanonicalModel& model, const std::filesystem::path& path,
                                      const WriteOptions& options);
 

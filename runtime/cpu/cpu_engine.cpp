@@ -1,5 +1,7 @@
 #include "runtime/cpu/cpu_engine.h"
 
+#include <algorithm>
+
 #include "runtime/cpu/cpu_forward.h"
 
 namespace gptoss::cpu {
@@ -14,22 +16,26 @@ std::unique_ptr<ForwardPassBase> make_pass(CpuWeights weights, CpuPrecision prec
 
 std::string_view precision_name(CpuPrecision precision) { return precision == CpuPrecision::F64 ? "f64" : "f32"; }
 
-CpuEngine::CpuEngine(const CanonicalModel& model, CpuPrecision precision)
-    : CpuEngine(decode_cpu_weights(model), precision) {}
+CpuEngine::CpuEngine(const CanonicalModel& model, CpuPrecision precision, uint64_t max_context)
+    : CpuEngine(decode_cpu_weights(model), precision, max_context) {}
 
-CpuEngine::CpuEngine(CpuWeights weights, CpuPrecision precision)
-    : precision_(precision), pass_(make_pass(std::move(weights), precision)) {}
+CpuEngine::CpuEngine(CpuWeights weights, CpuPrecision precision, uint64_t max_context)
+    : precision_(precision),
+      pass_(make_pass(std::move(weights), precision)),
+      capacity_(std::min<uint64_t>(max_context, pass_->config().max_position_embeddings)) {}
 
 CpuEngine::~CpuEngine() = default;
-CpuEngine::CpuEngine(CpuEngine&&) noexcept = default;
-CpuEngine& CpuEngine::operator=(CpuEngine&&) noexcept = default;
 
+runtime::EngineKind CpuEngine::kind() const {
+  return precision_ == CpuPrecision::F64 ? runtime::EngineKind::CpuF64 : runtime::EngineKind::Cpu;
+}
+std::string CpuEngine::device_description() const { return "CPU (" + std::string(precision_name(precision_)) + ")"; }
 const GptOssConfig& CpuEngine::config() const { return pass_->config(); }
 uint64_t CpuEngine::position() const { return pass_->position(); }
 void CpuEngine::reset() { pass_->reset(); }
 
-std::vector<float> CpuEngine::forward(std::span<const uint32_t> tokens, LogitRows rows,
-                                      const ActivationObserver& observer) {
+std::vector<float> CpuEngine::run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
+                                          const runtime::ActivationObserver& observer) {
   return pass_->forward(tokens, rows, observer);
 }
 

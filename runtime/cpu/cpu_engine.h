@@ -12,12 +12,13 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "convert/canonical_model.h"
-#include "runtime/cpu/cpu_activations.h"
 #include "runtime/cpu/cpu_weights.h"
+#include "runtime/engine.h"
 
 namespace gptoss::cpu {
 
@@ -26,31 +27,31 @@ class ForwardPassBase;
 enum class CpuPrecision { F32, F64 };
 std::string_view precision_name(CpuPrecision precision);
 
-class CpuEngine {
+// Made through runtime::make_engine (EngineKind::Cpu / CpuF64); its own tests construct it directly.
+class CpuEngine final : public runtime::Engine {
  public:
-  explicit CpuEngine(const CanonicalModel& model, CpuPrecision precision = CpuPrecision::F32);
-  explicit CpuEngine(CpuWeights weights, CpuPrecision precision = CpuPrecision::F32);
-  ~CpuEngine();
-  CpuEngine(CpuEngine&&) noexcept;
-  CpuEngine& operator=(CpuEngine&&) noexcept;
+  // The cache holds at most `max_context` positions (clamped to max_position_embeddings); it grows
+  // as tokens arrive, so a large bound costs nothing until it is used.
+  explicit CpuEngine(const CanonicalModel& model, CpuPrecision precision = CpuPrecision::F32,
+                     uint64_t max_context = UINT64_MAX);
+  explicit CpuEngine(CpuWeights weights, CpuPrecision precision = CpuPrecision::F32, uint64_t max_context = UINT64_MAX);
+  ~CpuEngine() override;
 
   CpuPrecision precision() const { return precision_; }
-  const GptOssConfig& config() const;
-  uint32_t vocab_size() const { return config().vocab_size; }
-  // Tokens held in the KV cache: the position the next token gets.
-  uint64_t position() const;
-  void reset();
-
-  // Runs `tokens` after everything in the cache (a prefill when the cache is empty, a decode step
-  // for one token) and appends them to the cache. Returns the logits of the requested rows,
-  // row-major [rows, vocab]: the last token's, every new token's, or none.
-  // Throws std::out_of_range for a token id >= vocab or a position past max_position_embeddings.
-  std::vector<float> forward(std::span<const uint32_t> tokens, LogitRows rows = LogitRows::Last,
-                             const ActivationObserver& observer = {});
+  runtime::EngineKind kind() const override;
+  std::string device_description() const override;
+  const GptOssConfig& config() const override;
+  uint64_t position() const override;
+  uint64_t capacity() const override { return capacity_; }
+  void reset() override;
 
  private:
+  std::vector<float> run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
+                                 const runtime::ActivationObserver& observer) override;
+
   CpuPrecision precision_;
   std::unique_ptr<ForwardPassBase> pass_;
+  uint64_t capacity_;
 };
 
 }  // namespace gptoss::cpu

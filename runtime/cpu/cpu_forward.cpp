@@ -47,19 +47,13 @@ void ForwardPass<Real>::ensure_cache_capacity(uint64_t tokens) {
 }
 
 template <class Real>
-std::vector<float> ForwardPass<Real>::forward(std::span<const uint32_t> tokens, LogitRows rows,
-                                              const ActivationObserver& observer) {
+std::vector<float> ForwardPass<Real>::forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
+                                              const runtime::ActivationObserver& observer) {
+  using runtime::LogitRows;
+  using runtime::Stage;
   const auto& c = weights_.config;
   const size_t count = tokens.size();
   const size_t hidden = c.hidden_size;
-  for (uint32_t id : tokens)
-    if (id >= c.vocab_size)
-      throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary of " +
-                              std::to_string(c.vocab_size));
-  if (position_ + count > c.max_position_embeddings)
-    throw std::out_of_range("context of " + std::to_string(position_ + count) + " tokens exceeds the model's " +
-                            std::to_string(c.max_position_embeddings));
-  if (count == 0) return {};
   ensure_cache_capacity(position_ + count);
 
   std::vector<float> narrowed;  // the f64 engine reports its activations rounded to f32

@@ -7,8 +7,6 @@
 #include <sstream>
 
 #include "formats/core/error.h"
-#include "runtime/cpu/cpu_engine.h"
-#include "runtime/vulkan/vulkan_engine.h"
 
 namespace gptoss::parity {
 
@@ -18,41 +16,33 @@ const Stage* Trace::find(const std::string& name) const {
   return nullptr;
 }
 
-namespace {
-// Records every stage of one prefill of `tokens` on any engine with CpuEngine's interface.
-template <class Engine>
-Trace trace_engine(Engine& engine, std::span<const uint32_t> tokens, std::string label) {
+Trace trace_engine(runtime::Engine& engine, std::span<const uint32_t> tokens, std::string label) {
   Trace trace;
   trace.label = std::move(label);
-  auto observer = [&](const cpu::ActivationView& v) {
+  auto observer = [&](const runtime::ActivationView& v) {
     Stage s;
-    s.name = v.stage == cpu::Stage::Embedding   ? "embedding"
-             : v.stage == cpu::Stage::FinalNorm ? "final norm"
-                                                : "layer " + std::to_string(v.layer);
+    s.name = v.stage == runtime::Stage::Embedding   ? "embedding"
+             : v.stage == runtime::Stage::FinalNorm ? "final norm"
+                                                    : "layer " + std::to_string(v.layer);
     s.rows = v.rows;
     s.cols = v.cols;
     s.first_row = v.first_position;
     s.values.assign(v.values.begin(), v.values.end());
     trace.stages.push_back(std::move(s));
   };
-  auto logits = engine.forward(tokens, cpu::LogitRows::All, observer);
+  engine.reset();
+  auto logits = engine.forward(tokens, runtime::LogitRows::All, observer);
   Stage s{"logits", tokens.size(), engine.vocab_size(), 0, std::move(logits)};
   trace.stages.push_back(std::move(s));
   return trace;
 }
-}  // namespace
 
-Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label,
-                cpu::CpuPrecision precision) {
-  cpu::CpuEngine engine(model, precision);
-  return trace_engine(engine, tokens, std::move(label));
-}
-
-Trace trace_vulkan(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label) {
-  vk::VulkanEngineOptions options;
-  options.max_context = static_cast<uint32_t>(std::max<size_t>(tokens.size(), 1));
-  vk::VulkanEngine engine(model, options);
-  return trace_engine(engine, tokens, std::move(label));
+Trace trace_model(runtime::EngineKind kind, const CanonicalModel& model, std::span<const uint32_t> tokens,
+                  std::string label) {
+  runtime::EngineOptions options;
+  options.max_context = std::max<size_t>(tokens.size(), 1);
+  const auto engine = runtime::make_engine(kind, model, options);
+  return trace_engine(*engine, tokens, std::move(label));
 }
 
 namespace {

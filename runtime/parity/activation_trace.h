@@ -9,7 +9,7 @@
 
 #include "convert/canonical_model.h"
 #include "formats/safetensors/safetensors_file.h"
-#include "runtime/cpu/cpu_engine.h"
+#include "runtime/engine.h"
 
 namespace gptoss::parity {
 
@@ -27,12 +27,12 @@ struct Trace {
   const Stage* find(const std::string& name) const;
 };
 
-// Runs the CPU reference engine (in f32, or f64) on `tokens` (one prefill) and records every stage.
-Trace trace_cpu(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label,
-                cpu::CpuPrecision precision = cpu::CpuPrecision::F32);
-// The same on the Vulkan engine (prefill token by token through its decode path). Throws
-// std::runtime_error when no Vulkan device is usable.
-Trace trace_vulkan(const CanonicalModel& model, std::span<const uint32_t> tokens, std::string label);
+// Runs `tokens` as one prefill on `engine` (from an empty cache) and records every stage.
+Trace trace_engine(runtime::Engine& engine, std::span<const uint32_t> tokens, std::string label);
+// The same on a new engine of `kind` whose KV cache holds just the prompt. Throws
+// std::runtime_error when that engine cannot run here (no usable Vulkan device).
+Trace trace_model(runtime::EngineKind kind, const CanonicalModel& model, std::span<const uint32_t> tokens,
+                  std::string label);
 
 // Golden references (shared/goldens/a/refs-a.safetensors): `prompt`.embed, .layerN, .final_norm
 // and .logits_last; also returns the prompt ids (`prompt`.ids).

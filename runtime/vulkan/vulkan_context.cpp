@@ -1,6 +1,9 @@
 #include "runtime/vulkan/vulkan_context.h"
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "shaders/shader_registry.h"
 
@@ -10,69 +13,130 @@ void check(VkResult result, const char* what) {
   if (result != VK_SUCCESS) throw std::runtime_error(std::string("Vulkan: ") + what + " failed (VkResult " + std::to_string(result) + ")");
 }
 
-std::unique_ptr<Context> Context::create() {
-  std::unique_ptr<Context> ctx(new Context());
-  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-  app.pApplicationName = "gptoss";
-  app.apiVersion = VK_API_VERSION_1_2;
-  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  ici.pApplicationInfo = &app;
-  check(vkCreateInstance(&ici, nullptr, &ctx->instance_), "vkCreateInstance (is a Vulkan driver installed?)");
+namespace {
 
-  uint32_t count = 0;
-  vkEnumeratePhysicalDevices(ctx->instance_, &count, nullptr);
-  if (count == 0) throw std::runtime_error("Vulkan: no physical device found");
-  std::vector<VkPhysicalDevice> devices(count);
-  vkEnumeratePhysicalDevices(ctx->instance_, &count, devices.data());
-  int best = -1, best_score = -1;
-  uint32_t best_family = 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(devices[i], &props);
-    uint32_t nf = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(devices[i], &nf, nullptr);
-    std::vector<VkQueueFamilyProperties> families(nf);
-    vkGetPhysicalDeviceQueueFamilyProperties(devices[i], &nf, families.data());
-    for (uint32_t f = 0; f < nf; ++f) {
-      if (!(families[f].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
-      int score = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ? 3
-                  : props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? 2 : 1;
-      if (score > best_score) {
-        best = static_cast<int>(i);
-        best_score = score;
-        best_family = f;
-      }
-      break;
-    }
+struct Instance {
+  VkInstance handle = VK_NULL_HANDLE;
+  Instance() {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "gptoss";
+    app.apiVersion = VK_API_VERSION_1_2;
+    VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ici.pApplicationInfo = &app;
+    check(vkCreateInstance(&ici, nullptr, &handle), "vkCreateInstance (is a Vulkan driver installed?)");
   }
-  if (best < 0) throw std::runtime_error("Vulkan: no device with a compute queue");
-  ctx->physical_ = devices[static_cast<size_t>(best)];
-  ctx->queue_family_ = best_family;
+  ~Instance() {
+    if (handle) vkDestroyInstance(handle, nullptr);
+  }
+  VkInstance release() { return std::exchange(handle, VK_NULL_HANDLE); }
+  std::vector<VkPhysicalDevice> devices() const {
+    uint32_t count = 0;
+    vkEnumeratePhysicalDevices(handle, &count, nullptr);
+    std::vector<VkPhysicalDevice> all(count);
+    vkEnumeratePhysicalDevices(handle, &count, all.data());
+    all.resize(count);
+    return all;
+  }
+};
 
+// The first queue family with compute, or none.
+std::optional<uint32_t> compute_family(VkPhysicalDevice device) {
+  uint32_t count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(count);
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+  for (uint32_t f = 0; f < count; ++f)
+    if (families[f].queueFlags & VK_QUEUE_COMPUTE_BIT) return f;
+  return std::nullopt;
+}
+
+DeviceInfo describe(VkPhysicalDevice device, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   subgroup.pNext = &driver;
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
-  vkGetPhysicalDeviceProperties2(ctx->physical_, &props2);
-  vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &ctx->memory_);
-  ctx->info_.name = props2.properties.deviceName;
-  ctx->info_.driver = std::string(driver.driverName) + " " + driver.driverInfo;
-  ctx->info_.vendor_id = props2.properties.vendorID;
-  ctx->info_.type = props2.properties.deviceType;
-  ctx->info_.subgroup_size = subgroup.subgroupSize;
-  ctx->info_.max_storage_buffer_range = props2.properties.limits.maxStorageBufferRange;
-  ctx->info_.timestamp_period_ns = props2.properties.limits.timestampPeriod;
-  {
-    uint32_t family_count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical_, &family_count, nullptr);
-    std::vector<VkQueueFamilyProperties> families(family_count);
-    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical_, &family_count, families.data());
-    ctx->info_.compute_timestamps = families[ctx->queue_family_].timestampValidBits > 0;
+  vkGetPhysicalDeviceProperties2(device, &props2);
+  VkPhysicalDeviceMemoryProperties memory;
+  vkGetPhysicalDeviceMemoryProperties(device, &memory);
+  DeviceInfo info;
+  info.index = index;
+  info.name = props2.properties.deviceName;
+  info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
+  info.vendor_id = props2.properties.vendorID;
+  info.type = props2.properties.deviceType;
+  info.subgroup_size = subgroup.subgroupSize;
+  info.max_storage_buffer_range = props2.properties.limits.maxStorageBufferRange;
+  info.timestamp_period_ns = props2.properties.limits.timestampPeriod;
+  for (uint32_t h = 0; h < memory.memoryHeapCount; ++h)
+    if (memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[h].size);
+  if (auto family = compute_family(device)) {
+    info.has_compute = true;
+    uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(count);
+    vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+    info.compute_timestamps = families[*family].timestampValidBits > 0;
   }
-  for (uint32_t h = 0; h < ctx->memory_.memoryHeapCount; ++h)
-    if (ctx->memory_.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
-      ctx->info_.device_local_bytes = std::max<uint64_t>(ctx->info_.device_local_bytes, ctx->memory_.memoryHeaps[h].size);
+  return info;
+}
+
+int type_preference(VkPhysicalDeviceType type) {
+  return type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ? 3 : type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? 2 : 1;
+}
+
+}  // namespace
+
+const char* device_type_name(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+  }
+}
+
+std::vector<DeviceInfo> Context::list_devices() {
+  Instance instance;
+  std::vector<DeviceInfo> infos;
+  const auto devices = instance.devices();
+  for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(devices[i], i));
+  return infos;
+}
+
+std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
+  std::unique_ptr<Context> ctx(new Context());
+  Instance instance;
+  const auto devices = instance.devices();
+  if (devices.empty()) throw std::runtime_error("Vulkan: no physical device found");
+  std::optional<uint32_t> chosen;
+  if (device_index) {
+    if (*device_index >= devices.size())
+      throw std::runtime_error("Vulkan: no device " + std::to_string(*device_index) + " (there are " +
+                               std::to_string(devices.size()) + "; --list-devices lists them)");
+    if (!compute_family(devices[*device_index]))
+      throw std::runtime_error("Vulkan: device " + std::to_string(*device_index) + " has no compute queue");
+    chosen = *device_index;
+  } else {
+    int best_score = -1;
+    for (uint32_t i = 0; i < devices.size(); ++i) {
+      if (!compute_family(devices[i])) continue;
+      VkPhysicalDeviceProperties props;
+      vkGetPhysicalDeviceProperties(devices[i], &props);
+      if (type_preference(props.deviceType) > best_score) {
+        best_score = type_preference(props.deviceType);
+        chosen = i;
+      }
+    }
+    if (!chosen) throw std::runtime_error("Vulkan: no device with a compute queue");
+  }
+  ctx->instance_ = instance.release();
+  ctx->physical_ = devices[*chosen];
+  ctx->queue_family_ = *compute_family(ctx->physical_);
+  ctx->info_ = describe(ctx->physical_, *chosen);
+  vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &ctx->memory_);
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

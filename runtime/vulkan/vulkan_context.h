@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 namespace gptoss::vk {
 
 struct DeviceInfo {
+  uint32_t index = 0;  // in the instance's list of physical devices (--device N)
   std::string name;
   std::string driver;
   uint32_t vendor_id = 0;
@@ -23,7 +25,9 @@ struct DeviceInfo {
   uint64_t max_storage_buffer_range = 0;  // largest range one storage-buffer binding may cover
   bool compute_timestamps = false;        // the compute queue can write timestamps
   double timestamp_period_ns = 0;         // nanoseconds per timestamp tick
+  bool has_compute = false;               // has a compute queue (the runtime can use it)
 };
+const char* device_type_name(VkPhysicalDeviceType type);
 
 class Context;
 
@@ -71,9 +75,11 @@ class Pipeline {
 
 class Context {
  public:
-  // Picks a discrete GPU when there is one, else the first device with a compute queue.
-  // Throws std::runtime_error with the reason when no device is usable.
-  static std::unique_ptr<Context> create();
+  // Every physical device the Vulkan loader offers, in its order (the indices --device takes).
+  static std::vector<DeviceInfo> list_devices();
+  // Device `device_index`, or, without one, a discrete GPU when there is one, else the first
+  // device with a compute queue. Throws std::runtime_error with the reason when none is usable.
+  static std::unique_ptr<Context> create(std::optional<uint32_t> device_index = std::nullopt);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

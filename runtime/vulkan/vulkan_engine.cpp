@@ -250,10 +250,11 @@ VkCommandBuffer VulkanEngine::Device::record(bool with_logits) const {
   return cb;
 }
 
-VulkanEngine::VulkanEngine(const CanonicalModel& model, VulkanEngineOptions options, std::shared_ptr<Context> ctx)
+VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOptions& options,
+                           std::shared_ptr<Context> ctx)
     : device_(std::make_unique<Device>()) {
   Device& d = *device_;
-  d.ctx = ctx ? std::move(ctx) : std::shared_ptr<Context>(Context::create());
+  d.ctx = ctx ? std::move(ctx) : std::shared_ptr<Context>(Context::create(options.device_index));
   d.config = model.config;
   const auto& c = d.config;
   if (c.hidden_size % 32 || c.intermediate_size % 32 || c.head_dim % 2 || c.num_kv_heads == 0 ||
@@ -261,7 +262,7 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, VulkanEngineOptions opti
       c.experts_per_token > c.num_experts || c.num_experts > kMaxExperts)
     throw std::runtime_error("Vulkan engine: unsupported shape (needs hidden and intermediate multiples of 32, even "
                              "head_dim, heads a multiple of kv_heads, 1..32 experts per token, at most 1024 experts)");
-  d.capacity = static_cast<uint32_t>(std::min<uint64_t>(options.max_context, c.max_position_embeddings));
+  d.capacity = static_cast<uint32_t>(std::min<uint64_t>({options.max_context, c.max_position_embeddings, UINT32_MAX}));
   d.kernels = std::make_unique<Kernels>(*d.ctx);
   d.upload_weights(model);
   d.x = d.scratch(c.hidden_size);
@@ -293,26 +294,21 @@ VulkanEngine::~VulkanEngine() = default;
 
 const GptOssConfig& VulkanEngine::config() const { return device_->config; }
 const DeviceInfo& VulkanEngine::device() const { return device_->ctx->info(); }
+std::string VulkanEngine::device_description() const { return device().name + " (" + device().driver + ")"; }
 uint64_t VulkanEngine::capacity() const { return device_->capacity; }
 
-std::vector<float> VulkanEngine::forward(std::span<const uint32_t> tokens, cpu::LogitRows rows,
-                                         const cpu::ActivationObserver& observer) {
+std::vector<float> VulkanEngine::run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
+                                             const runtime::ActivationObserver& observer) {
+  using runtime::LogitRows;
+  using runtime::Stage;
   Device& d = *device_;
   const auto& c = d.config;
   const size_t count = tokens.size(), hidden = c.hidden_size, vocab = c.vocab_size;
-  for (uint32_t id : tokens)
-    if (id >= c.vocab_size)
-      throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary of " +
-                              std::to_string(c.vocab_size));
-  if (position_ + count > d.capacity)
-    throw std::out_of_range("context of " + std::to_string(position_ + count) + " tokens exceeds the " +
-                            std::to_string(d.capacity) + " positions of the Vulkan engine's KV cache");
-  if (count == 0) return {};
 
   const size_t stage_count = c.num_layers + 2;  // embedding, every layer, final norm
   std::vector<std::vector<float>> stages(observer ? stage_count : 0, std::vector<float>(count * hidden));
-  const size_t first_logit_row = rows == cpu::LogitRows::All ? 0 : count - 1;
-  std::vector<float> logits(rows == cpu::LogitRows::None ? 0 : (count - first_logit_row) * vocab);
+  const size_t first_logit_row = rows == LogitRows::All ? 0 : count - 1;
+  std::vector<float> logits(rows == LogitRows::None ? 0 : (count - first_logit_row) * vocab);
   auto* step = static_cast<uint32_t*>(d.step->mapped());
   const auto* stage_values = static_cast<const float*>(d.stage_readback->mapped());
   const auto* logit_values = static_cast<const float*>(d.logits_readback->mapped());
@@ -320,7 +316,7 @@ std::vector<float> VulkanEngine::forward(std::span<const uint32_t> tokens, cpu::
   for (size_t t = 0; t < count; ++t) {
     step[0] = tokens[t];
     step[1] = static_cast<uint32_t>(start + t);
-    const bool wants_logits = rows != cpu::LogitRows::None && t >= first_logit_row;
+    const bool wants_logits = rows != LogitRows::None && t >= first_logit_row;
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = wants_logits ? &d.token_and_logits : &d.token_only;
@@ -337,12 +333,12 @@ std::vector<float> VulkanEngine::forward(std::span<const uint32_t> tokens, cpu::
     if (wants_logits) std::memcpy(logits.data() + (t - first_logit_row) * vocab, logit_values, vocab * sizeof(float));
   }
   if (observer) {
-    auto view = [&](cpu::Stage stage, int layer, const std::vector<float>& values) {
+    auto view = [&](Stage stage, int layer, const std::vector<float>& values) {
       observer({stage, layer, start, count, hidden, values});
     };
-    view(cpu::Stage::Embedding, -1, stages.front());
-    for (uint32_t l = 0; l < c.num_layers; ++l) view(cpu::Stage::LayerOutput, static_cast<int>(l), stages[l + 1]);
-    view(cpu::Stage::FinalNorm, -1, stages.back());
+    view(Stage::Embedding, -1, stages.front());
+    for (uint32_t l = 0; l < c.num_layers; ++l) view(Stage::LayerOutput, static_cast<int>(l), stages[l + 1]);
+    view(Stage::FinalNorm, -1, stages.back());
   }
   return logits;
 }

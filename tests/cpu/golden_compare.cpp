@@ -20,19 +20,19 @@ GoldenErrors compare_with_goldens(cpu::CpuEngine& engine, const GoldenRefs& refs
   errors.layers.assign(engine.config().num_layers, 0.0f);
 
   engine.reset();
-  auto observer = [&](const cpu::ActivationView& view) {
+  auto observer = [&](const runtime::ActivationView& view) {
     auto check = [&](const std::string& name) {
       const auto golden = refs.f32(prompt + "." + name);
       EXPECT_EQ(golden.size(), view.rows * view.cols) << name;
       return max_abs_diff(view.values.data(), golden.data(), std::min(golden.size(), view.values.size()));
     };
     switch (view.stage) {
-      case cpu::Stage::Embedding: errors.embed = check("embed"); break;
-      case cpu::Stage::LayerOutput: errors.layers[static_cast<size_t>(view.layer)] = check("layer" + std::to_string(view.layer)); break;
-      case cpu::Stage::FinalNorm: errors.final_norm = check("final_norm"); break;
+      case runtime::Stage::Embedding: errors.embed = check("embed"); break;
+      case runtime::Stage::LayerOutput: errors.layers[static_cast<size_t>(view.layer)] = check("layer" + std::to_string(view.layer)); break;
+      case runtime::Stage::FinalNorm: errors.final_norm = check("final_norm"); break;
     }
   };
-  const auto logits = engine.forward(ids, cpu::LogitRows::All, observer);
+  const auto logits = engine.forward(ids, runtime::LogitRows::All, observer);
 
   const auto golden_last = refs.f32(prompt + ".logits_last");
   errors.full_vocabulary = vocab == golden_last.size();

@@ -217,5 +217,51 @@ TEST(GptossRunCli, RejectsMalformedPromptTokens) {
   EXPECT_NE(result.output.find("outside the vocabulary"), std::string::npos) << result.output;
 }
 
+// llama.cpp's spellings (-m, -n, --temp, -s) are the same options as ours.
+TEST(GptossRunCli, LlamaCppSpellingsAreAliases) {
+  GOLDENS_OR_SKIP();
+  GoldenRefs refs(*goldens);
+  const auto model = (preset_a_checkpoint() / "hf").string();
+  const auto ids = join_ids(refs.ids("four"));
+  const auto ours = run_json(model + " --prompt-tokens " + ids + " --max-tokens 5 --temperature 0.9 --seed 11 --top-k 40 --no-default-stops");
+  const auto theirs = run_json("-m " + model + " --prompt-tokens " + ids + " -n 5 --temp 0.9 -s 11 --top-k 40 --no-default-stops");
+  EXPECT_EQ(ours["tokens"].size(), 5u);
+  EXPECT_EQ(ours["tokens"], theirs["tokens"]);
+}
+
+// Every option the chosen mode would ignore is an error (exit 2) naming the option and why, and
+// nothing runs.
+TEST(GptossRunCli, OptionsTheModeCannotHonourAreRefused) {
+  const auto model = (preset_a_checkpoint() / "hf").string();
+  struct Case {
+    std::string arguments, option, reason;
+  };
+  const std::vector<Case> cases = {
+      {" --prompt-tokens 1,2 --top-k 5", "--top-k", "has no effect under greedy decoding"},
+      {" --prompt-tokens 1,2 --seed 3", "--seed", "has no effect under greedy decoding"},
+      {" --prompt-tokens 1,2 --max-tokens 0 --temperature 0.5", "--temperature", "has no effect with --max-tokens 0"},
+      {" --prompt-tokens 1,2 --show-reasoning", "--show-reasoning", "applies to -p TEXT"},
+      {" --prompt-tokens 1,2 --reasoning-effort high", "--reasoning-effort", "not to --prompt-tokens"},
+      {" -p Hi --no-harmony --developer x", "--developer", "--no-harmony encodes -p TEXT as is"},
+      {" -p Hi --raw --show-reasoning", "--show-reasoning", "is implied by --raw"},
+      {" --prompt-tokens 1,2 --device 0", "--device", "the cpu engine runs on the CPU"},
+      {" --prompt-tokens 1,2 --parity " + model + " --max-tokens 3", "--max-tokens", "does not apply to --parity"},
+      {" --prompt-tokens 1,2 --parity " + model + " --engine vulkan", "--engine", "does not apply to --parity"},
+      {" --prompt-tokens 1,2 --parity " + model + " --device 0", "--device", "add vulkan to --engines"},
+      {" --prompt-tokens 1,2 --refs-prompt hi", "--refs-prompt", "needs --refs"},
+      {" --list-devices", "model", "cannot be combined with --list-devices"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.arguments);
+    const auto result = run_command(gptoss_run() + " " + model + c.arguments);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find(c.option), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find(c.reason), std::string::npos) << result.output;
+  }
+  const auto no_model = run_command(gptoss_run() + " --prompt-tokens 1");
+  EXPECT_EQ(no_model.exit_code, 2);
+  EXPECT_NE(no_model.output.find("give a model"), std::string::npos) << no_model.output;
+}
+
 }  // namespace
 }  // namespace gptoss::test

@@ -26,7 +26,7 @@ TEST(CpuKvCache, PrefillThenDecodeEqualsLongerPrefill) {
   for (size_t t = 1; t <= 40; ++t) {
     SCOPED_TRACE("T = " + std::to_string(t));
     engine.reset();
-    engine.forward(std::span(ids).first(t), cpu::LogitRows::None);
+    engine.forward(std::span(ids).first(t), runtime::LogitRows::None);
     ASSERT_EQ(engine.position(), t);
     const auto decoded = engine.forward(std::span(ids).subspan(t, 1));
     engine.reset();

@@ -55,5 +55,34 @@ TEST(CliConvert, TruncatedCheckpointIsRejectedWithoutOutput) {
   EXPECT_FALSE(std::filesystem::exists(dir / "out" / "model.safetensors"));
 }
 
+// An option the output format cannot honour is refused before anything is read or written.
+TEST(CliConvert, OptionsTheOutputCannotHonourAreRefused) {
+  TempDir dir;
+  const auto input = (preset_a_checkpoint() / "hf").string();
+  struct Case {
+    std::string output, arguments, message;
+  };
+  const std::vector<Case> cases = {
+      {"m.bin", "--dense f32", "--dense F32 (model.bin stores every dense tensor as BF16) cannot be honoured by a model.bin output"},
+      {"m.bin", "--dense q8_0", "model.bin stores every dense tensor as BF16"},
+      {"m.bin", "--max-shard-size 1M", "model.bin is always one file"},
+      {"m.bin", "--layout original", "--layout (the tensor naming of a safetensors checkpoint) cannot be honoured by a model.bin"},
+      {"m.gguf", "--layout hf", "cannot be honoured by a GGUF output"},
+      {"folder", "--dense q8_0", "safetensors dense tensors are BF16, F16 or F32"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.output + " " + c.arguments);
+    const auto r = run_command(tool("gptoss-convert") + " -q " + input + " " + (dir / c.output).string() + " " + c.arguments);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir / c.output));
+    EXPECT_EQ(r.output.find("read "), std::string::npos) << "refused after reading the input: " << r.output;
+  }
+  // What each format can do still works: bf16 into model.bin, f16 into a checkpoint.
+  EXPECT_EQ(run_command(tool("gptoss-convert") + " -q " + input + " " + (dir / "ok.bin").string() + " --dense bf16").exit_code, 0);
+  const auto f16 = run_command(tool("gptoss-convert") + " -q " + input + " " + (dir / "f16").string() + " --dense f16");
+  EXPECT_EQ(f16.exit_code, 0) << f16.output;
+}
+
 }  // namespace
 }  // namespace gptoss::test

@@ -26,7 +26,7 @@ TEST(Parity, CpuEngineAgainstTransformersStageByStage) {
   const auto reference = trace_from_refs(refs, "long", &ids);
   ASSERT_EQ(ids.size(), 29u);
   ASSERT_EQ(reference.stages.size(), 7u);  // embedding, 4 layers, final norm, logits (last position)
-  const auto trace = trace_cpu(load_model(test::preset_a_checkpoint() / "hf"), ids, "cpu");
+  const auto trace = trace_model(runtime::EngineKind::Cpu, load_model(test::preset_a_checkpoint() / "hf"), ids, "cpu");
   ASSERT_EQ(trace.stages.size(), 7u);
   for (const auto& stage : reference.stages) {
     const Stage* mine = trace.find(stage.name);

@@ -43,15 +43,15 @@ using Stages = std::map<std::string, std::vector<float>>;
 
 std::vector<float> run_traced(auto& engine, std::span<const uint32_t> ids, Stages& stages) {
   engine.reset();
-  auto observer = [&](const cpu::ActivationView& v) {
-    const std::string name = v.stage == cpu::Stage::Embedding   ? "embedding"
-                             : v.stage == cpu::Stage::FinalNorm ? "final norm"
+  auto observer = [&](const runtime::ActivationView& v) {
+    const std::string name = v.stage == runtime::Stage::Embedding   ? "embedding"
+                             : v.stage == runtime::Stage::FinalNorm ? "final norm"
                                                                 : "layer " + std::to_string(v.layer);
     EXPECT_EQ(v.rows, ids.size());
     EXPECT_EQ(v.first_position, 0u);
     stages[name].assign(v.values.begin(), v.values.end());
   };
-  return engine.forward(ids, cpu::LogitRows::All, observer);
+  return engine.forward(ids, runtime::LogitRows::All, observer);
 }
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -98,7 +98,7 @@ TEST(VulkanEngineQ8, GoldenQ8GgufMatchesTheCpuEngine) {
   ASSERT_EQ(model.get(TensorRole::AttnQ, 0).dtype, DType::Q8_0);
   const auto ids = golden_prompt_ids(*goldens, "harmony");
   cpu::CpuEngine cpu_engine(model);
-  vk::VulkanEngineOptions options;
+  runtime::EngineOptions options;
   options.max_context = 64;
   vk::VulkanEngine vulkan_engine(model, options, ctx);
   Stages cpu_stages, vk_stages;
@@ -121,11 +121,11 @@ TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
   const auto ids = golden_prompt_ids(*goldens, "long");
   const size_t vocab = engine.vocab_size();
   engines.cpu.reset();
-  const auto cpu_all = engines.cpu.forward(ids, cpu::LogitRows::All);  // row t predicts t + 1
+  const auto cpu_all = engines.cpu.forward(ids, runtime::LogitRows::All);  // row t predicts t + 1
   for (size_t t : {1u, 6u, 8u, 9u, 15u}) {
     SCOPED_TRACE("T = " + std::to_string(t));
     engine.reset();
-    EXPECT_TRUE(engine.forward(std::span(ids).first(t), cpu::LogitRows::None).empty());
+    EXPECT_TRUE(engine.forward(std::span(ids).first(t), runtime::LogitRows::None).empty());
     ASSERT_EQ(engine.position(), t);
     // Four or more decode steps, each one token through the cache.
     for (size_t step = 0; step < 5; ++step) {

@@ -48,5 +48,36 @@ TEST(GptossRunVulkan, RefusesAnUnknownEngine) {
   EXPECT_NE(result.output.find("metal"), std::string::npos) << result.output;
 }
 
+// --list-devices names every device the loader offers (lavapipe at least, in CI) with the index
+// --device takes; --device picks one, and an index past the list is a clear error.
+TEST(GptossRunVulkan, ListsDevicesAndPicksOneByIndex) {
+  VULKAN_OR_SKIP();
+  const auto tool = (tools_dir() / "gptoss-run").string();
+  const auto listed = run_command("(" + tool + " --list-devices --json 2>/dev/null)");
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  const auto devices = nlohmann::json::parse(listed.output);
+  ASSERT_FALSE(devices.empty());
+  bool found_current = false;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    EXPECT_EQ(devices[i]["index"], i);
+    EXPECT_FALSE(devices[i]["name"].get<std::string>().empty());
+    EXPECT_GT(devices[i]["max_storage_buffer_range"].get<uint64_t>(), 0u);
+    if (devices[i]["name"] == ctx->info().name) found_current = true;
+  }
+  EXPECT_TRUE(found_current) << ctx->info().name << " is missing from " << listed.output;
+  const auto text = run_command(tool + " --list-devices");
+  EXPECT_NE(text.output.find("0: "), std::string::npos) << text.output;
+
+  const std::string run = tool + " " + (preset_a_checkpoint() / "hf").string() + " --prompt-tokens " + kHarmonyIds +
+                          " --max-tokens 2 --engine vulkan --device ";
+  const auto picked = run_command("(" + run + std::to_string(ctx->info().index) + " --json 2>/dev/null)");
+  ASSERT_EQ(picked.exit_code, 0) << picked.output;
+  EXPECT_NE(nlohmann::json::parse(picked.output)["device"].get<std::string>().find(ctx->info().name), std::string::npos);
+  const auto missing = run_command(run + "99");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("no device 99 (there are " + std::to_string(devices.size())), std::string::npos)
+      << missing.output;
+}
+
 }  // namespace
 }  // namespace gptoss::test

@@ -134,8 +134,8 @@ std::vector<Doubles> reference_layer_zero(const cpu::CpuWeights& weights, const 
 
 std::vector<float> layer_zero_output(auto& engine, const std::vector<uint32_t>& ids) {
   std::vector<float> output;
-  engine.forward(ids, cpu::LogitRows::None, [&](const cpu::ActivationView& v) {
-    if (v.stage == cpu::Stage::LayerOutput && v.layer == 0) output.assign(v.values.begin(), v.values.end());
+  engine.forward(ids, runtime::LogitRows::None, [&](const runtime::ActivationView& v) {
+    if (v.stage == runtime::Stage::LayerOutput && v.layer == 0) output.assign(v.values.begin(), v.values.end());
   });
   return output;
 }

@@ -14,13 +14,13 @@ int main(int argc, char** argv) {
   CLI::App app{"Convert GPT-OSS models between safetensors (HF / original), GGUF and model.bin.\n"
                "The output format follows the output name: *.gguf, *.bin (Metal model.bin), else a\n"
                "safetensors checkpoint folder. Outputs appear only when complete."};
-  std::string input, output, layout = "hf", dense;
+  std::string input, output, layout, dense;
   uint64_t max_shard = 0;
   bool quiet = false, verbose = false;
   app.add_option("input", input, "checkpoint folder, .safetensors, .gguf or model.bin")->required();
   app.add_option("output", output, "output folder, .gguf or .bin")->required();
-  app.add_option("--layout", layout, "safetensors output layout: hf or original")->check(CLI::IsMember({"hf", "original"}));
-  app.add_option("--dense", dense, "dense tensor type: bf16, f16, f32 or q8_0 (GGUF); bf16 or f32 (safetensors)")
+  app.add_option("--layout", layout, "safetensors output layout: hf (default) or original")->check(CLI::IsMember({"hf", "original"}));
+  app.add_option("--dense", dense, "dense tensor type: bf16 (default), f16, f32 or q8_0 (GGUF); bf16, f16 or f32 (safetensors); model.bin is bf16")
       ->check(CLI::IsMember({"bf16", "f16", "f32", "q8_0"}));
   // Sizes as llama.cpp's gguf-split and Hugging Face take them: 5G / 5GB = 5e9 bytes, 500M = 5e8,
   // 2GiB = 2^31; a bare number is bytes.
@@ -32,14 +32,16 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
   try {
+    gptoss::WriteOptions options;
+    if (!layout.empty())
+      options.layout = layout == "original" ? gptoss::CheckpointLayout::Original : gptoss::CheckpointLayout::HuggingFace;
+    if (!dense.empty()) options.dense_dtype = gptoss::dtype_from_name(dense);
+    options.max_shard_bytes = max_shard;
+    gptoss::check_write_options(gptoss::output_format_for(output), options);  // before reading anything
     const auto model = gptoss::load_model(input);
     std::cerr << "read " << model.source_description << ": " << model.tensors.size() << " tensors, "
               << model.config.num_layers << " layers, " << model.config.num_experts << " experts\n";
     for (const auto& n : model.notes) std::cerr << "note: " << n << "\n";
-    gptoss::WriteOptions options;
-    options.layout = layout == "original" ? gptoss::CheckpointLayout::Original : gptoss::CheckpointLayout::HuggingFace;
-    if (!dense.empty()) options.dense_dtype = gptoss::dtype_from_name(dense);
-    options.max_shard_bytes = max_shard;
     gptoss::ProgressBar bar("converting", !quiet && gptoss::stderr_is_terminal());
     options.progress = [&](const gptoss::ProgressEvent& e) { bar.update(e.done_bytes, e.total_bytes, e.item); };
     const auto notes = gptoss::write_model(model, output, options);

@@ -12,18 +12,14 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 }  // namespace
 
-GenerationResult generate(cpu::CpuEngine& engine, sampling::Sampler& sampler, const GenerationRequest& request) {
-  return generate(engine_calls(engine), sampler, request);
-}
-
-GenerationResult generate(const EngineCalls& engine, sampling::Sampler& sampler, const GenerationRequest& request) {
+GenerationResult generate(runtime::Engine& engine, sampling::Sampler& sampler, const GenerationRequest& request) {
   if (request.prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
   GenerationResult result;
   engine.reset();
   const auto prefill_start = std::chrono::steady_clock::now();
-  auto logits = engine.forward(request.prompt, request.prompt_logits ? cpu::LogitRows::All : cpu::LogitRows::Last);
+  auto logits = engine.forward(request.prompt, request.prompt_logits ? runtime::LogitRows::All : runtime::LogitRows::Last);
   result.prompt_seconds = seconds_since(prefill_start);
-  const size_t vocab = engine.vocab_size;
+  const size_t vocab = engine.vocab_size();
   if (request.prompt_logits) {
     // Keep every row for the caller; sampling only needs the last one.
     *request.prompt_logits = logits;
@@ -41,7 +37,7 @@ GenerationResult generate(const EngineCalls& engine, sampling::Sampler& sampler,
     result.stop = stop.check(token, result.tokens.size());
     if (result.stop != sampling::StopReason::None) break;
     const uint32_t next[] = {token};
-    logits = engine.forward(next, cpu::LogitRows::Last);
+    logits = engine.forward(next, runtime::LogitRows::Last);
   }
   result.generation_seconds = seconds_since(generation_start);
   return result;

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/cpu/cpu_engine.h"
+#include "runtime/engine.h"
 #include "runtime/sampler/sampler.h"
 
 namespace gptoss::run {
@@ -27,21 +27,8 @@ struct GenerationRequest {
   std::function<void(uint32_t)> on_token;  // called as each token is chosen (streaming)
 };
 
-GenerationResult generate(cpu::CpuEngine& engine, sampling::Sampler& sampler, const GenerationRequest& request);
-
-// The engine calls the loop needs, so any engine with CpuEngine's interface (the Vulkan one) runs it.
-struct EngineCalls {
-  std::function<void()> reset;
-  std::function<std::vector<float>(std::span<const uint32_t>, cpu::LogitRows)> forward;
-  uint32_t vocab_size = 0;
-};
-template <class Engine>
-EngineCalls engine_calls(Engine& engine) {
-  return {[&engine] { engine.reset(); },
-          [&engine](std::span<const uint32_t> tokens, cpu::LogitRows rows) { return engine.forward(tokens, rows); },
-          engine.vocab_size()};
-}
-GenerationResult generate(const EngineCalls& engine, sampling::Sampler& sampler, const GenerationRequest& request);
+// Any engine: the prompt as one forward from an empty cache, then one forward per token.
+GenerationResult generate(runtime::Engine& engine, sampling::Sampler& sampler, const GenerationRequest& request);
 
 // "1,2, 3" -> {1, 2, 3}; throws std::invalid_argument naming the bad item.
 std::vector<uint32_t> parse_token_list(const std::string& text);

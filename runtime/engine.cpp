@@ -1,0 +1,51 @@
+#include "runtime/engine.h"
+
+#include <stdexcept>
+
+namespace gptoss::runtime {
+namespace {
+struct KindName {
+  EngineKind kind;
+  const char* name;
+};
+constexpr KindName kKindNames[] = {{EngineKind::Cpu, "cpu"}, {EngineKind::CpuF64, "cpu-f64"}, {EngineKind::Vulkan, "vulkan"}};
+}  // namespace
+
+std::string_view engine_kind_name(EngineKind kind) {
+  for (const auto& k : kKindNames)
+    if (k.kind == kind) return k.name;
+  return "unknown";
+}
+
+std::optional<EngineKind> engine_kind_from_name(std::string_view name) {
+  for (const auto& k : kKindNames)
+    if (name == k.name) return k.kind;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& engine_kind_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& k : kKindNames) all.emplace_back(k.name);
+    return all;
+  }();
+  return names;
+}
+
+std::vector<float> Engine::forward(std::span<const uint32_t> tokens, LogitRows rows,
+                                   const ActivationObserver& observer) {
+  const uint32_t vocab = vocab_size();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] >= vocab)
+      throw std::out_of_range("token id " + std::to_string(tokens[i]) + " (position " +
+                              std::to_string(position() + i) + ") is outside the vocabulary of " +
+                              std::to_string(vocab));
+  if (position() + tokens.size() > capacity())
+    throw std::out_of_range("context of " + std::to_string(position() + tokens.size()) + " tokens exceeds the " +
+                            std::to_string(capacity()) + " positions of the " +
+                            std::string(engine_kind_name(kind())) + " engine's KV cache");
+  if (tokens.empty()) return {};
+  return run_forward(tokens, rows, observer);
+}
+
+}  // namespace gptoss::runtime

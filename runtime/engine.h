@@ -1,0 +1,105 @@
+#pragma once
+// One interface for every engine that runs the GPT-OSS forward pass (the CPU reference engine in
+// f32 or f64, the Vulkan engine): what a caller needs to prefill, decode, compare activations and
+// read logits, whatever computes them. Tools, the parity tracer and the generation loop see only
+// this; an engine is made by `make_engine` and never named by its class outside its own tests.
+//
+// The checks every engine shares live here, once: `forward` refuses token ids outside the
+// vocabulary and contexts past the engine's capacity before the engine's own pass runs.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "convert/canonical_model.h"
+
+namespace gptoss::runtime {
+
+// Where in the forward pass an activation was observed.
+enum class Stage { Embedding, LayerOutput, FinalNorm };
+
+// Rows [first_position, first_position + rows) of an activation, row-major [rows, cols].
+// LayerOutput is the residual stream after decoder layer `layer` (-1 for the other stages).
+struct ActivationView {
+  Stage stage;
+  int layer;
+  uint64_t first_position;
+  size_t rows;
+  size_t cols;
+  std::span<const float> values;
+};
+using ActivationObserver = std::function<void(const ActivationView&)>;
+
+// Which rows of logits a forward returns: none, the last new token's, or every new token's.
+enum class LogitRows { None, Last, All };
+
+enum class EngineKind { Cpu, CpuF64, Vulkan };
+// "cpu", "cpu-f64", "vulkan": the names the CLIs take.
+std::string_view engine_kind_name(EngineKind kind);
+std::optional<EngineKind> engine_kind_from_name(std::string_view name);
+const std::vector<std::string>& engine_kind_names();
+
+struct EngineOptions {
+  // Positions the KV cache holds at most: forward refuses more. The Vulkan engine allocates them up
+  // front; the CPU engine grows its cache as tokens arrive. Clamped to max_position_embeddings.
+  uint64_t max_context = 4096;
+  // Vulkan: the device to run on (an index of list_vulkan_devices()); none picks the best one.
+  std::optional<uint32_t> device_index;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  Engine() = default;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  virtual EngineKind kind() const = 0;
+  // What computes: "CPU (f32)", or the Vulkan device's name and driver.
+  virtual std::string device_description() const = 0;
+  virtual const GptOssConfig& config() const = 0;
+  uint32_t vocab_size() const { return config().vocab_size; }
+  // Tokens held in the KV cache: the position the next token gets.
+  virtual uint64_t position() const = 0;
+  // Positions the KV cache can hold (position() + new tokens must not exceed it).
+  virtual uint64_t capacity() const = 0;
+  // Empties the KV cache.
+  virtual void reset() = 0;
+
+  // Runs `tokens` after everything in the cache (a prefill when the cache is empty, a decode step
+  // for one token) and appends them to the cache. Returns the logits of the requested rows,
+  // row-major [rows, vocab]. The observer sees the embedding, every layer's residual stream and
+  // the final norm of all the new tokens. Throws std::out_of_range, before anything runs, for a
+  // token id >= vocab_size() or a context past capacity().
+  std::vector<float> forward(std::span<const uint32_t> tokens, LogitRows rows = LogitRows::Last,
+                             const ActivationObserver& observer = {});
+
+ protected:
+  // The engine's pass; `tokens` is non-empty and checked.
+  virtual std::vector<float> run_forward(std::span<const uint32_t> tokens, LogitRows rows,
+                                         const ActivationObserver& observer) = 0;
+};
+
+// A Vulkan device as --list-devices shows it (index: what EngineOptions::device_index takes).
+struct DeviceDescription {
+  uint32_t index = 0;
+  std::string name, type, driver;
+  uint64_t memory_bytes = 0;  // largest device-local heap
+  uint32_t subgroup_size = 0;
+  uint64_t max_storage_buffer_range = 0;
+  bool usable = false;  // has a compute queue
+};
+// Every Vulkan device the loader offers; throws std::runtime_error when Vulkan itself is unusable.
+std::vector<DeviceDescription> list_vulkan_devices();
+
+// Makes an engine of `kind` on `model`. Throws std::runtime_error when the engine cannot run here
+// (no usable Vulkan device, a shape the kernels do not support) and FormatError when a tensor's
+// encoding or size is not what its shape needs.
+std::unique_ptr<Engine> make_engine(EngineKind kind, const CanonicalModel& model, const EngineOptions& options = {});
+
+}  // namespace gptoss::runtime

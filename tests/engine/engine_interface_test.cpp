@@ -1,0 +1,145 @@
+// The checks runtime::Engine::forward makes once for every engine, run against each engine made by
+// make_engine: bad token ids and contexts past the capacity are refused before anything runs (the
+// cache keeps its position), an empty forward is a no-op, and rows/observer follow the contract.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "convert/model_io.h"
+#include "runtime/engine.h"
+#include "tests/test_support.h"
+
+namespace gptoss::test {
+namespace {
+
+using runtime::EngineKind;
+
+const CanonicalModel& preset_a_model() {
+  static const CanonicalModel model = load_model(preset_a_checkpoint() / "hf");
+  return model;
+}
+
+// The engine of `kind` with a KV cache of `capacity` positions, or null when it cannot run here
+// (a machine without a Vulkan device).
+std::unique_ptr<runtime::Engine> engine_or_null(EngineKind kind, uint64_t capacity, std::string* why) {
+  runtime::EngineOptions options;
+  options.max_context = capacity;
+  try {
+    return runtime::make_engine(kind, preset_a_model(), options);
+  } catch (const std::runtime_error& e) {
+    if (kind != EngineKind::Vulkan) throw;
+    *why = e.what();
+    return nullptr;
+  }
+}
+
+#define ENGINE_OR_SKIP(kind, capacity)                                                         \
+  std::string skip_reason;                                                                     \
+  const auto engine = engine_or_null(kind, capacity, &skip_reason);                            \
+  if (!engine) GTEST_SKIP() << "no usable Vulkan device (" << skip_reason                      \
+                            << "): install Mesa's lavapipe (mesa-vulkan-drivers) to run these";
+
+class EngineInterface : public ::testing::TestWithParam<EngineKind> {};
+
+TEST_P(EngineInterface, KindNameAndConfigComeFromTheModel) {
+  ENGINE_OR_SKIP(GetParam(), 16);
+  EXPECT_EQ(engine->kind(), GetParam());
+  EXPECT_EQ(runtime::engine_kind_from_name(runtime::engine_kind_name(GetParam())), GetParam());
+  EXPECT_EQ(engine->vocab_size(), 201088u);
+  EXPECT_EQ(engine->config().num_layers, 4u);
+  EXPECT_EQ(engine->position(), 0u);
+  EXPECT_FALSE(engine->device_description().empty());
+}
+
+TEST_P(EngineInterface, TokenOutsideTheVocabularyIsRefusedBeforeAnythingRuns) {
+  ENGINE_OR_SKIP(GetParam(), 16);
+  const uint32_t good[] = {1, 2, 3};
+  engine->forward(good, runtime::LogitRows::None);
+  ASSERT_EQ(engine->position(), 3u);
+  const uint32_t bad[] = {5, 201088, 7};
+  try {
+    engine->forward(bad);
+    FAIL() << "no exception";
+  } catch (const std::out_of_range& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("token id 201088 (position 4) is outside the vocabulary of 201088"), std::string::npos)
+        << message;
+  }
+  EXPECT_EQ(engine->position(), 3u) << "a refused forward must not move the cache";
+  const uint32_t next[] = {4};
+  EXPECT_EQ(engine->forward(next).size(), 201088u);
+  EXPECT_EQ(engine->position(), 4u);
+}
+
+TEST_P(EngineInterface, ContextPastTheCapacityIsRefused) {
+  // Every engine holds at most EngineOptions::max_context positions (clamped to the model's).
+  ENGINE_OR_SKIP(GetParam(), 8);
+  EXPECT_EQ(engine->capacity(), 8u);  // what EngineOptions::max_context asked for
+  const std::vector<uint32_t> six(6, 9u), three(3, 9u);
+  engine->forward(six, runtime::LogitRows::None);
+  try {
+    engine->forward(three);
+    FAIL() << "no exception";
+  } catch (const std::out_of_range& e) {
+    const std::string expected = "context of 9 tokens exceeds the 8 positions of the " +
+                                 std::string(runtime::engine_kind_name(GetParam())) + " engine's KV cache";
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(engine->position(), 6u);
+  EXPECT_EQ(engine->forward(std::span(three).first(2)).size(), 201088u);  // exactly full is fine
+  EXPECT_EQ(engine->position(), 8u);
+}
+
+TEST_P(EngineInterface, EmptyForwardIsANoOp) {
+  ENGINE_OR_SKIP(GetParam(), 8);
+  bool observed = false;
+  EXPECT_TRUE(engine->forward({}, runtime::LogitRows::All, [&](const runtime::ActivationView&) { observed = true; }).empty());
+  EXPECT_FALSE(observed);
+  EXPECT_EQ(engine->position(), 0u);
+}
+
+TEST_P(EngineInterface, RowsAndObserverFollowTheContract) {
+  ENGINE_OR_SKIP(GetParam(), 16);
+  const uint32_t ids[] = {10, 20, 30, 40};
+  int stages = 0;
+  auto observer = [&](const runtime::ActivationView& v) {
+    ++stages;
+    EXPECT_EQ(v.rows, 4u);
+    EXPECT_EQ(v.cols, 64u);
+    EXPECT_EQ(v.first_position, 0u);
+    EXPECT_EQ(v.values.size(), 4u * 64u);
+  };
+  const auto all = engine->forward(ids, runtime::LogitRows::All, observer);
+  EXPECT_EQ(stages, 1 + 4 + 1);  // embedding, 4 layers, final norm
+  ASSERT_EQ(all.size(), 4u * 201088u);
+  engine->reset();
+  EXPECT_EQ(engine->position(), 0u);
+  const auto last = engine->forward(ids, runtime::LogitRows::Last);
+  ASSERT_EQ(last.size(), 201088u);
+  // The last row of All is the Last row (same engine, same tokens).
+  float worst = 0;
+  for (size_t i = 0; i < last.size(); ++i) worst = std::max(worst, std::abs(last[i] - all[3 * 201088 + i]));
+  EXPECT_LE(worst, 1e-5f);
+  engine->reset();
+  EXPECT_TRUE(engine->forward(ids, runtime::LogitRows::None).empty());
+  EXPECT_EQ(engine->position(), 4u);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryEngine, EngineInterface,
+                         ::testing::Values(EngineKind::Cpu, EngineKind::CpuF64, EngineKind::Vulkan),
+                         [](const ::testing::TestParamInfo<EngineKind>& param) {
+                           std::string name(runtime::engine_kind_name(param.param));
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+TEST(EngineKinds, NamesRoundTripAndUnknownNamesAreNone) {
+  EXPECT_EQ(runtime::engine_kind_names(), (std::vector<std::string>{"cpu", "cpu-f64", "vulkan"}));
+  for (const auto& name : runtime::engine_kind_names())
+    EXPECT_EQ(runtime::engine_kind_name(*runtime::engine_kind_from_name(name)), name);
+  EXPECT_FALSE(runtime::engine_kind_from_name("metal").has_value());
+}
+
+}  // namespace
+}  // namespace gptoss::test
