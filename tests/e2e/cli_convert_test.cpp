@@ -84,5 +84,14 @@ TEST(CliConvert, OptionsTheOutputCannotHonourAreRefused) {
   EXPECT_EQ(f16.exit_code, 0) << f16.output;
 }
 
+TEST(CliSynth, TokenizerWithoutAnHfFolderIsRefused) {
+  TempDir dir;
+  const auto r = run_command(tool("gptoss-synth") + " " + (dir / "ck").string() + " --layouts original --tokenizer x.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--tokenizer goes into hf/, and --layouts original writes no hf/ folder"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "ck"));
+}
+
 }  // namespace
 }  // namespace gptoss::test

@@ -110,5 +110,25 @@ TEST(VerifyCliJson, FindingCarriesSeverityFileItemOffsetAndExpected) {
   EXPECT_NE((*finding)["message"].get<std::string>().find("MXFP4 scale byte 13"), std::string::npos) << r.output;
 }
 
+// Each mode reads only its own options: one it would ignore is refused (exit 2) by name.
+TEST(VerifyCliOptions, OptionsTheModeIgnoresAreRefused) {
+  const std::string hf = (test::preset_a_checkpoint() / "hf").string();
+  const struct {
+    std::string arguments, message;
+  } cases[] = {
+      {"--check m.txt --values", "--values cannot be combined with --check"},
+      {"--check m.txt " + hf, "paths cannot be combined with --check (which takes no PATH)"},
+      {"--same " + hf + " " + hf + " --digest", "--digest cannot be combined with --same"},
+      {hf + " --write-manifest m.txt --values", "--values cannot be combined with --write-manifest"},
+      {hf + " --write-manifest m.txt --json", "--json cannot be combined with --write-manifest"},
+      {hf + "/config.json --expect-sha256 00 --digest", "--digest cannot be combined with --expect-sha256"},
+  };
+  for (const auto& c : cases) {
+    const auto r = verify(c.arguments);
+    EXPECT_EQ(r.exit_code, 2) << c.arguments << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.arguments << "\n" << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace gptoss

@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
   try {
     namespace fs = std::filesystem;
+    if (!tokenizer.empty() && layouts == "original")
+      throw std::invalid_argument("--tokenizer goes into hf/, and --layouts original writes no hf/ folder");
     const auto model = gptoss::synthesize_model(gptoss::synth_preset(preset));
     for (auto layout : {gptoss::CheckpointLayout::HuggingFace, gptoss::CheckpointLayout::Original}) {
       const bool hf = layout == gptoss::CheckpointLayout::HuggingFace;

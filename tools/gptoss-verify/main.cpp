@@ -68,6 +68,22 @@ int run_check(const std::string& manifest_path, unsigned threads, bool progress,
 
 }  // namespace
 
+// Each mode (--check, --same, --write-manifest, --expect-sha256, verification) reads only its own
+// options: one it would ignore is an error, never silently dropped.
+void refuse_unhonoured(const CLI::App& app) {
+  auto refuse = [&](const char* mode, std::initializer_list<const char*> options) {
+    if (app.count(mode) == 0) return;
+    for (const char* option : options)
+      if (app.count(option) > 0)
+        throw std::invalid_argument(std::string(option) + " cannot be combined with " + mode +
+                                    (std::string(option) == "paths" ? " (which takes no PATH)" : ""));
+  };
+  refuse("--check", {"paths", "--values", "--digest", "--write-manifest", "--expect-sha256", "--same"});
+  refuse("--same", {"paths", "--values", "--digest", "--write-manifest", "--expect-sha256"});
+  refuse("--write-manifest", {"--values", "--digest", "--json", "--expect-sha256"});
+  refuse("--expect-sha256", {"--values", "--digest", "--json"});
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"Verify GPT-OSS model files (safetensors checkpoint folders, GGUF, model.bin).\n"
                "Exit status: 0 clean, 1 findings / mismatches / different weights, 2 unreadable input."};
@@ -90,6 +106,7 @@ int main(int argc, char** argv) {
   gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
   const bool progress = !quiet && !json && stderr_is_terminal();
   try {
+    refuse_unhonoured(app);
     if (!check.empty()) return run_check(check, threads, progress, json);
     if (!same.empty()) {
       const auto a = load_model(same[0]);
