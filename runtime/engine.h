@@ -70,6 +70,8 @@ class Engine {
   virtual uint64_t capacity() const = 0;
   // Empties the KV cache.
   virtual void reset() = 0;
+  // Device memory the engine holds now (weights, KV cache, scratch); 0 for engines on the host.
+  virtual uint64_t device_memory_bytes() const { return 0; }
 
   // Runs `tokens` after everything in the cache (a prefill when the cache is empty, a decode step
   // for one token) and appends them to the cache. Returns the logits of the requested rows,

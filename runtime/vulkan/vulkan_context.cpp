@@ -245,11 +245,14 @@ Buffer::Buffer(const Context& ctx, uint64_t size, bool host_visible) : ctx_(ctx)
                                                                  ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
                                                                  : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   check(vkAllocateMemory(ctx.device(), &mai, nullptr, &memory_), "vkAllocateMemory");
+  allocated_ = req.size;
+  ctx.allocated_ += allocated_;
   check(vkBindBufferMemory(ctx.device(), buffer_, memory_, 0), "vkBindBufferMemory");
   if (host_visible) check(vkMapMemory(ctx.device(), memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
 }
 
 Buffer::~Buffer() {
+  ctx_.allocated_ -= allocated_;
   if (mapped_) vkUnmapMemory(ctx_.device(), memory_);
   vkDestroyBuffer(ctx_.device(), buffer_, nullptr);
   vkFreeMemory(ctx_.device(), memory_, nullptr);

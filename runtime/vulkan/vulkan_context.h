@@ -4,6 +4,7 @@
 // driver and Mesa's lavapipe (CPU) alike.
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,6 +48,7 @@ class Buffer {
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   uint64_t size_ = 0;
+  uint64_t allocated_ = 0;  // the allocation's size (>= size_)
   void* mapped_ = nullptr;
 };
 
@@ -90,6 +92,8 @@ class Context {
   VkQueue queue() const { return queue_; }
   VkCommandPool command_pool() const { return pool_; }
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const;
+  // Bytes of device memory the live Buffers of this context hold.
+  uint64_t allocated_bytes() const { return allocated_.load(); }
 
   // Records with `record`, submits once and waits (set-up work and tests).
   void run_once(const std::function<void(VkCommandBuffer)>& record) const;
@@ -107,6 +111,8 @@ class Context {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
   DeviceInfo info_;
+  mutable std::atomic<uint64_t> allocated_{0};
+  friend class Buffer;
 };
 
 void check(VkResult result, const char* what);

@@ -296,6 +296,7 @@ const GptOssConfig& VulkanEngine::config() const { return device_->config; }
 const DeviceInfo& VulkanEngine::device() const { return device_->ctx->info(); }
 std::string VulkanEngine::device_description() const { return device().name + " (" + device().driver + ")"; }
 uint64_t VulkanEngine::capacity() const { return device_->capacity; }
+uint64_t VulkanEngine::device_memory_bytes() const { return device_->ctx->allocated_bytes(); }
 
 std::vector<float> VulkanEngine::run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
                                              const runtime::ActivationObserver& observer) {

@@ -39,6 +39,7 @@ class VulkanEngine final : public runtime::Engine {
   uint64_t position() const override { return position_; }
   uint64_t capacity() const override;
   void reset() override { position_ = 0; }
+  uint64_t device_memory_bytes() const override;
 
  private:
   std::vector<float> run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,

@@ -50,6 +50,13 @@ TEST_P(EngineInterface, KindNameAndConfigComeFromTheModel) {
   EXPECT_EQ(engine->config().num_layers, 4u);
   EXPECT_EQ(engine->position(), 0u);
   EXPECT_FALSE(engine->device_description().empty());
+  if (GetParam() == EngineKind::Vulkan) {
+    uint64_t stored = 0;  // every weight is resident in its stored encoding, plus caches and scratch
+    for (const auto& t : preset_a_model().tensors) stored += t.source->size();
+    EXPECT_GE(engine->device_memory_bytes(), stored);
+  } else {
+    EXPECT_EQ(engine->device_memory_bytes(), 0u);
+  }
 }
 
 TEST_P(EngineInterface, TokenOutsideTheVocabularyIsRefusedBeforeAnythingRuns) {
