@@ -50,6 +50,8 @@ struct EngineOptions {
   uint64_t max_context = 4096;
   // Vulkan: the device to run on (an index of list_vulkan_devices()); none picks the best one.
   std::optional<uint32_t> device_index;
+  // Vulkan: tokens per submit when a forward has many (prefill); each chunk is one batched pass.
+  uint32_t prefill_chunk = 512;
 };
 
 class Engine {

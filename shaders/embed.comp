@@ -1,15 +1,19 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// x[d] = embedding[token, d], decoded from the stored encoding; the token comes from the step
-// buffer written by the host before each submit (the command buffer is recorded once).
-#include "dense_decode.glsl"
-layout(local_size_x = 64) in;
-layout(std430, binding = 0) readonly buffer Table { uint table_words[]; };
-layout(std430, binding = 1) readonly buffer Step { uint step[]; };  // [0] token, [1] position
-layout(std430, binding = 2) writeonly buffer Out { float x[]; };
-layout(push_constant) uniform Push { uint encoding; uint hidden; } push;
-DEFINE_DENSE_LOADER(load_table, table_words)
+// x[t] = row tokens[t] of the embedding table, decoded from its stored encoding (ENCODING), for
+// t < count; each invocation writes 8 values.
+#include "common.glsl"
+layout(local_size_x = WORKGROUP_SIZE) in;
+layout(push_constant) uniform Push { EmbedArgs args; };
+
 void main() {
-  uint d = gl_GlobalInvocationID.x;
-  if (d < push.hidden) x[d] = load_table(push.encoding, step[0] * push.hidden + d);
+  uint t = gl_WorkGroupID.y;
+  uint chunk = gl_GlobalInvocationID.x;
+  if (t >= args.count || chunk * 8u >= args.hidden) return;
+  uint token = WordsIn(args.tokens).v[t];
+  vec4 lo, hi;
+  load8(args.table, args.table_scales, token * args.hidden + chunk * 8u, lo, hi);
+  uint first = (t * args.hidden + chunk * 8u) >> 2;
+  Vec4s(args.x).v[first] = lo;
+  Vec4s(args.x).v[first + 1u] = hi;
 }

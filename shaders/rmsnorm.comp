@@ -1,21 +1,17 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// y = x * rsqrt(mean(x^2) + eps) * weight, one workgroup of 256 per row of `dim` values.
-#define REDUCE_SIZE 256u
-#include "dense_decode.glsl"
-#include "workgroup_reduce.glsl"
-layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Weight { uint weight_words[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
-layout(push_constant) uniform Push { uint dim; uint encoding; float eps; } push;
-DEFINE_DENSE_LOADER(load_weight, weight_words)
+// y[r] = x[first_row + r] * rsqrt(mean(x^2) + eps) * weight (f32), one workgroup per row.
+#include "common.glsl"
+layout(local_size_x = REDUCE_WORKGROUP_SIZE) in;
+layout(push_constant) uniform Push { RmsNormArgs args; };
+
 void main() {
-  uint base = gl_WorkGroupID.x * push.dim;
+  uint r = gl_WorkGroupID.x;
+  uint base = (args.first_row + r) * args.dim;
+  FloatsIn x = FloatsIn(args.x);
   float sum_squares = 0.0;
-  for (uint i = gl_LocalInvocationIndex; i < push.dim; i += 256u) sum_squares += x[base + i] * x[base + i];
-  float total = workgroup_sum(sum_squares);
-  float inv_rms = 1.0 / sqrt(total / float(push.dim) + push.eps);
-  for (uint i = gl_LocalInvocationIndex; i < push.dim; i += 256u)
-    y[base + i] = x[base + i] * inv_rms * load_weight(push.encoding, i);
+  for (uint i = gl_LocalInvocationIndex; i < args.dim; i += REDUCE_WORKGROUP_SIZE) sum_squares += x.v[base + i] * x.v[base + i];
+  float inv_rms = 1.0 / sqrt(workgroup_sum(sum_squares) / float(args.dim) + args.eps);
+  for (uint i = gl_LocalInvocationIndex; i < args.dim; i += REDUCE_WORKGROUP_SIZE)
+    Floats(args.y).v[r * args.dim + i] = x.v[base + i] * inv_rms * FloatsIn(args.weight).v[i];
 }

@@ -1,8 +1,10 @@
 #pragma once
 // Uploads of tensors to device-local buffers through one host-visible staging buffer, chunk by
 // chunk, so host memory stays bounded by the staging size whatever the tensor size. Bytes go up
-// in their stored encoding (BF16/F16/F32/Q8_0 dense, MXFP4 blocks and scales): no decoding here.
+// in their stored encoding; the only rearrangement is layout (Q8_0 blocks split into quants and
+// scales, several tensors stacked in one buffer), never a decode of a matrix.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -14,14 +16,20 @@ namespace gptoss::vk {
 class DeviceUploader {
  public:
   explicit DeviceUploader(const Context& ctx, uint64_t staging_bytes = 16u << 20);
-  // A device-local buffer holding source's bytes (size rounded up to 4 so shaders can read words;
-  // the pad is zero).
+  // A device-local buffer holding source's bytes (size rounded up to 16 so kernels can read
+  // 16-byte words; the pad is zero).
   std::unique_ptr<Buffer> upload(const TensorSource& source);
   std::unique_ptr<Buffer> upload(std::span<const uint8_t> bytes);
-  // Copies bytes into `target` at `offset` (target is device-local or host-visible).
+  // Copies bytes [0, size) of `source` to `target` at `offset`, releasing the source's pages behind.
+  void write(Buffer& target, uint64_t offset, const TensorSource& source);
   void write(Buffer& target, uint64_t offset, std::span<const uint8_t> bytes);
+  // Streams `source` (ggml Q8_0: blocks of an f16 scale and 32 int8) into `target`: the quants of
+  // block b to quants_offset + 32 b, its scale to scales_offset + 2 b.
+  void write_q8_0_split(Buffer& target, uint64_t quants_offset, uint64_t scales_offset, const TensorSource& source);
 
  private:
+  // Fills staging with `bytes` produced by `produce` in chunks, copying each to the device.
+  void stream(Buffer& target, uint64_t offset, uint64_t bytes, const std::function<void(uint64_t, uint64_t, uint8_t*)>& produce);
   const Context& ctx_;
   Buffer staging_;
 };

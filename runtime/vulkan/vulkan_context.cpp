@@ -1,6 +1,8 @@
 #include "runtime/vulkan/vulkan_context.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -50,7 +52,47 @@ std::optional<uint32_t> compute_family(VkPhysicalDevice device) {
   return std::nullopt;
 }
 
-DeviceInfo describe(VkPhysicalDevice device, uint32_t index) {
+bool has_extension(VkPhysicalDevice device, const char* name) {
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> all(count);
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &count, all.data());
+  for (const auto& e : all)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+uint64_t maintenance3_limit(VkPhysicalDevice device) {
+  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &m3;
+  vkGetPhysicalDeviceProperties2(device, &props);
+  return m3.maxMemoryAllocationSize;
+}
+
+// The 16x16x16 (else the first listed) fp16 x fp16 + fp32 shape in subgroup scope, if any.
+std::optional<CooperativeMatrixShape> fp16_cooperative_matrix_shape(VkInstance instance, VkPhysicalDevice device) {
+  auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (!list) return std::nullopt;
+  uint32_t count = 0;
+  list(device, &count, nullptr);
+  std::vector<VkCooperativeMatrixPropertiesNV> props(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  list(device, &count, props.data());
+  std::optional<CooperativeMatrixShape> found;
+  for (const auto& p : props) {
+    if (p.AType != VK_COMPONENT_TYPE_FLOAT16_NV || p.BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
+        p.CType != VK_COMPONENT_TYPE_FLOAT32_NV || p.DType != VK_COMPONENT_TYPE_FLOAT32_NV ||
+        p.scope != VK_SCOPE_SUBGROUP_NV)
+      continue;
+    const CooperativeMatrixShape shape{p.MSize, p.NSize, p.KSize};
+    if (shape.m == 16 && shape.n == 16 && shape.k == 16) return shape;
+    if (!found) found = shape;
+  }
+  return found;
+}
+
+DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   subgroup.pNext = &driver;
@@ -71,6 +113,23 @@ DeviceInfo describe(VkPhysicalDevice device, uint32_t index) {
   for (uint32_t h = 0; h < memory.memoryHeapCount; ++h)
     if (memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[h].size);
+  info.max_allocation_bytes = maintenance3_limit(device);
+  info.max_shared_memory = props2.properties.limits.maxComputeSharedMemorySize;
+  info.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  {
+    VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    v11.pNext = &v12;
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &v11;
+    vkGetPhysicalDeviceFeatures2(device, &features);
+    info.buffer_device_address = v12.bufferDeviceAddress;
+    info.float16 = v12.shaderFloat16 && v11.storageBuffer16BitAccess;
+  }
+  if (info.float16 && has_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
+    info.cooperative_matrix = fp16_cooperative_matrix_shape(instance, device);
   if (auto family = compute_family(device)) {
     info.has_compute = true;
     uint32_t count = 0;
@@ -102,7 +161,7 @@ std::vector<DeviceInfo> Context::list_devices() {
   Instance instance;
   std::vector<DeviceInfo> infos;
   const auto devices = instance.devices();
-  for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(devices[i], i));
+  for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(instance.handle, devices[i], i));
   return infos;
 }
 
@@ -135,7 +194,14 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
   ctx->instance_ = instance.release();
   ctx->physical_ = devices[*chosen];
   ctx->queue_family_ = *compute_family(ctx->physical_);
-  ctx->info_ = describe(ctx->physical_, *chosen);
+  ctx->info_ = describe(ctx->instance_, ctx->physical_, *chosen);
+  const DeviceInfo& info = ctx->info_;
+  if (!info.buffer_device_address)
+    throw std::runtime_error("Vulkan: " + info.name + " lacks bufferDeviceAddress, which the engine's kernels need");
+  if (!info.subgroup_arithmetic)
+    throw std::runtime_error("Vulkan: " + info.name + " lacks subgroup arithmetic in compute shaders, which the engine's kernels need");
+  const char* no_coopmat = std::getenv("GPTOSS_VK_NO_COOPMAT");
+  ctx->coopmat_disabled_ = no_coopmat && std::string(no_coopmat) != "0";
   vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &ctx->memory_);
 
   const float priority = 1.0f;
@@ -143,9 +209,29 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
   qci.queueFamilyIndex = ctx->queue_family_;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
+  VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &v11;
+  v11.pNext = &v12;
+  v12.bufferDeviceAddress = VK_TRUE;
+  std::vector<const char*> extensions;
+  if (info.float16) {
+    v12.shaderFloat16 = VK_TRUE;
+    v11.storageBuffer16BitAccess = VK_TRUE;
+  }
+  if (info.cooperative_matrix) {
+    coopmat.cooperativeMatrix = VK_TRUE;
+    v12.pNext = &coopmat;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = &features;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  dci.ppEnabledExtensionNames = extensions.data();
   check(vkCreateDevice(ctx->physical_, &dci, nullptr, &ctx->device_), "vkCreateDevice");
   vkGetDeviceQueue(ctx->device_, ctx->queue_family_, 0, &ctx->queue_);
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -194,60 +280,58 @@ void Context::run_once(const std::function<void(VkCommandBuffer)>& record) const
   vkFreeCommandBuffers(device_, pool_, 1, &cb);
 }
 
-void Context::dispatch_once(const Pipeline& pipeline, std::span<const Buffer* const> buffers, const void* push,
-                            uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) const {
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, static_cast<uint32_t>(buffers.size())};
-  VkDescriptorPoolCreateInfo dpci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  dpci.maxSets = 1;
-  dpci.poolSizeCount = 1;
-  dpci.pPoolSizes = &size;
-  VkDescriptorPool dpool;
-  check(vkCreateDescriptorPool(device_, &dpci, nullptr, &dpool), "vkCreateDescriptorPool");
-  VkDescriptorSetLayout sl = pipeline.set_layout();
-  VkDescriptorSetAllocateInfo dsai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-  dsai.descriptorPool = dpool;
-  dsai.descriptorSetCount = 1;
-  dsai.pSetLayouts = &sl;
-  VkDescriptorSet set;
-  check(vkAllocateDescriptorSets(device_, &dsai, &set), "vkAllocateDescriptorSets");
-  std::vector<VkDescriptorBufferInfo> infos(buffers.size());
-  std::vector<VkWriteDescriptorSet> writes(buffers.size());
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    infos[i] = {buffers[i]->handle(), 0, VK_WHOLE_SIZE};
-    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    writes[i].dstSet = set;
-    writes[i].dstBinding = static_cast<uint32_t>(i);
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
-  }
-  vkUpdateDescriptorSets(device_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+void Context::dispatch_once(const Pipeline& pipeline, const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy,
+                            uint32_t gz) const {
   run_once([&](VkCommandBuffer cb) {
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
-    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0, nullptr);
     if (push_bytes) vkCmdPushConstants(cb, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
     vkCmdDispatch(cb, gx, gy, gz);
   });
-  vkDestroyDescriptorPool(device_, dpool, nullptr);
 }
 
 Buffer::Buffer(const Context& ctx, uint64_t size, bool host_visible) : ctx_(ctx), size_(size) {
+  const uint64_t limit = ctx.info().max_allocation_bytes;
+  if (limit && size > limit)
+    throw std::runtime_error("Vulkan: a buffer of " + std::to_string(size) + " bytes exceeds " + ctx.info().name +
+                             "'s largest allocation (maxMemoryAllocationSize " + std::to_string(limit) + " bytes)");
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = size;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+              VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(vkCreateBuffer(ctx.device(), &bci, nullptr, &buffer_), "vkCreateBuffer");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(ctx.device(), buffer_, &req);
+  VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.pNext = &flags;
   mai.allocationSize = req.size;
-  mai.memoryTypeIndex = ctx.memory_type(req.memoryTypeBits, host_visible
-                                                                 ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-                                                                 : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  check(vkAllocateMemory(ctx.device(), &mai, nullptr, &memory_), "vkAllocateMemory");
+  // Host-visible buffers are read back by the host: cached memory when there is one.
+  if (host_visible) {
+    const VkMemoryPropertyFlags wanted = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    try {
+      mai.memoryTypeIndex = ctx.memory_type(req.memoryTypeBits, wanted | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    } catch (const std::runtime_error&) {
+      mai.memoryTypeIndex = ctx.memory_type(req.memoryTypeBits, wanted);
+    }
+  } else {
+    mai.memoryTypeIndex = ctx.memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  }
+  const VkResult allocated = vkAllocateMemory(ctx.device(), &mai, nullptr, &memory_);
+  if (allocated == VK_ERROR_OUT_OF_DEVICE_MEMORY || allocated == VK_ERROR_OUT_OF_HOST_MEMORY) {
+    vkDestroyBuffer(ctx.device(), buffer_, nullptr);
+    throw std::runtime_error("Vulkan: out of " + std::string(host_visible ? "host-visible" : "device") +
+                             " memory allocating " + std::to_string(size) + " bytes on " + ctx.info().name + " (" +
+                             std::to_string(ctx.allocated_bytes()) + " bytes already held)");
+  }
+  check(allocated, "vkAllocateMemory");
   allocated_ = req.size;
   ctx.allocated_ += allocated_;
   check(vkBindBufferMemory(ctx.device(), buffer_, memory_, 0), "vkBindBufferMemory");
+  VkBufferDeviceAddressInfo address{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+  address.buffer = buffer_;
+  address_ = vkGetBufferDeviceAddress(ctx.device(), &address);
   if (host_visible) check(vkMapMemory(ctx.device(), memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
 }
 
@@ -258,42 +342,51 @@ Buffer::~Buffer() {
   vkFreeMemory(ctx_.device(), memory_, nullptr);
 }
 
-Pipeline::Pipeline(const Context& ctx, const std::string& shader_name, uint32_t bindings, uint32_t push_bytes)
-    : ctx_(ctx), name_(shader_name), bindings_(bindings) {
+namespace {
+std::span<const uint32_t> shipped_shader(const std::string& name) {
   const auto& registry = shader_registry();
-  auto it = registry.find(shader_name);
-  if (it == registry.end()) throw std::runtime_error("no embedded shader named " + shader_name);
+  auto it = registry.find(name);
+  if (it == registry.end()) throw std::runtime_error("no embedded shader named " + name);
+  return it->second;
+}
+}  // namespace
+
+Pipeline::Pipeline(const Context& ctx, const std::string& shader_name, uint32_t push_bytes,
+                   std::span<const uint32_t> specialization)
+    : Pipeline(ctx, shader_name, shipped_shader(shader_name), push_bytes, specialization) {}
+
+Pipeline::Pipeline(const Context& ctx, const std::string& name, std::span<const uint32_t> spirv, uint32_t push_bytes,
+                   std::span<const uint32_t> specialization)
+    : ctx_(ctx), name_(name), push_bytes_(push_bytes) {
   VkShaderModuleCreateInfo smci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  smci.codeSize = it->second.size() * sizeof(uint32_t);
-  smci.pCode = it->second.data();
+  smci.codeSize = spirv.size() * sizeof(uint32_t);
+  smci.pCode = spirv.data();
   check(vkCreateShaderModule(ctx.device(), &smci, nullptr, &module_), "vkCreateShaderModule");
-  std::vector<VkDescriptorSetLayoutBinding> b(bindings);
-  for (uint32_t i = 0; i < bindings; ++i)
-    b[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
-  VkDescriptorSetLayoutCreateInfo dslci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  dslci.bindingCount = bindings;
-  dslci.pBindings = b.data();
-  check(vkCreateDescriptorSetLayout(ctx.device(), &dslci, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
   VkPipelineLayoutCreateInfo plci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  plci.setLayoutCount = 1;
-  plci.pSetLayouts = &set_layout_;
   plci.pushConstantRangeCount = push_bytes ? 1 : 0;
   plci.pPushConstantRanges = &range;
   check(vkCreatePipelineLayout(ctx.device(), &plci, nullptr, &layout_), "vkCreatePipelineLayout");
+  std::vector<VkSpecializationMapEntry> entries(specialization.size());
+  for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
+  VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), specialization.size_bytes(),
+                            specialization.data()};
   VkComputePipelineCreateInfo cpci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   cpci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
   cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   cpci.stage.module = module_;
   cpci.stage.pName = "main";
+  cpci.stage.pSpecializationInfo = specialization.empty() ? nullptr : &spec;
   cpci.layout = layout_;
-  check(vkCreateComputePipelines(ctx.device(), VK_NULL_HANDLE, 1, &cpci, nullptr, &pipeline_), "vkCreateComputePipelines");
+  const VkResult created = vkCreateComputePipelines(ctx.device(), VK_NULL_HANDLE, 1, &cpci, nullptr, &pipeline_);
+  if (created != VK_SUCCESS)
+    throw std::runtime_error("Vulkan: building the pipeline of kernel " + name + " failed (VkResult " +
+                             std::to_string(created) + ")");
 }
 
 Pipeline::~Pipeline() {
   vkDestroyPipeline(ctx_.device(), pipeline_, nullptr);
   vkDestroyPipelineLayout(ctx_.device(), layout_, nullptr);
-  vkDestroyDescriptorSetLayout(ctx_.device(), set_layout_, nullptr);
   vkDestroyShaderModule(ctx_.device(), module_, nullptr);
 }
 

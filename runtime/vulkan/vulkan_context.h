@@ -1,7 +1,12 @@
 #pragma once
-// The Vulkan device the runtime computes on: instance, one compute queue, buffers, and compute
-// pipelines built from the embedded SPIR-V. Works on any Vulkan 1.2 implementation, NVIDIA's
-// driver and Mesa's lavapipe (CPU) alike.
+// The Vulkan device the runtime computes on: instance, one compute queue, buffers and compute
+// pipelines built from embedded SPIR-V. Works on any Vulkan 1.2 implementation with buffer device
+// addresses and subgroup arithmetic: NVIDIA's driver and Mesa's lavapipe (CPU) alike.
+//
+// Kernels reach every buffer through its device address (GL_EXT_buffer_reference), passed in the
+// push constants (shaders/kernel_abi.h): no descriptor sets, and no per-binding range limit
+// (maxStorageBufferRange, 128 MiB on lavapipe), so any tensor that fits one allocation can be
+// read by any kernel.
 #include <vulkan/vulkan.h>
 
 #include <atomic>
@@ -15,6 +20,11 @@
 
 namespace gptoss::vk {
 
+// A matrix shape the device's cooperative-matrix units multiply (VK_NV_cooperative_matrix).
+struct CooperativeMatrixShape {
+  uint32_t m = 0, n = 0, k = 0;
+};
+
 struct DeviceInfo {
   uint32_t index = 0;  // in the instance's list of physical devices (--device N)
   std::string name;
@@ -24,15 +34,23 @@ struct DeviceInfo {
   uint64_t device_local_bytes = 0;
   uint32_t subgroup_size = 0;
   uint64_t max_storage_buffer_range = 0;  // largest range one storage-buffer binding may cover
+  uint64_t max_allocation_bytes = 0;      // largest single allocation (maxMemoryAllocationSize)
+  uint32_t max_shared_memory = 0;         // bytes of shared memory per workgroup
   bool compute_timestamps = false;        // the compute queue can write timestamps
   double timestamp_period_ns = 0;         // nanoseconds per timestamp tick
   bool has_compute = false;               // has a compute queue (the runtime can use it)
+  bool buffer_device_address = false;     // required by the engine
+  bool subgroup_arithmetic = false;       // required by the engine (compute stage)
+  bool float16 = false;                   // shaderFloat16 + 16-bit storage
+  // fp16 x fp16 -> fp32 cooperative matrices in subgroup scope, when VK_NV_cooperative_matrix
+  // lists them; the engine's prefill then multiplies on them.
+  std::optional<CooperativeMatrixShape> cooperative_matrix;
 };
 const char* device_type_name(VkPhysicalDeviceType type);
 
 class Context;
 
-// A storage buffer; host-visible ones can be mapped for uploads and readbacks.
+// A buffer with a device address; host-visible ones are mapped for uploads and readbacks.
 class Buffer {
  public:
   Buffer(const Context& ctx, uint64_t size, bool host_visible);
@@ -41,6 +59,7 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
   VkBuffer handle() const { return buffer_; }
   uint64_t size() const { return size_; }
+  uint64_t address() const { return address_; }
   void* mapped() const { return mapped_; }  // null for device-local buffers
 
  private:
@@ -49,30 +68,34 @@ class Buffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   uint64_t size_ = 0;
   uint64_t allocated_ = 0;  // the allocation's size (>= size_)
+  uint64_t address_ = 0;
   void* mapped_ = nullptr;
 };
 
-// A compute pipeline over `bindings` storage buffers plus a push-constant block.
+// A compute pipeline: one SPIR-V module, a push-constant block of `push_bytes`, and the values of
+// its specialization constants 0, 1, ... (`specialization`, 32-bit each).
 class Pipeline {
  public:
-  Pipeline(const Context& ctx, const std::string& shader_name, uint32_t bindings, uint32_t push_bytes);
+  Pipeline(const Context& ctx, const std::string& name, std::span<const uint32_t> spirv, uint32_t push_bytes,
+           std::span<const uint32_t> specialization = {});
+  // The shipped shader of that name (shaders/*.comp).
+  Pipeline(const Context& ctx, const std::string& shader_name, uint32_t push_bytes,
+           std::span<const uint32_t> specialization = {});
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
   VkPipeline handle() const { return pipeline_; }
   VkPipelineLayout layout() const { return layout_; }
-  VkDescriptorSetLayout set_layout() const { return set_layout_; }
-  uint32_t bindings() const { return bindings_; }
+  uint32_t push_bytes() const { return push_bytes_; }
   const std::string& name() const { return name_; }
 
  private:
   const Context& ctx_;
   std::string name_;
+  uint32_t push_bytes_;
   VkShaderModule module_ = VK_NULL_HANDLE;
-  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
-  uint32_t bindings_;
 };
 
 class Context {
@@ -80,7 +103,8 @@ class Context {
   // Every physical device the Vulkan loader offers, in its order (the indices --device takes).
   static std::vector<DeviceInfo> list_devices();
   // Device `device_index`, or, without one, a discrete GPU when there is one, else the first
-  // device with a compute queue. Throws std::runtime_error with the reason when none is usable.
+  // device with a compute queue. Throws std::runtime_error with the reason when none is usable
+  // (no compute queue, no buffer device addresses, no subgroup arithmetic).
   static std::unique_ptr<Context> create(std::optional<uint32_t> device_index = std::nullopt);
   ~Context();
   Context(const Context&) = delete;
@@ -94,12 +118,15 @@ class Context {
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const;
   // Bytes of device memory the live Buffers of this context hold.
   uint64_t allocated_bytes() const { return allocated_.load(); }
+  // GPTOSS_VK_NO_COOPMAT=1 in the environment turns the cooperative-matrix kernels off (the
+  // portable ones run instead), to compare the two on one device.
+  bool use_cooperative_matrix() const { return info_.cooperative_matrix.has_value() && !coopmat_disabled_; }
 
   // Records with `record`, submits once and waits (set-up work and tests).
   void run_once(const std::function<void(VkCommandBuffer)>& record) const;
-  // Binds buffers to a fresh descriptor set of `pipeline` and dispatches; convenience for tests.
-  void dispatch_once(const Pipeline& pipeline, std::span<const Buffer* const> buffers, const void* push,
-                     uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1) const;
+  // Pushes `push` and dispatches `pipeline` once; convenience for tests.
+  void dispatch_once(const Pipeline& pipeline, const void* push, uint32_t push_bytes, uint32_t groups_x,
+                     uint32_t groups_y = 1, uint32_t groups_z = 1) const;
 
  private:
   Context() = default;
@@ -111,6 +138,7 @@ class Context {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
   DeviceInfo info_;
+  bool coopmat_disabled_ = false;
   mutable std::atomic<uint64_t> allocated_{0};
   friend class Buffer;
 };

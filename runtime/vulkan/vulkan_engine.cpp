@@ -4,98 +4,58 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
-#include "formats/core/checked_math.h"
 #include "formats/core/error.h"
+#include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/device_upload.h"
 #include "runtime/vulkan/dispatch_list.h"
 #include "runtime/vulkan/kernel_profiler.h"
-#include "runtime/vulkan/vulkan_kernels.h"
+#include "runtime/vulkan/kernels.h"
+#include "shaders/kernel_abi.h"
 
 namespace gptoss::vk {
 namespace {
 
-// A dense tensor on the device in its stored encoding.
-struct DenseTensor {
-  std::unique_ptr<Buffer> buffer;
-  uint32_t encoding = 0;
+using runtime::LogitRows;
+
+// Q, K and V: stacked into one matrix when they share an encoding (one product over the
+// concatenated rows), else three products into one output.
+struct Projection {
+  std::vector<DeviceMatrix> parts;
+  uint32_t rows() const {
+    uint32_t total = 0;
+    for (const auto& p : parts) total += p.rows;
+    return total;
+  }
 };
 
-// An MXFP4 expert tensor: blocks and scales as stored.
-struct ExpertTensor {
-  std::unique_ptr<Buffer> blocks, scales;
-};
-
-struct LayerTensors {
-  DenseTensor attn_norm, q, q_bias, k, k_bias, v, v_bias, out, out_bias, sinks, mlp_norm, router, router_bias;
-  ExpertTensor mlp1, mlp2;
-  DenseTensor mlp1_bias, mlp2_bias;
+struct LayerWeights {
+  std::unique_ptr<Buffer> attn_norm, qkv_bias, out_bias, sinks, mlp_norm, router_bias, mlp1_bias, mlp2_bias;
+  Projection qkv;
+  DeviceMatrix out, router;
+  DeviceExperts mlp1, mlp2;
   std::unique_ptr<Buffer> k_cache, v_cache;
+  uint32_t slots = 0;      // cache positions: the capacity, or a ring on sliding layers
+  uint32_t splits = 1;     // decode attention's key ranges
 };
 
-uint64_t element_count(const CanonicalTensor& tensor) {
-  const auto count = checked_product(tensor.spec.shape);
-  if (!count) throw_format_error(tensor.origin, tensor.spec.name, std::nullopt, "element count overflows");
-  return *count;
+// The roles each layer reads, so the memory check and the upload list the same tensors.
+constexpr TensorRole kLayerVectors[] = {TensorRole::AttnNorm, TensorRole::AttnQBias, TensorRole::AttnKBias,
+                                        TensorRole::AttnVBias, TensorRole::AttnOutBias, TensorRole::AttnSinks,
+                                        TensorRole::MlpNorm,   TensorRole::RouterBias, TensorRole::Mlp1Bias,
+                                        TensorRole::Mlp2Bias};
+
+uint64_t gib_tenths(uint64_t bytes) { return (bytes * 10 + (1ull << 29)) >> 30; }
+std::string gib(uint64_t bytes) {
+  const uint64_t t = gib_tenths(bytes);
+  return std::to_string(t / 10) + "." + std::to_string(t % 10) + " GiB";
 }
 
-void check_bindable(const Context& ctx, const CanonicalTensor& tensor, uint64_t bytes) {
-  const uint64_t limit = ctx.info().max_storage_buffer_range;
-  if (limit && bytes > limit)
-    throw std::runtime_error("Vulkan: " + tensor.spec.name + " (" + std::to_string(bytes) +
-                             " bytes) exceeds the device's maxStorageBufferRange of " + std::to_string(limit) +
-                             " bytes; binding a tensor in several ranges is not implemented yet");
-}
-
-void check_size(const CanonicalTensor& tensor, uint64_t expected) {
-  if (tensor.source->size() != expected)
-    throw_format_error(tensor.origin, tensor.spec.name, std::nullopt,
-                       "holds " + std::to_string(tensor.source->size()) + " bytes, its shape and " +
-                           std::string(dtype_name(tensor.dtype)) + " need " + std::to_string(expected));
-}
-
-DenseTensor upload_dense(const Context& ctx, DeviceUploader& uploader, const CanonicalTensor& tensor) {
-  const auto encoding = dense_encoding(tensor.dtype);
-  if (!encoding)
-    throw_format_error(tensor.origin, tensor.spec.name, std::nullopt,
-                       "dense tensor stored as " + std::string(dtype_name(tensor.dtype)) +
-                           ", which the Vulkan kernels cannot decode (expected F32, F16, BF16 or Q8_0)");
-  const uint64_t elements = element_count(tensor);
-  const auto size = dtype_byte_size(tensor.dtype, elements);
-  if (!size)
-    throw_format_error(tensor.origin, tensor.spec.name, std::nullopt,
-                       std::to_string(elements) + " elements are not a whole number of " +
-                           std::string(dtype_name(tensor.dtype)) + " blocks");
-  // The matvec kernel reads Q8_0 a block at a time within a row: rows must be whole blocks.
-  if (tensor.dtype == DType::Q8_0 && tensor.spec.shape.back() % 32 != 0)
-    throw_format_error(tensor.origin, tensor.spec.name, std::nullopt,
-                       "Q8_0 rows of " + std::to_string(tensor.spec.shape.back()) +
-                           " elements are not whole 32-element blocks");
-  check_size(tensor, *size);
-  check_bindable(ctx, tensor, *size);
-  return {uploader.upload(*tensor.source), static_cast<uint32_t>(*encoding)};
-}
-
-ExpertTensor upload_experts(const Context& ctx, DeviceUploader& uploader, const CanonicalTensor& blocks,
-                            const CanonicalTensor& scales) {
-  if (blocks.dtype != DType::U8 || scales.dtype != DType::U8)
-    throw_format_error(blocks.origin, blocks.spec.name, std::nullopt, "MXFP4 experts must be U8 blocks and scales");
-  const uint64_t block_count = element_count(scales);
-  if (element_count(blocks) != block_count * 16)
-    throw_format_error(blocks.origin, blocks.spec.name, std::nullopt,
-                       "blocks and scales disagree on the number of MXFP4 blocks");
-  check_size(blocks, block_count * 16);
-  check_size(scales, block_count);
-  check_bindable(ctx, blocks, block_count * 16);
-  return {uploader.upload(*blocks.source), uploader.upload(*scales.source)};
-}
-
-template <class T>
-std::span<const uint8_t> as_bytes_of(const std::vector<T>& values) {
-  return {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(T)};
-}
+uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
 }  // namespace
 
@@ -103,19 +63,28 @@ struct VulkanEngine::Device {
   std::shared_ptr<Context> ctx;
   GptOssConfig config;
   uint32_t capacity = 0;
+  uint32_t chunk = 0;  // tokens per submit
   std::unique_ptr<Kernels> kernels;
-  DenseTensor embedding, final_norm, unembedding;
-  std::vector<LayerTensors> layers;
-  std::unique_ptr<Buffer> inv_freq;
-  // Activations of the token being computed.
-  std::unique_ptr<Buffer> x, normed, q, k_new, v_new, attn, router_logits, chosen, gate_weights, act, scores, logits;
-  // Host-visible: the step (token, position) written before each submit, and the readbacks.
-  std::unique_ptr<Buffer> step, stage_readback, logits_readback;
-  std::unique_ptr<DispatchList> token_steps, logit_steps;
-  VkCommandBuffer token_only = VK_NULL_HANDLE, token_and_logits = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE;
+  DeviceMatrix embedding, unembedding;
+  std::unique_ptr<Buffer> final_norm, inv_freq;
+  std::vector<LayerWeights> layers;
+  Kernels::AttentionShape attention{};
+  float eps = 0;
+  // Scratch for a chunk of tokens.
+  std::unique_ptr<Buffer> tokens, step, x, xn, qkv, attn, partials, chosen, gate_weights, act, y;
+  std::unique_ptr<Buffer> assign_token, row_of, tiles, dispatch, argmax;
+  // Grown on demand: logits of the rows asked for, and the observer's stage copies.
+  std::unique_ptr<Buffer> logits, logits_readback, stages;
+  uint32_t logits_rows = 0, stage_rows = 0;
   std::unique_ptr<KernelProfiler> profiler;  // GPTOSS_VK_PROFILE=1
-  std::vector<std::string> token_labels, logit_labels;
+
+  struct Recorded {
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    std::vector<std::string> labels;
+  };
+  // One command buffer per forward shape (tokens, logit rows, observed), recorded once.
+  std::map<std::tuple<uint32_t, LogitRows, bool>, Recorded> recorded;
+  VkFence fence = VK_NULL_HANDLE;
 
   ~Device() {
     if (!ctx) return;
@@ -123,131 +92,254 @@ struct VulkanEngine::Device {
     if (profiler) std::fprintf(stderr, "Vulkan kernel times on %s:\n%s", ctx->info().name.c_str(), profiler->report().c_str());
     profiler.reset();
     if (fence) vkDestroyFence(ctx->device(), fence, nullptr);
-    VkCommandBuffer buffers[] = {token_only, token_and_logits};
-    for (VkCommandBuffer cb : buffers)
-      if (cb) vkFreeCommandBuffers(ctx->device(), ctx->command_pool(), 1, &cb);
+    for (auto& [key, r] : recorded) vkFreeCommandBuffers(ctx->device(), ctx->command_pool(), 1, &r.cb);
   }
 
-  std::unique_ptr<Buffer> scratch(uint64_t floats, bool host_visible = false) const {
-    return std::make_unique<Buffer>(*ctx, std::max<uint64_t>(1, floats) * 4, host_visible);
+  std::unique_ptr<Buffer> floats(uint64_t count, bool host_visible = false) const {
+    return std::make_unique<Buffer>(*ctx, std::max<uint64_t>(16, count * 4), host_visible);
   }
+  void check_memory(const CanonicalModel& model) const;
   void upload_weights(const CanonicalModel& model);
-  void build_steps();
-  VkCommandBuffer record(bool with_logits) const;
+  void allocate_scratch();
+  void ensure_logits(uint32_t rows);
+  void ensure_stages(uint32_t rows);
+  DispatchList build(uint32_t count, LogitRows rows, bool observed) const;
+  const Recorded& get(uint32_t count, LogitRows rows, bool observed);
+  void submit(const Recorded& r);
 };
+
+void VulkanEngine::Device::check_memory(const CanonicalModel& model) const {
+  const auto& c = config;
+  uint64_t weights = 0;
+  for (const auto& t : model.tensors) {
+    bool vector = false;
+    for (TensorRole role : kLayerVectors) vector |= t.spec.role == role;
+    vector |= t.spec.role == TensorRole::FinalNorm;
+    weights += device_bytes(t, vector);
+  }
+  uint64_t cache = 0;
+  for (uint32_t l = 0; l < c.num_layers; ++l) {
+    const uint64_t slots = c.is_sliding(l) ? std::min<uint64_t>(capacity, uint64_t{c.sliding_window} + chunk) : capacity;
+    cache += 2 * slots * c.kv_rows() * 4;
+  }
+  const uint64_t k = c.experts_per_token;
+  const uint64_t scratch =
+      4 * uint64_t{chunk} * (2 * c.hidden_size + c.q_rows() + 2 * c.kv_rows() + c.q_rows() +
+                             k * (c.intermediate_size + c.hidden_size + 4)) +
+      4 * uint64_t{c.vocab_size} * 2;
+  const uint64_t needed = weights + cache + scratch;
+  const uint64_t available = ctx->info().device_local_bytes;
+  if (available && needed > available)
+    throw std::runtime_error("Vulkan: the model needs " + gib(needed) + " of device memory (weights " + gib(weights) +
+                             ", KV cache for " + std::to_string(capacity) + " positions " + gib(cache) + ", scratch " +
+                             gib(scratch) + ") and " + ctx->info().name + " has " + gib(available) +
+                             "; nothing was uploaded");
+}
 
 void VulkanEngine::Device::upload_weights(const CanonicalModel& model) {
   DeviceUploader uploader(*ctx);
-  auto dense = [&](TensorRole role, int layer = -1) { return upload_dense(*ctx, uploader, model.get(role, layer)); };
-  embedding = dense(TensorRole::Embedding);
-  final_norm = dense(TensorRole::FinalNorm);
-  unembedding = dense(TensorRole::Unembedding);
-  layers.resize(config.num_layers);
-  const uint64_t kv_floats = static_cast<uint64_t>(capacity) * config.kv_rows();
-  for (uint32_t i = 0; i < config.num_layers; ++i) {
-    const int l = static_cast<int>(i);
-    auto& layer = layers[i];
-    layer.attn_norm = dense(TensorRole::AttnNorm, l);
-    layer.q = dense(TensorRole::AttnQ, l);
-    layer.q_bias = dense(TensorRole::AttnQBias, l);
-    layer.k = dense(TensorRole::AttnK, l);
-    layer.k_bias = dense(TensorRole::AttnKBias, l);
-    layer.v = dense(TensorRole::AttnV, l);
-    layer.v_bias = dense(TensorRole::AttnVBias, l);
-    layer.out = dense(TensorRole::AttnOut, l);
-    layer.out_bias = dense(TensorRole::AttnOutBias, l);
-    layer.sinks = dense(TensorRole::AttnSinks, l);
-    layer.mlp_norm = dense(TensorRole::MlpNorm, l);
-    layer.router = dense(TensorRole::RouterWeight, l);
-    layer.router_bias = dense(TensorRole::RouterBias, l);
-    layer.mlp1 = upload_experts(*ctx, uploader, model.get(TensorRole::Mlp1Blocks, l), model.get(TensorRole::Mlp1Scales, l));
-    layer.mlp1_bias = dense(TensorRole::Mlp1Bias, l);
-    layer.mlp2 = upload_experts(*ctx, uploader, model.get(TensorRole::Mlp2Blocks, l), model.get(TensorRole::Mlp2Scales, l));
-    layer.mlp2_bias = dense(TensorRole::Mlp2Bias, l);
-    layer.k_cache = scratch(kv_floats);
-    layer.v_cache = scratch(kv_floats);
-  }
-  // YaRN tables exactly as the CPU engine computes them; the kernel takes cos/sin of pos * inv_freq.
-  const auto yarn = compute_yarn(config);
-  inv_freq = uploader.upload(as_bytes_of(yarn.inv_freq));
-}
-
-void VulkanEngine::Device::build_steps() {
   const auto& c = config;
-  const Kernels& k = *kernels;
-  const uint32_t hidden = c.hidden_size, q_rows = c.q_rows(), kv_rows = c.kv_rows();
-  const uint32_t experts_per_token = c.experts_per_token, inter = c.intermediate_size;
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  const uint32_t hidden_groups = (hidden + 63) / 64;
-  token_steps = std::make_unique<DispatchList>(*ctx);
-  logit_steps = std::make_unique<DispatchList>(*ctx);
-  DispatchList& s = *token_steps;
-
-  auto matvec = [&](const DenseTensor& weight, const DenseTensor* bias, const Buffer& in, const Buffer& out,
-                    uint32_t rows, uint32_t cols, bool accumulate, DispatchList& list) {
-    const MatvecPush push{rows, cols, weight.encoding, bias ? bias->encoding : 0u, bias ? 1u : 0u,
-                          accumulate ? 1u : 0u, 1u, matvec_lanes(cols)};
-    const auto groups = matvec_groups(rows, push.lanes);
-    list.dispatch(k.matvec, {weight.buffer.get(), bias ? bias->buffer.get() : weight.buffer.get(), &in, &out}, push,
-                  groups[0], groups[1]);
-  };
-  const uint64_t stage_bytes = uint64_t{hidden} * 4;
-
-  s.dispatch(k.embed, {embedding.buffer.get(), step.get(), x.get()}, EmbedPush{embedding.encoding, hidden},
-             hidden_groups);
-  s.copy(*x, 0, *stage_readback, 0, stage_bytes);
-  for (uint32_t l = 0; l < c.num_layers; ++l) {
-    const auto& w = layers[l];
-    s.dispatch(k.rmsnorm, {x.get(), w.attn_norm.buffer.get(), normed.get()}, RmsNormPush{hidden, w.attn_norm.encoding, eps}, 1);
-    matvec(w.q, &w.q_bias, *normed, *q, q_rows, hidden, false, s);
-    matvec(w.k, &w.k_bias, *normed, *k_new, kv_rows, hidden, false, s);
-    matvec(w.v, &w.v_bias, *normed, *v_new, kv_rows, hidden, false, s);
-    s.dispatch(k.rope_store,
-               {q.get(), k_new.get(), v_new.get(), w.k_cache.get(), w.v_cache.get(), inv_freq.get(), step.get()},
-               RopeStorePush{c.num_heads, c.num_kv_heads, c.head_dim, static_cast<float>(compute_yarn(c).concentration)},
-               rope_store_groups(c.num_heads, c.num_kv_heads, c.head_dim));
-    const AttentionPush attention{c.num_heads, c.num_kv_heads, c.head_dim, c.is_sliding(l) ? c.sliding_window : 0u,
-                                  w.sinks.encoding, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), capacity};
-    s.dispatch(k.attention,
-               {q.get(), w.k_cache.get(), w.v_cache.get(), w.sinks.buffer.get(), scores.get(), attn.get(), step.get()},
-               attention, c.num_heads);
-    matvec(w.out, &w.out_bias, *attn, *x, hidden, q_rows, true, s);
-    s.dispatch(k.rmsnorm, {x.get(), w.mlp_norm.buffer.get(), normed.get()}, RmsNormPush{hidden, w.mlp_norm.encoding, eps}, 1);
-    matvec(w.router, &w.router_bias, *normed, *router_logits, c.num_experts, hidden, false, s);
-    s.dispatch(k.router_topk, {router_logits.get(), chosen.get(), gate_weights.get()},
-               RouterTopkPush{c.num_experts, experts_per_token}, 1);
-    s.dispatch(k.expert_mlp1,
-               {w.mlp1.blocks.get(), w.mlp1.scales.get(), w.mlp1_bias.buffer.get(), normed.get(), chosen.get(), act.get()},
-               ExpertMlp1Push{hidden, inter, w.mlp1_bias.encoding, static_cast<float>(c.swiglu_limit)},
-               expert_mlp1_groups(inter, experts_per_token)[0], experts_per_token);
-    s.dispatch(k.expert_mlp2,
-               {w.mlp2.blocks.get(), w.mlp2.scales.get(), w.mlp2_bias.buffer.get(), act.get(), chosen.get(),
-                gate_weights.get(), x.get()},
-               ExpertMlp2Push{hidden, inter, w.mlp2_bias.encoding, experts_per_token}, expert_mlp2_groups(hidden));
-    s.copy(*x, 0, *stage_readback, (uint64_t{l} + 1) * stage_bytes, stage_bytes);
+  auto matrix = [&](TensorRole role, int layer = -1) { return upload_matrix(*ctx, uploader, model.get(role, layer)); };
+  auto vector = [&](TensorRole role, int layer = -1) { return upload_vector(*ctx, uploader, model.get(role, layer)); };
+  embedding = matrix(TensorRole::Embedding);
+  unembedding = matrix(TensorRole::Unembedding);
+  final_norm = vector(TensorRole::FinalNorm);
+  layers.resize(c.num_layers);
+  for (uint32_t i = 0; i < c.num_layers; ++i) {
+    const int l = static_cast<int>(i);
+    auto& w = layers[i];
+    w.attn_norm = vector(TensorRole::AttnNorm, l);
+    const CanonicalTensor* projections[] = {&model.get(TensorRole::AttnQ, l), &model.get(TensorRole::AttnK, l),
+                                            &model.get(TensorRole::AttnV, l)};
+    if (projections[0]->dtype == projections[1]->dtype && projections[0]->dtype == projections[2]->dtype) {
+      w.qkv.parts.push_back(upload_matrix(*ctx, uploader, projections));
+    } else {
+      for (const CanonicalTensor* part : projections) w.qkv.parts.push_back(upload_matrix(*ctx, uploader, *part));
+    }
+    const CanonicalTensor* qkv_bias[] = {&model.get(TensorRole::AttnQBias, l), &model.get(TensorRole::AttnKBias, l),
+                                         &model.get(TensorRole::AttnVBias, l)};
+    w.qkv_bias = upload_vector(*ctx, uploader, qkv_bias);
+    w.out = matrix(TensorRole::AttnOut, l);
+    w.out_bias = vector(TensorRole::AttnOutBias, l);
+    w.sinks = vector(TensorRole::AttnSinks, l);
+    w.mlp_norm = vector(TensorRole::MlpNorm, l);
+    w.router = matrix(TensorRole::RouterWeight, l);
+    w.router_bias = vector(TensorRole::RouterBias, l);
+    w.mlp1 = upload_experts(*ctx, uploader, model.get(TensorRole::Mlp1Blocks, l), model.get(TensorRole::Mlp1Scales, l));
+    w.mlp1_bias = vector(TensorRole::Mlp1Bias, l);
+    w.mlp2 = upload_experts(*ctx, uploader, model.get(TensorRole::Mlp2Blocks, l), model.get(TensorRole::Mlp2Scales, l));
+    w.mlp2_bias = vector(TensorRole::Mlp2Bias, l);
+    const bool sliding = c.is_sliding(i);
+    w.slots = sliding ? static_cast<uint32_t>(std::min<uint64_t>(capacity, uint64_t{c.sliding_window} + chunk)) : capacity;
+    // Decode attention splits its keys in ranges of about 256 (one workgroup each) up to the limit.
+    const uint32_t keys = sliding ? std::min(capacity, c.sliding_window) : capacity;
+    w.splits = std::clamp<uint32_t>(ceil_div(keys, 256), 1, abi::kAttentionSplits);
+    w.k_cache = floats(uint64_t{w.slots} * c.kv_rows());
+    w.v_cache = floats(uint64_t{w.slots} * c.kv_rows());
   }
-  s.dispatch(k.rmsnorm, {x.get(), final_norm.buffer.get(), normed.get()}, RmsNormPush{hidden, final_norm.encoding, eps}, 1);
-  s.copy(*normed, 0, *stage_readback, (uint64_t{c.num_layers} + 1) * stage_bytes, stage_bytes);
-
-  matvec(unembedding, nullptr, *normed, *logits, c.vocab_size, hidden, false, *logit_steps);
-  logit_steps->copy(*logits, 0, *logits_readback, 0, uint64_t{c.vocab_size} * 4);
+  // YaRN tables exactly as the CPU engine computes them; kernels take cos/sin of pos * inv_freq.
+  const auto yarn = compute_yarn(c);
+  inv_freq = uploader.upload(std::span(reinterpret_cast<const uint8_t*>(yarn.inv_freq.data()), yarn.inv_freq.size() * 4));
+  attention = {c.num_heads,
+               c.num_kv_heads,
+               c.head_dim,
+               0,
+               0,
+               1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+               static_cast<float>(yarn.concentration)};
 }
 
-VkCommandBuffer VulkanEngine::Device::record(bool with_logits) const {
+void VulkanEngine::Device::allocate_scratch() {
+  const auto& c = config;
+  const uint64_t n = chunk, k = c.experts_per_token;
+  tokens = std::make_unique<Buffer>(*ctx, std::max<uint64_t>(16, n * 4), true);
+  step = std::make_unique<Buffer>(*ctx, 16, true);
+  x = floats(n * c.hidden_size);
+  xn = floats(n * c.hidden_size);
+  qkv = floats(n * (c.q_rows() + 2 * c.kv_rows()));
+  attn = floats(n * c.q_rows());
+  uint32_t max_splits = 1;
+  for (const auto& w : layers) max_splits = std::max(max_splits, w.splits);
+  partials = floats(uint64_t{c.num_heads} * max_splits * (c.head_dim + 2));
+  chosen = floats(n * k);
+  gate_weights = floats(n * k);
+  act = floats(n * k * c.intermediate_size);
+  y = floats(n * k * c.hidden_size);
+  assign_token = floats(n * k);
+  row_of = floats(n * k);
+  tiles = floats(3 * uint64_t{Kernels::max_moe_tiles(static_cast<uint32_t>(n * k), c.num_experts)});
+  dispatch = floats(8);
+  argmax = std::make_unique<Buffer>(*ctx, 16, true);
+  ensure_logits(1);
+}
+
+void VulkanEngine::Device::ensure_logits(uint32_t rows) {
+  if (rows <= logits_rows) return;
+  logits.reset();
+  logits_readback.reset();
+  logits = floats(uint64_t{rows} * config.vocab_size);
+  logits_readback = floats(uint64_t{rows} * config.vocab_size, true);
+  logits_rows = rows;
+  // Recorded command buffers hold the old addresses.
+  for (auto& [key, r] : recorded) vkFreeCommandBuffers(ctx->device(), ctx->command_pool(), 1, &r.cb);
+  recorded.clear();
+}
+
+void VulkanEngine::Device::ensure_stages(uint32_t rows) {
+  if (rows <= stage_rows) return;
+  stages = floats((uint64_t{config.num_layers} + 2) * rows * config.hidden_size, true);
+  stage_rows = rows;
+  for (auto& [key, r] : recorded) vkFreeCommandBuffers(ctx->device(), ctx->command_pool(), 1, &r.cb);
+  recorded.clear();
+}
+
+DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool observed) const {
+  const auto& c = config;
+  auto& k = *kernels;
+  DispatchList list;
+  const uint64_t row_bytes = uint64_t{c.hidden_size} * 4;
+  const uint64_t stage_bytes = uint64_t{count} * row_bytes;
+  k.embed(list, embedding, tokens->address(), x->address(), count);
+  if (observed) list.copy(*x, 0, *stages, 0, stage_bytes);
+  const uint32_t k_experts = c.experts_per_token;
+  const Kernels::MoeTables tables{assign_token->address(), row_of->address(), tiles->address(), dispatch.get()};
+  for (uint32_t l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& w = layers[l];
+    Kernels::AttentionShape shape = attention;
+    shape.window = c.is_sliding(l) ? c.sliding_window : 0u;
+    shape.slots = w.slots;
+    if (count == 1) {
+      uint64_t row = 0;
+      for (const auto& part : w.qkv.parts) {
+        k.matvec(list, part, w.qkv_bias->address() + row * 4, x->address(), w.attn_norm->address(),
+                 qkv->address() + row * 4, false, eps);
+        row += part.rows;
+      }
+      k.attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), inv_freq->address(),
+                         step->address(), partials->address(), w.splits);
+      k.attention_combine(list, shape, partials->address(), w.sinks->address(), attn->address(), w.splits);
+      k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
+      k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
+               {xn->address(), chosen->address(), gate_weights->address()}, k_experts, 1, eps);
+      k.expert_mlp1(list, w.mlp1, w.mlp1_bias->address(), xn->address(), chosen->address(), act->address(), k_experts,
+                    static_cast<float>(c.swiglu_limit));
+      k.expert_mlp2(list, w.mlp2, w.mlp2_bias->address(), act->address(), chosen->address(), gate_weights->address(),
+                    x->address(), k_experts);
+    } else {
+      const uint32_t qkv_rows = w.qkv.rows();
+      k.rmsnorm(list, x->address(), w.attn_norm->address(), xn->address(), c.hidden_size, count, 0, eps);
+      uint64_t row = 0;
+      for (const auto& part : w.qkv.parts) {
+        k.gemm(list, part, w.qkv_bias->address() + row * 4, xn->address(), c.hidden_size, qkv->address() + row * 4,
+               qkv_rows, count, false);
+        row += part.rows;
+      }
+      k.rope_store(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), inv_freq->address(),
+                   step->address(), count);
+      k.attention_prefill(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), w.sinks->address(),
+                          step->address(), attn->address(), count);
+      k.gemm(list, w.out, w.out_bias->address(), attn->address(), c.q_rows(), x->address(), c.hidden_size, count, true);
+      k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
+               {xn->address(), chosen->address(), gate_weights->address()}, k_experts, count, eps);
+      k.moe_route(list, chosen->address(), tables, count, k_experts, c.num_experts, w.mlp1.rows, w.mlp2.rows);
+      k.expert_gemm(list, w.mlp1, w.mlp1_bias->address(), xn->address(), tables, act->address(), true,
+                    static_cast<float>(c.swiglu_limit));
+      k.expert_gemm(list, w.mlp2, w.mlp2_bias->address(), act->address(), tables, y->address(), false, 0.0f);
+      k.moe_combine(list, y->address(), tables, chosen->address(), gate_weights->address(), x->address(), c.hidden_size,
+                    k_experts, count);
+    }
+    if (observed) list.copy(*x, 0, *stages, (uint64_t{l} + 1) * stage_bytes, stage_bytes);
+  }
+  const bool all_rows = rows == LogitRows::All;
+  if (observed || all_rows) {
+    k.rmsnorm(list, x->address(), final_norm->address(), xn->address(), c.hidden_size, count, 0, eps);
+    if (observed) list.copy(*xn, 0, *stages, (uint64_t{c.num_layers} + 1) * stage_bytes, stage_bytes);
+  }
+  const uint64_t vocab_bytes = uint64_t{c.vocab_size} * 4;
+  if (rows == LogitRows::Last) {
+    // The last row's final norm is fused into the unembedding product.
+    k.matvec(list, unembedding, 0, x->address() + (count - 1) * row_bytes, final_norm->address(), logits->address(),
+             false, eps);
+    k.argmax(list, logits->address(), argmax->address(), c.vocab_size);
+    list.copy(*logits, 0, *logits_readback, 0, vocab_bytes);
+  } else if (all_rows) {
+    if (count == 1) k.matvec(list, unembedding, 0, xn->address(), 0, logits->address(), false, eps);
+    else k.gemm(list, unembedding, 0, xn->address(), c.hidden_size, logits->address(), c.vocab_size, count, false);
+    list.copy(*logits, 0, *logits_readback, 0, count * vocab_bytes);
+  }
+  return list;
+}
+
+const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, LogitRows rows, bool observed) {
+  if (rows == LogitRows::All) ensure_logits(count);
+  if (observed) ensure_stages(count);
+  auto& r = recorded[{count, rows, observed}];
+  if (r.cb) return r;
+  const DispatchList list = build(count, rows, observed);
+  if (!profiler) profiler = KernelProfiler::from_environment(*ctx, 64 + 16 * config.num_layers);
+  const std::string phase = count == 1 ? "decode " : "prefill ";
+  for (const auto& label : list.labels()) r.labels.push_back(phase + label);
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   info.commandPool = ctx->command_pool();
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   info.commandBufferCount = 1;
-  VkCommandBuffer cb;
-  check(vkAllocateCommandBuffers(ctx->device(), &info, &cb), "vkAllocateCommandBuffers");
+  check(vkAllocateCommandBuffers(ctx->device(), &info, &r.cb), "vkAllocateCommandBuffers");
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  check(vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
-  const VkQueryPool pool = profiler ? profiler->pool() : VK_NULL_HANDLE;
-  if (profiler) profiler->record_reset(cb);
-  token_steps->record(cb, pool, 0);
-  if (with_logits) logit_steps->record(cb, pool, static_cast<uint32_t>(token_steps->size() + 1));
-  check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
-  return cb;
+  check(vkBeginCommandBuffer(r.cb, &begin), "vkBeginCommandBuffer");
+  if (profiler) profiler->record_reset(r.cb);
+  list.record(r.cb, profiler ? profiler->pool() : VK_NULL_HANDLE, 0);
+  check(vkEndCommandBuffer(r.cb), "vkEndCommandBuffer");
+  return r;
+}
+
+void VulkanEngine::Device::submit(const Recorded& r) {
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &r.cb;
+  check(vkQueueSubmit(ctx->queue(), 1, &submit, fence), "vkQueueSubmit");
+  check(vkWaitForFences(ctx->device(), 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  check(vkResetFences(ctx->device(), 1, &fence), "vkResetFences");
+  if (profiler) profiler->collect(r.labels, 0);
 }
 
 VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOptions& options,
@@ -257,37 +349,21 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOpt
   d.ctx = ctx ? std::move(ctx) : std::shared_ptr<Context>(Context::create(options.device_index));
   d.config = model.config;
   const auto& c = d.config;
-  if (c.hidden_size % 32 || c.intermediate_size % 32 || c.head_dim % 2 || c.num_kv_heads == 0 ||
-      c.num_heads % c.num_kv_heads || c.experts_per_token == 0 || c.experts_per_token > kMaxExpertsPerToken ||
-      c.experts_per_token > c.num_experts || c.num_experts > kMaxExperts)
-    throw std::runtime_error("Vulkan engine: unsupported shape (needs hidden and intermediate multiples of 32, even "
-                             "head_dim, heads a multiple of kv_heads, 1..32 experts per token, at most 1024 experts)");
+  d.eps = static_cast<float>(c.rms_norm_eps);
   d.capacity = static_cast<uint32_t>(std::min<uint64_t>({options.max_context, c.max_position_embeddings, UINT32_MAX}));
+  d.capacity = std::max<uint32_t>(d.capacity, 1);
+  // Prefill in chunks of up to prefill_chunk tokens; shapes the prefill attention kernel does not
+  // cover go through the decode kernels a token at a time.
+  const bool batched = Kernels::prefill_attention_supports(c.num_heads, c.num_kv_heads, c.head_dim);
+  d.chunk = batched ? std::clamp<uint32_t>(options.prefill_chunk, 1, d.capacity) : 1;
   d.kernels = std::make_unique<Kernels>(*d.ctx);
+  d.check_memory(model);
   d.upload_weights(model);
-  d.x = d.scratch(c.hidden_size);
-  d.normed = d.scratch(c.hidden_size);
-  d.q = d.scratch(c.q_rows());
-  d.k_new = d.scratch(c.kv_rows());
-  d.v_new = d.scratch(c.kv_rows());
-  d.attn = d.scratch(c.q_rows());
-  d.router_logits = d.scratch(c.num_experts);
-  d.chosen = d.scratch(c.experts_per_token);
-  d.gate_weights = d.scratch(c.experts_per_token);
-  d.act = d.scratch(uint64_t{c.experts_per_token} * c.intermediate_size);
-  d.scores = d.scratch(uint64_t{c.num_heads} * d.capacity);
-  d.logits = d.scratch(c.vocab_size);
-  d.step = d.scratch(4, true);
-  d.stage_readback = d.scratch((uint64_t{c.num_layers} + 2) * c.hidden_size, true);
-  d.logits_readback = d.scratch(c.vocab_size, true);
-  d.build_steps();
-  d.profiler = KernelProfiler::from_environment(*d.ctx, static_cast<uint32_t>(d.token_steps->size() + d.logit_steps->size() + 2));
-  d.token_labels = d.token_steps->labels();
-  d.logit_labels = d.logit_steps->labels();
-  d.token_only = d.record(false);
-  d.token_and_logits = d.record(true);
+  d.allocate_scratch();
   VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   check(vkCreateFence(d.ctx->device(), &fence_info, nullptr, &d.fence), "vkCreateFence");
+  // Record the decode step now: its launchers check every kernel's limits before the first token.
+  d.get(1, LogitRows::Last, false);
 }
 
 VulkanEngine::~VulkanEngine() = default;
@@ -298,40 +374,35 @@ std::string VulkanEngine::device_description() const { return device().name + " 
 uint64_t VulkanEngine::capacity() const { return device_->capacity; }
 uint64_t VulkanEngine::device_memory_bytes() const { return device_->ctx->allocated_bytes(); }
 
-std::vector<float> VulkanEngine::run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
+std::vector<float> VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
                                              const runtime::ActivationObserver& observer) {
-  using runtime::LogitRows;
   using runtime::Stage;
   Device& d = *device_;
   const auto& c = d.config;
   const size_t count = tokens.size(), hidden = c.hidden_size, vocab = c.vocab_size;
-
   const size_t stage_count = c.num_layers + 2;  // embedding, every layer, final norm
   std::vector<std::vector<float>> stages(observer ? stage_count : 0, std::vector<float>(count * hidden));
-  const size_t first_logit_row = rows == LogitRows::All ? 0 : count - 1;
-  std::vector<float> logits(rows == LogitRows::None ? 0 : (count - first_logit_row) * vocab);
-  auto* step = static_cast<uint32_t*>(d.step->mapped());
-  const auto* stage_values = static_cast<const float*>(d.stage_readback->mapped());
-  const auto* logit_values = static_cast<const float*>(d.logits_readback->mapped());
+  std::vector<float> logits(rows == LogitRows::None ? 0 : rows == LogitRows::Last ? vocab : count * vocab);
   const uint64_t start = position_;
-  for (size_t t = 0; t < count; ++t) {
-    step[0] = tokens[t];
-    step[1] = static_cast<uint32_t>(start + t);
-    const bool wants_logits = rows != LogitRows::None && t >= first_logit_row;
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = wants_logits ? &d.token_and_logits : &d.token_only;
-    check(vkQueueSubmit(d.ctx->queue(), 1, &submit, d.fence), "vkQueueSubmit");
-    check(vkWaitForFences(d.ctx->device(), 1, &d.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-    check(vkResetFences(d.ctx->device(), 1, &d.fence), "vkResetFences");
-    if (d.profiler) {
-      d.profiler->collect(d.token_labels, 0);
-      if (wants_logits) d.profiler->collect(d.logit_labels, static_cast<uint32_t>(d.token_labels.size() + 1));
-    }
-    position_ = start + t + 1;
+  for (size_t first = 0; first < count; first += d.chunk) {
+    const auto n = static_cast<uint32_t>(std::min<size_t>(d.chunk, count - first));
+    const bool last_chunk = first + n == count;
+    const LogitRows chunk_rows = rows == LogitRows::All ? LogitRows::All
+                                 : rows == LogitRows::Last && last_chunk ? LogitRows::Last
+                                                                         : LogitRows::None;
+    const auto& recorded = d.get(n, chunk_rows, static_cast<bool>(observer));
+    std::memcpy(d.tokens->mapped(), tokens.data() + first, n * sizeof(uint32_t));
+    const abi::StepState step{static_cast<uint32_t>(position_), n};
+    std::memcpy(d.step->mapped(), &step, sizeof step);
+    d.submit(recorded);
+    position_ += n;
+    const auto* stage_values = static_cast<const float*>(d.stages ? d.stages->mapped() : nullptr);
     for (size_t s = 0; s < stages.size(); ++s)
-      std::memcpy(stages[s].data() + t * hidden, stage_values + s * hidden, hidden * sizeof(float));
-    if (wants_logits) std::memcpy(logits.data() + (t - first_logit_row) * vocab, logit_values, vocab * sizeof(float));
+      std::memcpy(stages[s].data() + first * hidden, stage_values + s * n * hidden, n * hidden * sizeof(float));
+    const auto* logit_values = static_cast<const float*>(d.logits_readback->mapped());
+    if (chunk_rows == LogitRows::Last) std::memcpy(logits.data(), logit_values, vocab * sizeof(float));
+    if (chunk_rows == LogitRows::All)
+      std::memcpy(logits.data() + first * vocab, logit_values, n * vocab * sizeof(float));
   }
   if (observer) {
     auto view = [&](Stage stage, int layer, const std::vector<float>& values) {

@@ -1,0 +1,50 @@
+#pragma once
+// The model's weights on the device, each in its stored encoding: dense matrices (F32, F16, BF16,
+// Q8_0 with its blocks split into quants and scales), MXFP4 expert matrices (blocks and scales as
+// stored), and the vectors (norm scales, biases, sinks), which are widened to f32 once at upload:
+// they are 0.02% of the bytes and every kernel then reads them without a branch per encoding.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "convert/canonical_model.h"
+#include "runtime/vulkan/device_upload.h"
+#include "runtime/vulkan/vulkan_context.h"
+
+namespace gptoss::vk {
+
+struct DeviceMatrix {
+  uint32_t encoding = 0;  // abi::ENC_*
+  uint32_t rows = 0, cols = 0;
+  std::unique_ptr<Buffer> buffer;
+  uint64_t scales_offset = 0;  // Q8_0: where the f16 block scales start in `buffer`
+  uint64_t address() const { return buffer->address(); }
+  uint64_t scales_address() const { return encoding == 3 ? buffer->address() + scales_offset : 0; }
+};
+
+struct DeviceExperts {
+  uint32_t experts = 0, rows = 0, cols = 0;  // each expert's matrix is [rows, cols]
+  std::unique_ptr<Buffer> blocks, scales;
+};
+
+// The encoding the kernels read for a stored dtype, or nullopt.
+std::optional<uint32_t> kernel_encoding(DType dtype);
+
+// Device bytes a tensor takes once uploaded (what upload_* below allocate; `as_vector`: widened
+// to f32 by upload_vector), for the memory check made before any upload.
+uint64_t device_bytes(const CanonicalTensor& tensor, bool as_vector);
+
+// `parts` stacked by rows into one matrix (Q, K and V as one product); all of one encoding and
+// width. Throws FormatError naming the tensor when its encoding, size or width does not fit.
+DeviceMatrix upload_matrix(const Context& ctx, DeviceUploader& uploader, std::span<const CanonicalTensor* const> parts);
+DeviceMatrix upload_matrix(const Context& ctx, DeviceUploader& uploader, const CanonicalTensor& tensor);
+// Several 1-D tensors concatenated, as f32.
+std::unique_ptr<Buffer> upload_vector(const Context& ctx, DeviceUploader& uploader,
+                                      std::span<const CanonicalTensor* const> parts);
+std::unique_ptr<Buffer> upload_vector(const Context& ctx, DeviceUploader& uploader, const CanonicalTensor& tensor);
+DeviceExperts upload_experts(const Context& ctx, DeviceUploader& uploader, const CanonicalTensor& blocks,
+                             const CanonicalTensor& scales);
+
+}  // namespace gptoss::vk

@@ -1,0 +1,218 @@
+#include "runtime/vulkan/kernels.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "shaders/kernel_abi.h"
+#include "shaders/shader_registry.h"
+
+namespace gptoss::vk {
+namespace {
+
+void require(bool ok, const char* kernel, const std::string& violated) {
+  if (!ok) throw std::runtime_error("Vulkan kernel " + std::string(kernel) + ": " + violated);
+}
+
+std::string limit(const char* what, uint64_t value, const char* relation, uint64_t bound) {
+  return std::string(what) + " " + std::to_string(value) + " " + relation + " " + std::to_string(bound);
+}
+
+uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+
+const char* encoding_name(uint32_t encoding) {
+  switch (encoding) {
+    case abi::ENC_F32: return "f32";
+    case abi::ENC_F16: return "f16";
+    case abi::ENC_BF16: return "bf16";
+    default: return "q8_0";
+  }
+}
+
+// A grid of `groups` workgroups split over x and y to stay under the 65535 limit per dimension.
+std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
+  constexpr uint32_t kMaxX = 65535;
+  if (groups <= kMaxX) return {groups, 1};
+  return {kMaxX, ceil_div(groups, kMaxX)};
+}
+
+}  // namespace
+
+const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding) {
+  auto& slot = pipelines_[{shader, encoding.value_or(0)}];
+  if (!slot) {
+    const uint32_t specialization[] = {ctx_.info().subgroup_size, encoding.value_or(0)};
+    const auto& registry = shader_registry();
+    const auto spirv = registry.find(shader);
+    if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
+    // Profiles name a kernel with its encoding: matvec.bf16, gemm.q8_0.
+    const std::string label = encoding ? shader + "." + encoding_name(*encoding) : shader;
+    slot = std::make_unique<Pipeline>(ctx_, label, spirv->second, push_bytes, specialization);
+  }
+  return *slot;
+}
+
+void Kernels::embed(DispatchList& list, const DeviceMatrix& table, Address tokens, Address x, uint32_t count) {
+  require(table.cols % 8 == 0, "embed", limit("row width", table.cols, "is not a multiple of", 8));
+  const abi::EmbedArgs args{table.address(), table.scales_address(), tokens, x, table.cols, count};
+  list.dispatch(pipeline("embed", sizeof args, table.encoding), args, ceil_div(table.cols / 8, WORKGROUP_SIZE), count);
+}
+
+void Kernels::rmsnorm(DispatchList& list, Address x, Address weight, Address y, uint32_t dim, uint32_t rows,
+                      uint32_t first_row, float eps) {
+  const abi::RmsNormArgs args{x, weight, y, dim, rows, first_row, eps};
+  list.dispatch(pipeline("rmsnorm", sizeof args), args, rows);
+}
+
+void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm, Address y,
+                     bool accumulate, float eps) {
+  require(weight.cols % 8 == 0, "matvec", limit("row width", weight.cols, "is not a multiple of", 8));
+  const uint32_t flags = (accumulate ? abi::MATVEC_ACCUMULATE : 0u) | (bias ? abi::MATVEC_BIAS : 0u) |
+                         (norm ? abi::MATVEC_NORM : 0u);
+  const abi::MatvecArgs args{weight.address(), weight.scales_address(), bias, x, norm, y, weight.rows, weight.cols,
+                             flags, eps};
+  const uint32_t rows_per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * MATVEC_ROWS_PER_SUBGROUP;
+  const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
+  list.dispatch(pipeline("matvec", sizeof args, weight.encoding), args, gx, gy);
+}
+
+namespace {
+void check_attention_shape(const char* kernel, const Kernels::AttentionShape& s) {
+  require(s.kv_heads > 0 && s.heads % s.kv_heads == 0, kernel,
+          limit("heads", s.heads, "are not a multiple of the KV heads", s.kv_heads));
+  require(s.head_dim % 4 == 0 && s.head_dim <= abi::kMaxHeadDim, kernel,
+          "head_dim " + std::to_string(s.head_dim) + " is not a multiple of 4 at most " + std::to_string(abi::kMaxHeadDim));
+  const uint32_t group = s.heads / s.kv_heads;
+  require(group <= abi::kMaxHeadsPerKvHead, kernel, limit("query heads per KV head", group, ">", abi::kMaxHeadsPerKvHead));
+  require(group * s.head_dim <= abi::kMaxAttentionGroupValues, kernel,
+          limit("query values per KV head", group * s.head_dim, ">", abi::kMaxAttentionGroupValues));
+}
+}  // namespace
+
+void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
+                               Address v_cache, Address inv_freq, Address step, Address partials, uint32_t splits) {
+  check_attention_shape("attention_decode", s);
+  require(splits >= 1 && splits <= abi::kAttentionSplits, "attention_decode",
+          limit("key ranges", splits, "outside 1 ..", abi::kAttentionSplits));
+  const abi::AttentionDecodeArgs args{qkv,     k_cache,    v_cache,    inv_freq, step,    partials, s.heads,
+                                      s.kv_heads, s.head_dim, s.window, s.slots, splits,  s.scale,  s.concentration};
+  list.dispatch(pipeline("attention_decode", sizeof args), args, s.kv_heads, splits);
+}
+
+void Kernels::attention_combine(DispatchList& list, const AttentionShape& s, Address partials, Address sinks,
+                                Address target, uint32_t splits) {
+  const abi::AttentionCombineArgs args{partials, sinks, target, s.heads, s.head_dim, splits};
+  list.dispatch(pipeline("attention_combine", sizeof args), args, s.heads);
+}
+
+void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,
+                         Address inv_freq, Address step, uint32_t count) {
+  check_attention_shape("rope_store", s);
+  const abi::RopeStoreArgs args{qkv, k_cache, v_cache, inv_freq, step, s.heads, s.kv_heads, s.head_dim, s.slots,
+                                count, s.concentration};
+  const uint32_t per_token = (s.heads + s.kv_heads) * (s.head_dim / 2) + s.kv_heads * s.head_dim;
+  list.dispatch(pipeline("rope_store", sizeof args), args, ceil_div(per_token, WORKGROUP_SIZE), count);
+}
+
+bool Kernels::prefill_attention_supports(uint32_t heads, uint32_t kv_heads, uint32_t head_dim) {
+  if (kv_heads == 0 || heads % kv_heads) return false;
+  const uint32_t group = heads / kv_heads;
+  return head_dim % 4 == 0 && head_dim <= abi::kMaxPrefillHeadDim && ATTENTION_ROWS % group == 0;
+}
+
+void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
+                                Address v_cache, Address sinks, Address step, Address target, uint32_t count) {
+  check_attention_shape("attention_prefill", s);
+  require(prefill_attention_supports(s.heads, s.kv_heads, s.head_dim), "attention_prefill",
+          "needs head_dim <= " + std::to_string(abi::kMaxPrefillHeadDim) + " and query heads per KV head dividing " +
+              std::to_string(ATTENTION_ROWS));
+  const abi::AttentionPrefillArgs args{qkv,     k_cache,  v_cache, sinks,   step,  target, s.heads,
+                                       s.kv_heads, s.head_dim, s.window, s.slots, count, s.scale};
+  const uint32_t queries_per_group = ATTENTION_ROWS / (s.heads / s.kv_heads);
+  list.dispatch(pipeline("attention_prefill", sizeof args), args, s.kv_heads, ceil_div(count, queries_per_group));
+}
+
+void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
+                     const RouterOutputs& out, uint32_t k, uint32_t count, float eps) {
+  require(weight.rows <= abi::kMaxExperts, "router", limit("experts", weight.rows, ">", abi::kMaxExperts));
+  require(k >= 1 && k <= abi::kMaxExpertsPerToken && k <= weight.rows, "router",
+          "experts per token " + std::to_string(k) + " outside 1 .. min(" + std::to_string(abi::kMaxExpertsPerToken) +
+              ", experts)");
+  require(weight.cols % 8 == 0, "router", limit("hidden", weight.cols, "is not a multiple of", 8));
+  const abi::RouterArgs args{x, norm, weight.address(), weight.scales_address(), bias, out.xn, out.chosen,
+                             out.gate_weights, weight.cols, weight.rows, k, count, eps};
+  list.dispatch(pipeline("router", sizeof args, weight.encoding), args, count);
+}
+
+namespace {
+void check_experts(const char* kernel, const DeviceExperts& e, uint32_t k) {
+  require(e.cols % 32 == 0, kernel, limit("input width", e.cols, "is not a multiple of", 32));
+  require(k >= 1 && k <= abi::kMaxExpertsPerToken, kernel, limit("experts per token", k, ">", abi::kMaxExpertsPerToken));
+}
+}  // namespace
+
+void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address chosen,
+                          Address act, uint32_t k, float limit_value) {
+  check_experts("expert_mlp1", mlp1, k);
+  const uint32_t intermediate = mlp1.rows / 2;
+  const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, chosen, act, mlp1.cols,
+                                 intermediate, k, limit_value};
+  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * EXPERT_OUTPUTS_PER_SUBGROUP;
+  list.dispatch(pipeline("expert_mlp1", sizeof args), args, ceil_div(intermediate, per_group), k);
+}
+
+void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
+                          Address gate_weights, Address residual, uint32_t k) {
+  check_experts("expert_mlp2", mlp2, k);
+  const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias, act, chosen, gate_weights,
+                                 residual, mlp2.rows, mlp2.cols, k};
+  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * EXPERT_OUTPUTS_PER_SUBGROUP;
+  list.dispatch(pipeline("expert_mlp2", sizeof args), args, ceil_div(mlp2.rows, per_group));
+}
+
+void Kernels::argmax(DispatchList& list, Address values, Address result, uint32_t count) {
+  const abi::ArgmaxArgs args{values, result, count};
+  list.dispatch(pipeline("argmax", sizeof args), args, 1);
+}
+
+void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias, Address a, uint32_t a_stride,
+                   Address c, uint32_t c_stride, uint32_t rows, bool accumulate) {
+  require(weight.cols % GEMM_TILE_K == 0, "gemm", limit("depth", weight.cols, "is not a multiple of", GEMM_TILE_K));
+  require(a_stride % 4 == 0, "gemm", limit("input row stride", a_stride, "is not a multiple of", 4));
+  const uint32_t flags = (accumulate ? abi::GEMM_ACCUMULATE : 0u) | (bias ? abi::GEMM_BIAS : 0u);
+  const abi::GemmArgs args{a, weight.address(), weight.scales_address(), bias, c, rows, weight.rows, weight.cols,
+                           a_stride, c_stride, flags};
+  list.dispatch(pipeline("gemm", sizeof args, weight.encoding), args, ceil_div(weight.rows, GEMM_TILE_N),
+                ceil_div(rows, GEMM_TILE_M));
+}
+
+uint32_t Kernels::max_moe_tiles(uint32_t choices, uint32_t experts) {
+  return ceil_div(choices, GEMM_TILE_M) + std::min(choices, experts);
+}
+
+void Kernels::moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
+                        uint32_t experts, uint32_t mlp1_rows, uint32_t mlp2_rows) {
+  require(experts <= abi::kMaxExperts, "moe_route", limit("experts", experts, ">", abi::kMaxExperts));
+  const abi::MoeRouteArgs args{chosen,     tables.assign_token, tables.row_of, tables.tiles,
+                               tables.dispatch->address(), count, k, experts, ceil_div(mlp1_rows, GEMM_TILE_N),
+                               ceil_div(mlp2_rows, GEMM_TILE_N)};
+  list.dispatch(pipeline("moe_route", sizeof args), args, 1);
+}
+
+void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Address bias, Address a,
+                          const MoeTables& tables, Address target, bool first_projection, float limit_value) {
+  require(weights.cols % GEMM_TILE_K == 0, "expert_gemm", limit("depth", weights.cols, "is not a multiple of", GEMM_TILE_K));
+  require(!first_projection || weights.rows % 2 == 0, "expert_gemm", "gate/up rows come in pairs");
+  const uint32_t flags = first_projection ? (abi::EXPERT_SWIGLU | abi::EXPERT_GATHER) : 0u;
+  const abi::ExpertGemmArgs args{a,      tables.assign_token, weights.blocks->address(), weights.scales->address(),
+                                 bias,   tables.tiles,        target,                    weights.cols,
+                                 weights.rows, flags, limit_value};
+  list.dispatch_indirect(pipeline("expert_gemm", sizeof args), args, *tables.dispatch, first_projection ? 0 : 12);
+}
+
+void Kernels::moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
+                          Address x, uint32_t hidden, uint32_t k, uint32_t count) {
+  const abi::MoeCombineArgs args{y, tables.row_of, chosen, gate_weights, x, hidden, k, count};
+  list.dispatch(pipeline("moe_combine", sizeof args), args, count);
+}
+
+}  // namespace gptoss::vk

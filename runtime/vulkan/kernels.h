@@ -1,0 +1,84 @@
+#pragma once
+// The Vulkan engine's kernels (shaders/*.comp), each behind one typed launcher that owns its
+// geometry and its preconditions: it checks the shape against the limits the kernel is written
+// for (shaders/kernel_abi.h, shared with the GLSL) and throws std::runtime_error naming the
+// kernel and the violated limit, fills the kernel's arguments and appends the dispatch. Buffers
+// are passed by device address (Buffer::address() plus a byte offset where a launcher reads part
+// of a buffer). Pipelines are built on first use per (kernel, encoding) and kept.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "runtime/vulkan/device_tensors.h"
+#include "runtime/vulkan/dispatch_list.h"
+#include "runtime/vulkan/vulkan_context.h"
+
+namespace gptoss::vk {
+
+using Address = uint64_t;
+
+class Kernels {
+ public:
+  explicit Kernels(const Context& ctx) : ctx_(ctx) {}
+  const Context& context() const { return ctx_; }
+
+  // x[t] = table row tokens[t], t < count.
+  void embed(DispatchList& list, const DeviceMatrix& table, Address tokens, Address x, uint32_t count);
+  // y[r] = RMSNorm(x[first_row + r]) * weight, r < rows.
+  void rmsnorm(DispatchList& list, Address x, Address weight, Address y, uint32_t dim, uint32_t rows,
+               uint32_t first_row, float eps);
+  // y (+)= W x' (+ bias), x' = x or RMSNorm(x) * norm (norm != 0). flags: abi::MATVEC_*.
+  void matvec(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm, Address y,
+              bool accumulate, float eps);
+  struct AttentionShape {
+    uint32_t heads, kv_heads, head_dim, window, slots;
+    float scale, concentration;
+  };
+  void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
+                        Address v_cache, Address inv_freq, Address step, Address partials, uint32_t splits);
+  void attention_combine(DispatchList& list, const AttentionShape& shape, Address partials, Address sinks,
+                         Address target, uint32_t splits);
+  void rope_store(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache, Address v_cache,
+                  Address inv_freq, Address step, uint32_t count);
+  void attention_prefill(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
+                         Address v_cache, Address sinks, Address step, Address target, uint32_t count);
+  // Whether attention_prefill handles the shape (else the engine prefills through decode steps).
+  static bool prefill_attention_supports(uint32_t heads, uint32_t kv_heads, uint32_t head_dim);
+  struct RouterOutputs {
+    Address xn, chosen, gate_weights;
+  };
+  void router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
+              const RouterOutputs& out, uint32_t k, uint32_t count, float eps);
+  void expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address chosen,
+                   Address act, uint32_t k, float limit);
+  void expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
+                   Address gate_weights, Address residual, uint32_t k);
+  void argmax(DispatchList& list, Address values, Address result, uint32_t count);
+  // C[m] (+)= A[m] W^T (+ bias), m < rows; A rows a_stride floats apart, C rows c_stride.
+  void gemm(DispatchList& list, const DeviceMatrix& weight, Address bias, Address a, uint32_t a_stride, Address c,
+            uint32_t c_stride, uint32_t rows, bool accumulate);
+  struct MoeTables {
+    Address assign_token, row_of, tiles;
+    const Buffer* dispatch;  // 6 uints: the two expert GEMMs' indirect grids
+  };
+  void moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
+                 uint32_t experts, uint32_t mlp1_rows, uint32_t mlp2_rows);
+  // mlp1: act[row] = SwiGLU(xn[token of row] W1^T + b1); mlp2: y[row] = act[row] W2^T + b2.
+  void expert_gemm(DispatchList& list, const DeviceExperts& weights, Address bias, Address a,
+                   const MoeTables& tables, Address target, bool first_projection, float limit);
+  void moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
+                   Address x, uint32_t hidden, uint32_t k, uint32_t count);
+
+  // The most tiles moe_route can list for `choices` rows over `experts` experts.
+  static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
+
+ private:
+  const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {});
+  const Context& ctx_;
+  std::map<std::pair<std::string, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
+};
+
+}  // namespace gptoss::vk

@@ -1,0 +1,132 @@
+// What every kernel of the engine shares: the ABI (kernel_abi.h), buffer references by device
+// address, the dense decoders (the encoding a specialization constant, so each pipeline holds the
+// code of one encoding and no per-element branch), and subgroup-first reductions.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference_uvec2 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
+#include "kernel_abi.h"
+
+layout(constant_id = SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32u;
+layout(constant_id = SPEC_ENCODING) const uint ENCODING = 0u;
+
+// Buffers by address. Read-only views let the compiler use the non-coherent load path.
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer QuadsIn { uvec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer PairsIn { uvec2 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer WordsIn { uint v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Vec4sIn { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer FloatsIn { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Floats { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Words { uint v[]; };
+
+bool has_address(uvec2 address) { return address != uvec2(0u); }
+
+// ---- dense decoding: 8 consecutive values of a row-major matrix ----
+
+vec4 bf16_low_high(uint a, uint b) {
+  return vec4(uintBitsToFloat(a << 16), uintBitsToFloat(a & 0xFFFF0000u), uintBitsToFloat(b << 16),
+              uintBitsToFloat(b & 0xFFFF0000u));
+}
+vec4 f16_low_high(uint a, uint b) { return vec4(unpackHalf2x16(a), unpackHalf2x16(b)); }
+vec4 int8x4(uint word) {
+  return vec4(float(bitfieldExtract(int(word), 0, 8)), float(bitfieldExtract(int(word), 8, 8)),
+              float(bitfieldExtract(int(word), 16, 8)), float(bitfieldExtract(int(word), 24, 8)));
+}
+// The f16 Q8_0 scale of block `block` (scales are [blocks] f16, two per word).
+float q8_0_scale(uvec2 scales, uint block) {
+  uint word = WordsIn(scales).v[block >> 1];
+  return unpackHalf2x16((block & 1u) != 0u ? (word >> 16) : word).x;
+}
+
+// Elements index .. index + 7 (index a multiple of 8) of the matrix at `data` in ENCODING
+// (`scales`: the Q8_0 block scales).
+void load8(uvec2 data, uvec2 scales, uint index, out vec4 lo, out vec4 hi) {
+  if (ENCODING == ENC_F32) {
+    lo = Vec4sIn(data).v[index >> 2];
+    hi = Vec4sIn(data).v[(index >> 2) + 1u];
+  } else if (ENCODING == ENC_BF16) {
+    uvec4 q = QuadsIn(data).v[index >> 3];
+    lo = bf16_low_high(q.x, q.y);
+    hi = bf16_low_high(q.z, q.w);
+  } else if (ENCODING == ENC_F16) {
+    uvec4 q = QuadsIn(data).v[index >> 3];
+    lo = f16_low_high(q.x, q.y);
+    hi = f16_low_high(q.z, q.w);
+  } else {
+    uvec2 q = PairsIn(data).v[index >> 3];
+    float d = q8_0_scale(scales, index >> 5);
+    lo = d * int8x4(q.x);
+    hi = d * int8x4(q.y);
+  }
+}
+
+// ---- MXFP4 (experts): blocks of 32 values, 16 bytes of nibbles (low nibble = even element) and
+// one scale byte (2^(s - 127)) ----
+const float kFp4Values[16] = float[16](0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0,
+                                       -4.0, -6.0);
+// Shared copy of the table: a dynamically indexed constant array can spill to local memory.
+shared float fp4_table[16];
+void load_fp4_table() {
+  if (gl_LocalInvocationIndex < 16u) fp4_table[gl_LocalInvocationIndex] = kFp4Values[gl_LocalInvocationIndex];
+  barrier();
+}
+void fp4x8(uint word, out vec4 lo, out vec4 hi) {
+  lo = vec4(fp4_table[word & 15u], fp4_table[(word >> 4) & 15u], fp4_table[(word >> 8) & 15u],
+            fp4_table[(word >> 12) & 15u]);
+  hi = vec4(fp4_table[(word >> 16) & 15u], fp4_table[(word >> 20) & 15u], fp4_table[(word >> 24) & 15u],
+            fp4_table[word >> 28]);
+}
+float mxfp4_scale(uvec2 scales, uint block) {
+  uint byte_value = (WordsIn(scales).v[block >> 2] >> ((block & 3u) * 8u)) & 0xFFu;
+  return ldexp(1.0, int(byte_value) - 127);
+}
+
+// ---- reductions ----
+
+// Sum over the workgroup (every invocation must call it; all get the total). Subgroups first,
+// then their partial sums through shared memory: one barrier pair, any subgroup size.
+shared float reduce_partials[64];
+float workgroup_sum(float value) {
+  float partial = subgroupAdd(value);
+  if (subgroupElect()) reduce_partials[gl_SubgroupID] = partial;
+  barrier();
+  float total = 0.0;
+  for (uint i = 0u; i < gl_NumSubgroups; ++i) total += reduce_partials[i];
+  barrier();
+  return total;
+}
+float workgroup_max(float value) {
+  float partial = subgroupMax(value);
+  if (subgroupElect()) reduce_partials[gl_SubgroupID] = partial;
+  barrier();
+  float result = reduce_partials[0];
+  for (uint i = 1u; i < gl_NumSubgroups; ++i) result = max(result, reduce_partials[i]);
+  barrier();
+  return result;
+}
+
+// ---- RoPE (YaRN tables; half-split pairs (i, i + D/2)) ----
+
+// The f32 angle reduced to about [-pi, pi] (Cody-Waite, 2*pi split in three f32 parts, each step
+// one fma): GPU sin/cos are accurate only for small arguments (NVIDIA's error grows with the
+// argument: 1.6e-4 at 4095 rad), while positions reach 131072 rad. The CPU engine takes cos/sin
+// of the same f32 angle with exact reduction; this keeps the two within about 1e-6.
+float reduce_angle(float angle) {
+  const float kTwoPiHigh = 6.28125;                // 8 significant bits: k * it is exact
+  const float kTwoPiMid = 1.9353071693331003e-3;   // f32(2*pi - high)
+  const float kTwoPiLow = 1.0253376273028358e-11;  // f32(2*pi - high - mid)
+  precise float k = round(angle * 0.15915494309189535);
+  precise float r = fma(-k, kTwoPiHigh, angle);
+  r = fma(-k, kTwoPiMid, r);
+  r = fma(-k, kTwoPiLow, r);
+  return r;
+}
+// (cos, sin) of position * inv_freq[i], times the YaRN concentration.
+vec2 rope_cos_sin(uvec2 inv_freq, uint position, uint i, float concentration) {
+  precise float angle = float(position) * FloatsIn(inv_freq).v[i];
+  float reduced = reduce_angle(angle);
+  return vec2(cos(reduced), sin(reduced)) * concentration;
+}

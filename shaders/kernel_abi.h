@@ -1,0 +1,304 @@
+// The host/shader ABI of the Vulkan engine, written once: every kernel's push-constant arguments,
+// the specialization constants, the workgroup shapes and the limits the kernels are written for.
+// The GLSL kernels (#include "kernel_abi.h") and the C++ launchers (runtime/vulkan/kernels.h)
+// both include this file, so a field added here reaches both sides or fails to compile.
+//
+// Rules that keep one text valid in both languages and one layout on both sides:
+// - only 32-bit scalars (uint, float) and buffer addresses (ABI_ADDRESS: uvec2 in GLSL (VULKAN defined), read
+//   through GL_EXT_buffer_reference_uvec2; uint64_t in C++; 8-byte aligned in both);
+// - addresses first, scalars after, so std430 (push constants) and C++ lay fields out alike;
+// - every struct fits the 128 bytes of push constants Vulkan guarantees (static_assert below).
+#ifndef GPTOSS_KERNEL_ABI_H
+#define GPTOSS_KERNEL_ABI_H
+
+#ifdef VULKAN  // glslang targeting Vulkan (-V): GLSL
+#define ABI_ADDRESS uvec2
+#define ABI_CONST(type, name, value) const type name = value
+#else
+#include <cstdint>
+namespace gptoss::vk::abi {
+using uint = uint32_t;
+#define ABI_ADDRESS uint64_t
+#define ABI_CONST(type, name, value) inline constexpr type name = value
+#endif
+
+// ---- specialization constants (layout(constant_id = N)) ----
+#define SPEC_SUBGROUP_SIZE 0  // the device's subgroup size (every kernel)
+#define SPEC_ENCODING 1       // encoding of the dense matrix a kernel reads (ENC_*)
+
+// Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
+// quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
+// out for 16-byte loads); every other encoding is the stored bytes as they are.
+ABI_CONST(uint, ENC_F32, 0u);
+ABI_CONST(uint, ENC_F16, 1u);
+ABI_CONST(uint, ENC_BF16, 2u);
+ABI_CONST(uint, ENC_Q8_0, 3u);
+
+// ---- limits ----
+ABI_CONST(uint, kMaxExpertsPerToken, 32u);  // router, expert kernels: per-token arrays
+ABI_CONST(uint, kMaxExperts, 1024u);        // router: logits in shared memory
+ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registers/shared memory
+ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
+ABI_CONST(uint, kAttentionSplits, 16u);     // decode attention: most key ranges per KV head
+ABI_CONST(uint, kMaxAttentionGroupValues, 2048u);  // attention: (heads / kv_heads) * head_dim
+ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in registers
+
+// ---- workgroup shapes ----
+#define WORKGROUP_SIZE 128        // most kernels
+#define REDUCE_WORKGROUP_SIZE 256 // row reductions (rmsnorm, router, argmax, combine)
+#define GEMM_TILE_M 64            // tokens per GEMM tile
+#define GEMM_TILE_N 64            // output rows (weight rows) per GEMM tile
+#define GEMM_TILE_K 32            // depth per step: one Q8_0 / MXFP4 block
+#define GEMM_WORKGROUP_SIZE 256   // portable GEMM: 4 x 4 outputs per invocation
+#define COOP_WORKGROUP_SIZE 128   // cooperative-matrix GEMM: 4 subgroups of 32, 32 x 32 each
+#define MATVEC_ROWS_PER_SUBGROUP 2
+#define EXPERT_OUTPUTS_PER_SUBGROUP 2  // decode expert kernels: outputs (row pairs for mlp1) per subgroup
+#define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
+#define ATTENTION_KEY_BLOCK 32    // prefill attention: keys per step
+
+// ---- flags ----
+ABI_CONST(uint, MATVEC_ACCUMULATE, 1u);  // y += W x (+ b) instead of y = W x (+ b)
+ABI_CONST(uint, MATVEC_BIAS, 2u);
+ABI_CONST(uint, MATVEC_NORM, 4u);        // x is RMS-normalized (times `norm`) first
+ABI_CONST(uint, GEMM_ACCUMULATE, 1u);
+ABI_CONST(uint, GEMM_BIAS, 2u);
+ABI_CONST(uint, EXPERT_SWIGLU, 1u);      // expert GEMM of mlp1: gate/up rows interleaved, SwiGLU out
+ABI_CONST(uint, EXPERT_GATHER, 2u);      // expert GEMM reads A rows through the token list
+
+// ---- arguments ----
+
+// x[t] = row tokens[t] of the table, decoded; t < count.
+struct EmbedArgs {
+  ABI_ADDRESS table;
+  ABI_ADDRESS table_scales;
+  ABI_ADDRESS tokens;
+  ABI_ADDRESS x;
+  uint hidden;
+  uint count;
+};
+
+// y[r] = x[first_row + r] * rsqrt(mean(x^2) + eps) * weight, r < rows.
+struct RmsNormArgs {
+  ABI_ADDRESS x;
+  ABI_ADDRESS weight;
+  ABI_ADDRESS y;
+  uint dim;
+  uint rows;
+  uint first_row;
+  float eps;
+};
+
+// y[r] (+)= W[r] . x' (+ bias[r]) for one vector, x' = x or its RMSNorm (MATVEC_NORM).
+struct MatvecArgs {
+  ABI_ADDRESS weight;
+  ABI_ADDRESS scales;
+  ABI_ADDRESS bias;
+  ABI_ADDRESS x;
+  ABI_ADDRESS norm;
+  ABI_ADDRESS y;
+  uint rows;
+  uint cols;
+  uint flags;
+  float eps;
+};
+
+// Decode attention of the token at step.position: RoPE of its Q and K (half-split pairs, YaRN
+// tables), K and V into the cache slot position % slots, then for each KV head and each of
+// `splits` key ranges a partial softmax (max, sum, weighted V) of the query heads of that KV head.
+struct AttentionDecodeArgs {
+  ABI_ADDRESS qkv;  // [heads + 2 kv_heads, head_dim] of the new token
+  ABI_ADDRESS k_cache;
+  ABI_ADDRESS v_cache;
+  ABI_ADDRESS inv_freq;
+  ABI_ADDRESS step;
+  ABI_ADDRESS partials;  // [heads, splits, head_dim + 2]
+  uint heads;
+  uint kv_heads;
+  uint head_dim;
+  uint window;  // 0: every key
+  uint slots;   // cache positions (a ring of `slots` on sliding layers)
+  uint splits;
+  float scale;
+  float concentration;
+};
+
+// out[h] = the softmax-weighted V of head h over every split, the sink counted in the denominator.
+struct AttentionCombineArgs {
+  ABI_ADDRESS partials;
+  ABI_ADDRESS sinks;
+  ABI_ADDRESS target;
+  uint heads;
+  uint head_dim;
+  uint splits;
+};
+
+// RoPE of Q (in place) and K of `count` new tokens at step.position.., K and V into the cache.
+struct RopeStoreArgs {
+  ABI_ADDRESS qkv;  // [count, heads + 2 kv_heads, head_dim]
+  ABI_ADDRESS k_cache;
+  ABI_ADDRESS v_cache;
+  ABI_ADDRESS inv_freq;
+  ABI_ADDRESS step;
+  uint heads;
+  uint kv_heads;
+  uint head_dim;
+  uint slots;
+  uint count;
+  float concentration;
+};
+
+// Causal attention of `count` queries (positions step.position..) over the cache, online softmax
+// with the sink, sliding window; out [count, heads * head_dim].
+struct AttentionPrefillArgs {
+  ABI_ADDRESS qkv;
+  ABI_ADDRESS k_cache;
+  ABI_ADDRESS v_cache;
+  ABI_ADDRESS sinks;
+  ABI_ADDRESS step;
+  ABI_ADDRESS target;
+  uint heads;
+  uint kv_heads;
+  uint head_dim;
+  uint window;
+  uint slots;
+  uint count;
+  float scale;
+};
+
+// Per token t < count: x' = RMSNorm(x[t]) * norm (written to xn[t]), router logits
+// W x' + bias, the k largest (ties to the lower expert) and their softmax.
+struct RouterArgs {
+  ABI_ADDRESS x;
+  ABI_ADDRESS norm;
+  ABI_ADDRESS weight;
+  ABI_ADDRESS scales;
+  ABI_ADDRESS bias;
+  ABI_ADDRESS xn;
+  ABI_ADDRESS chosen;        // [count, k] expert ids
+  ABI_ADDRESS gate_weights;  // [count, k]
+  uint hidden;
+  uint experts;
+  uint k;
+  uint count;
+  float eps;
+};
+
+// Decode: act[s, j] = SwiGLU of rows 2j, 2j+1 of expert chosen[s]'s mlp1 times x (+ bias).
+struct ExpertMlp1Args {
+  ABI_ADDRESS blocks;
+  ABI_ADDRESS scales;
+  ABI_ADDRESS bias;
+  ABI_ADDRESS x;
+  ABI_ADDRESS chosen;
+  ABI_ADDRESS act;
+  uint hidden;
+  uint intermediate;
+  uint k;
+  float limit;
+};
+
+// Decode: residual[d] += sum over the chosen experts in increasing id of w * (mlp2 . act + bias).
+struct ExpertMlp2Args {
+  ABI_ADDRESS blocks;
+  ABI_ADDRESS scales;
+  ABI_ADDRESS bias;
+  ABI_ADDRESS act;
+  ABI_ADDRESS chosen;
+  ABI_ADDRESS gate_weights;
+  ABI_ADDRESS residual;
+  uint hidden;
+  uint intermediate;
+  uint k;
+};
+
+// result[0] = the index of the largest of values[0..count) (ties to the lowest index), result[1]
+// its bits.
+struct ArgmaxArgs {
+  ABI_ADDRESS values;
+  ABI_ADDRESS result;
+  uint count;
+};
+
+// C[m, n] (+)= A[m] . W[n] (+ bias[n]) for m < rows, n < cols: A f32 [rows, depth] with rows
+// `a_stride` floats apart, W dense [cols, depth] in its encoding, C [rows, cols].
+struct GemmArgs {
+  ABI_ADDRESS a;
+  ABI_ADDRESS weight;
+  ABI_ADDRESS scales;
+  ABI_ADDRESS bias;
+  ABI_ADDRESS c;
+  uint rows;
+  uint cols;
+  uint depth;
+  uint a_stride;
+  uint c_stride;
+  uint flags;
+};
+
+// Groups the (token, slot) assignments of `count` tokens by expert: for expert e its rows
+// [offsets[e], offsets[e] + counts[e]) of the grouped order; assign_token[row] = token,
+// row_of[t * k + s] = row; tiles: (expert, first row, rows) of at most GEMM_TILE_M rows; the
+// indirect dispatch sizes (n_tiles_mlp1 / n_tiles_mlp2, tiles, 1) of the two expert GEMMs.
+struct MoeRouteArgs {
+  ABI_ADDRESS chosen;
+  ABI_ADDRESS assign_token;
+  ABI_ADDRESS row_of;
+  ABI_ADDRESS tiles;
+  ABI_ADDRESS dispatch;  // 2 x (x, y, z)
+  uint count;
+  uint k;
+  uint experts;
+  uint n_tiles_mlp1;
+  uint n_tiles_mlp2;
+};
+
+// One expert tile of the grouped MoE: out[row, n] for the tile's rows of one expert. mlp1
+// (EXPERT_SWIGLU | EXPERT_GATHER): A rows are xn[assign_token[row]], out is act [rows,
+// intermediate]; mlp2: A rows are act[row], out is y [rows, hidden] (bias added, not weighted).
+struct ExpertGemmArgs {
+  ABI_ADDRESS a;
+  ABI_ADDRESS assign_token;
+  ABI_ADDRESS blocks;
+  ABI_ADDRESS scales;
+  ABI_ADDRESS bias;
+  ABI_ADDRESS tiles;
+  ABI_ADDRESS target;
+  uint depth;        // input width (hidden for mlp1, intermediate for mlp2)
+  uint weight_rows;  // rows of one expert's matrix (2 * intermediate, or hidden)
+  uint flags;
+  float limit;
+};
+
+// x[t] += sum over t's experts in increasing id of gate weight * y[row_of[t, s]].
+struct MoeCombineArgs {
+  ABI_ADDRESS y;
+  ABI_ADDRESS row_of;
+  ABI_ADDRESS chosen;
+  ABI_ADDRESS gate_weights;
+  ABI_ADDRESS x;
+  uint hidden;
+  uint k;
+  uint count;
+};
+
+// The step state the host writes before each submit (command buffers are recorded once).
+struct StepState {
+  uint position;  // of the first new token
+  uint count;     // new tokens
+};
+
+#ifndef VULKAN
+inline constexpr uint32_t kMaxPushBytes = 128;
+static_assert(sizeof(EmbedArgs) <= kMaxPushBytes && sizeof(RmsNormArgs) <= kMaxPushBytes &&
+              sizeof(MatvecArgs) <= kMaxPushBytes && sizeof(AttentionDecodeArgs) <= kMaxPushBytes &&
+              sizeof(AttentionCombineArgs) <= kMaxPushBytes && sizeof(RopeStoreArgs) <= kMaxPushBytes &&
+              sizeof(AttentionPrefillArgs) <= kMaxPushBytes && sizeof(RouterArgs) <= kMaxPushBytes &&
+              sizeof(ExpertMlp1Args) <= kMaxPushBytes && sizeof(ExpertMlp2Args) <= kMaxPushBytes &&
+              sizeof(ArgmaxArgs) <= kMaxPushBytes && sizeof(GemmArgs) <= kMaxPushBytes &&
+              sizeof(MoeRouteArgs) <= kMaxPushBytes && sizeof(ExpertGemmArgs) <= kMaxPushBytes &&
+              sizeof(MoeCombineArgs) <= kMaxPushBytes,
+              "push constants beyond the 128 bytes every Vulkan device offers");
+}  // namespace gptoss::vk::abi
+#endif
+
+#endif  // GPTOSS_KERNEL_ABI_H
