@@ -25,6 +25,10 @@ using uint = uint32_t;
 // ---- specialization constants (layout(constant_id = N)) ----
 #define SPEC_SUBGROUP_SIZE 0  // the device's subgroup size (every kernel)
 #define SPEC_ENCODING 1       // encoding of the dense matrix a kernel reads (ENC_*)
+#define SPEC_COOP_SPLIT 2     // cooperative-matrix GEMMs: A as two f16 parts (hi + lo), ~f32 accuracy
+#define SPEC_COOP_M 3         // cooperative-matrix shape the device lists (fp16 x fp16 + fp32)
+#define SPEC_COOP_N 4
+#define SPEC_COOP_K 5
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid

@@ -37,10 +37,16 @@ std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
 
 }  // namespace
 
+bool Kernels::cooperative() const {
+  return ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32;
+}
+
 const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding) {
   auto& slot = pipelines_[{shader, encoding.value_or(0)}];
   if (!slot) {
-    const uint32_t specialization[] = {ctx_.info().subgroup_size, encoding.value_or(0)};
+    const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{16, 16, 16});
+    const uint32_t specialization[] = {ctx_.info().subgroup_size, encoding.value_or(0), ctx_.split_cooperative_inputs() ? 1u : 0u,
+                                       shape.m, shape.n, shape.k};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -181,8 +187,8 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
   const uint32_t flags = (accumulate ? abi::GEMM_ACCUMULATE : 0u) | (bias ? abi::GEMM_BIAS : 0u);
   const abi::GemmArgs args{a, weight.address(), weight.scales_address(), bias, c, rows, weight.rows, weight.cols,
                            a_stride, c_stride, flags};
-  list.dispatch(pipeline("gemm", sizeof args, weight.encoding), args, ceil_div(weight.rows, GEMM_TILE_N),
-                ceil_div(rows, GEMM_TILE_M));
+  list.dispatch(pipeline(cooperative() ? "gemm_coop" : "gemm", sizeof args, weight.encoding), args,
+                ceil_div(weight.rows, GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
 }
 
 uint32_t Kernels::max_moe_tiles(uint32_t choices, uint32_t experts) {
@@ -206,7 +212,8 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
   const abi::ExpertGemmArgs args{a,      tables.assign_token, weights.blocks->address(), weights.scales->address(),
                                  bias,   tables.tiles,        target,                    weights.cols,
                                  weights.rows, flags, limit_value};
-  list.dispatch_indirect(pipeline("expert_gemm", sizeof args), args, *tables.dispatch, first_projection ? 0 : 12);
+  list.dispatch_indirect(pipeline(cooperative() ? "expert_gemm_coop" : "expert_gemm", sizeof args), args,
+                         *tables.dispatch, first_projection ? 0 : 12);
 }
 
 void Kernels::moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,

@@ -72,6 +72,9 @@ class Kernels {
   void moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
                    Address x, uint32_t hidden, uint32_t k, uint32_t count);
 
+  // Whether the GEMMs run on cooperative matrices here (fp16 listed, subgroups of 32, not disabled).
+  bool cooperative() const;
+
   // The most tiles moe_route can list for `choices` rows over `experts` experts.
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
 

@@ -202,6 +202,8 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
     throw std::runtime_error("Vulkan: " + info.name + " lacks subgroup arithmetic in compute shaders, which the engine's kernels need");
   const char* no_coopmat = std::getenv("GPTOSS_VK_NO_COOPMAT");
   ctx->coopmat_disabled_ = no_coopmat && std::string(no_coopmat) != "0";
+  const char* split = std::getenv("GPTOSS_VK_COOP_SPLIT");
+  ctx->coopmat_split_ = !split || std::string(split) != "0";
   vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &ctx->memory_);
 
   const float priority = 1.0f;

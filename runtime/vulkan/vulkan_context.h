@@ -121,6 +121,9 @@ class Context {
   // GPTOSS_VK_NO_COOPMAT=1 in the environment turns the cooperative-matrix kernels off (the
   // portable ones run instead), to compare the two on one device.
   bool use_cooperative_matrix() const { return info_.cooperative_matrix.has_value() && !coopmat_disabled_; }
+  // Cooperative-matrix GEMMs feed A as two f16 parts (hi + lo: about f32 accuracy, twice the
+  // products); GPTOSS_VK_COOP_SPLIT=0 feeds one f16 part.
+  bool split_cooperative_inputs() const { return coopmat_split_; }
 
   // Records with `record`, submits once and waits (set-up work and tests).
   void run_once(const std::function<void(VkCommandBuffer)>& record) const;
@@ -139,6 +142,7 @@ class Context {
   VkPhysicalDeviceMemoryProperties memory_{};
   DeviceInfo info_;
   bool coopmat_disabled_ = false;
+  bool coopmat_split_ = true;
   mutable std::atomic<uint64_t> allocated_{0};
   friend class Buffer;
 };

@@ -1,0 +1,72 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// expert_gemm.comp on cooperative matrices (same arguments, tiles and indirect grid): one tile of
+// one expert's rows, MXFP4 blocks decoded (times their scale) into the f16 W tile.
+#include "common.glsl"
+layout(local_size_x = COOP_WORKGROUP_SIZE) in;
+layout(push_constant) uniform Push { ExpertGemmArgs args; };
+#include "coop_tile.glsl"
+
+void main() {
+  load_fp4_table();
+  uint entry = gl_WorkGroupID.y * 3u;
+  uint expert = WordsIn(args.tiles).v[entry];
+  uint first_row = WordsIn(args.tiles).v[entry + 1u];
+  uint rows = WordsIn(args.tiles).v[entry + 2u];
+  uint n0 = gl_WorkGroupID.x * GEMM_TILE_N;
+  bool gather = (args.flags & EXPERT_GATHER) != 0u;
+  uint blocks_per_row = args.depth / 32u;
+  uint load_row = coop_load_row();
+  uint a_row = load_row < rows ? (gather ? WordsIn(args.assign_token).v[first_row + load_row] : first_row + load_row) : 0u;
+  uint n = n0 + load_row;
+  uint w_row = expert * args.weight_rows + n;
+  clear_coop_sums();
+  for (uint k0 = 0u; k0 < args.depth; k0 += GEMM_TILE_K) {
+    vec4 v[4];
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) v[i] = vec4(0.0);
+    if (load_row < rows) {
+      uint at = (a_row * args.depth + k0 + coop_load_depth()) / 4u;
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) v[i] = Vec4sIn(args.a).v[at + i];
+    }
+    store_a16(v);
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) v[i] = vec4(0.0);
+    if (n < args.weight_rows) {
+      uint block = w_row * blocks_per_row + k0 / 32u;
+      uvec4 q = QuadsIn(args.blocks).v[block];
+      float scale = mxfp4_scale(args.scales, block);
+      uvec2 words = coop_load_depth() == 0u ? q.xy : q.zw;
+      fp4x8(words.x, v[0], v[1]);
+      fp4x8(words.y, v[2], v[3]);
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) v[i] *= scale;
+    }
+    store_w16(v);
+    barrier();
+    multiply_coop_tiles();
+    barrier();
+  }
+  store_coop_sums();
+  barrier();
+  Floats out_values = Floats(args.target);
+  bool swiglu = (args.flags & EXPERT_SWIGLU) != 0u;
+  uint intermediate = args.weight_rows / 2u;
+  // SwiGLU pairs: (gate, up) are adjacent columns.
+  uint per_row = swiglu ? GEMM_TILE_N / 2u : GEMM_TILE_N;
+  for (uint e = gl_LocalInvocationIndex; e < GEMM_TILE_M * per_row; e += COOP_WORKGROUP_SIZE) {
+    uint r = e / per_row, col = e % per_row;
+    if (r >= rows) continue;
+    uint out_row = first_row + r;
+    if (swiglu) {
+      uint gate_row = n0 + 2u * col;
+      if (gate_row >= args.weight_rows) continue;
+      float gate = min(c_tile[r * kStrideC + 2u * col] + FloatsIn(args.bias).v[expert * args.weight_rows + gate_row], args.limit);
+      float up = clamp(c_tile[r * kStrideC + 2u * col + 1u] + FloatsIn(args.bias).v[expert * args.weight_rows + gate_row + 1u],
+                       -args.limit, args.limit);
+      float glu = gate / (1.0 + exp(-1.702 * gate));
+      out_values.v[out_row * intermediate + gate_row / 2u] = (up + 1.0) * glu;
+    } else {
+      uint n_out = n0 + col;
+      if (n_out >= args.weight_rows) continue;
+      out_values.v[out_row * args.weight_rows + n_out] = c_tile[r * kStrideC + col] + FloatsIn(args.bias).v[expert * args.weight_rows + n_out];
+    }
+  }
+}

@@ -1,0 +1,160 @@
+// The batched prefill against token-by-token prefill through the decode kernels (the same engine
+// with prefill_chunk 1): every stage and the logits of every row within 1e-4 of the stage's
+// largest value, for T = 1..40 tokens of the 70-token "random" prompt (crossing the sliding window
+// of 8 on the even layers), for chunks that cut a prompt in several passes, and for a model whose
+// embedding exceeds lavapipe's 128 MiB storage-buffer binding limit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "convert/model_io.h"
+#include "convert/synthesize.h"
+#include "runtime/cpu/cpu_engine.h"
+#include "runtime/vulkan/vulkan_engine.h"
+#include "tests/cpu/golden_refs.h"
+#include "tests/test_support.h"
+#include "tests/vulkan/vulkan_test_support.h"
+
+namespace gptoss::test {
+namespace {
+
+using Stages = std::map<std::string, std::vector<float>>;
+
+Stages run_all(runtime::Engine& engine, std::span<const uint32_t> ids) {
+  Stages stages;
+  engine.reset();
+  auto logits = engine.forward(ids, runtime::LogitRows::All, [&](const runtime::ActivationView& v) {
+    const std::string name = v.stage == runtime::Stage::Embedding   ? "embedding"
+                             : v.stage == runtime::Stage::FinalNorm ? "final norm"
+                                                                     : "layer " + std::to_string(v.layer);
+    stages[name].assign(v.values.begin(), v.values.end());
+  });
+  stages["logits"] = std::move(logits);
+  return stages;
+}
+
+// max |a - b| / max |b| over every stage; names the worst stage.
+double worst_relative(const Stages& a, const Stages& b, std::string* where) {
+  double worst = 0;
+  for (const auto& [name, values] : b) {
+    const auto& other = a.at(name);
+    EXPECT_EQ(other.size(), values.size()) << name;
+    double largest = 0, diff = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      largest = std::max(largest, static_cast<double>(std::abs(values[i])));
+      diff = std::max(diff, static_cast<double>(std::abs(values[i] - other[i])));
+    }
+    const double relative = diff / std::max(largest, 1e-30);
+    if (relative > worst) {
+      worst = relative;
+      *where = name;
+    }
+  }
+  return worst;
+}
+
+struct Pair {
+  CanonicalModel model;
+  vk::VulkanEngine batched, stepwise;
+  Pair(CanonicalModel m, std::shared_ptr<vk::Context> ctx, uint32_t chunk)
+      : model(std::move(m)), batched(model, options(chunk), ctx), stepwise(model, options(1), ctx) {}
+  static runtime::EngineOptions options(uint32_t chunk) {
+    runtime::EngineOptions o;
+    o.max_context = 128;
+    o.prefill_chunk = chunk;
+    return o;
+  }
+};
+
+TEST(VulkanBatchedPrefill, EqualsTokenByTokenForEveryLengthUpTo40) {
+  GOLDENS_OR_SKIP();
+  VULKAN_OR_SKIP();
+  GoldenRefs refs(*goldens);
+  const auto random_ids = refs.ids("random");
+  const auto ids = std::span<const uint32_t>(random_ids).first(40);
+  Pair engines(load_model(preset_a_checkpoint() / "hf"), ctx, 512);
+  // Token by token, a position's results do not depend on the tokens after it: one 40-token run
+  // gives the reference rows of every shorter prompt.
+  const auto reference = run_all(engines.stepwise, ids);
+  const size_t hidden = engines.model.config.hidden_size, vocab = engines.model.config.vocab_size;
+  double worst = 0;
+  for (size_t t = 1; t <= ids.size(); ++t) {
+    Stages mine, expected;
+    engines.batched.reset();
+    const auto last = engines.batched.forward(ids.first(t), runtime::LogitRows::Last, [&](const runtime::ActivationView& v) {
+      const std::string name = v.stage == runtime::Stage::Embedding   ? "embedding"
+                               : v.stage == runtime::Stage::FinalNorm ? "final norm"
+                                                                       : "layer " + std::to_string(v.layer);
+      mine[name].assign(v.values.begin(), v.values.end());
+      const auto& all = reference.at(name);
+      expected[name].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(t * hidden));
+    });
+    mine["logits"] = last;
+    const auto& logits = reference.at("logits");
+    expected["logits"].assign(logits.begin() + static_cast<std::ptrdiff_t>((t - 1) * vocab),
+                              logits.begin() + static_cast<std::ptrdiff_t>(t * vocab));
+    std::string where;
+    const double relative = worst_relative(mine, expected, &where);
+    EXPECT_LE(relative, 1e-4) << "T = " << t << ", worst at " << where;
+    worst = std::max(worst, relative);
+  }
+  // And every row's logits of the longest prompt.
+  std::string where;
+  EXPECT_LE(worst_relative(run_all(engines.batched, ids), reference, &where), 1e-4) << where;
+  std::printf("batched vs token-by-token prefill, T = 1..40: worst relative difference %.2e\n", worst);
+}
+
+TEST(VulkanBatchedPrefill, ChunksThatCutThePromptAndDecodeAfterThem) {
+  GOLDENS_OR_SKIP();
+  VULKAN_OR_SKIP();
+  GoldenRefs refs(*goldens);
+  const auto ids = refs.ids("random");
+  // Chunks of 7 put boundaries inside and across the 8-token window; the ring holds window + 7.
+  Pair engines(load_model(preset_a_checkpoint() / "hf"), ctx, 7);
+  std::string where;
+  const auto prompt = std::span(ids).first(48);
+  EXPECT_LE(worst_relative(run_all(engines.batched, prompt), run_all(engines.stepwise, prompt), &where), 1e-4) << where;
+  // Then decode steps continue from the chunked cache.
+  for (size_t step = 0; step < 4; ++step) {
+    const auto next = std::span(ids).subspan(48 + step, 1);
+    const auto a = engines.batched.forward(next), b = engines.stepwise.forward(next);
+    float largest = 0, diff = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+      largest = std::max(largest, std::abs(b[i]));
+      diff = std::max(diff, std::abs(a[i] - b[i]));
+    }
+    EXPECT_LE(diff, 1e-4f * largest) << "decode step " << step;
+  }
+}
+
+// Embedding and unembedding of 201088 x 384 BF16 (154 MB) exceed lavapipe's 128 MiB binding range:
+// the kernels read them through device addresses, and the result is the CPU engine's.
+TEST(VulkanLargeTensors, EmbeddingBeyondTheBindingRangeRuns) {
+  VULKAN_OR_SKIP();
+  const SynthPreset preset{"wide-vocab", 1, 384, 64, 4, 1, 64, 4, 2, 201088, 8, 1};
+  const auto model = synthesize_model(preset);
+  const uint64_t embedding_bytes = model.get(TensorRole::Embedding).source->size();
+  EXPECT_GT(embedding_bytes, uint64_t{128} << 20);
+  if (ctx->info().max_storage_buffer_range < embedding_bytes)
+    std::printf("embedding %llu bytes > maxStorageBufferRange %llu of %s\n",
+                static_cast<unsigned long long>(embedding_bytes),
+                static_cast<unsigned long long>(ctx->info().max_storage_buffer_range), ctx->info().name.c_str());
+  runtime::EngineOptions options;
+  options.max_context = 16;
+  vk::VulkanEngine vulkan(model, options, ctx);
+  cpu::CpuEngine cpu(model);
+  const uint32_t ids[] = {7, 201087, 100000, 42, 199999};
+  const auto a = vulkan.forward(ids, runtime::LogitRows::All), b = cpu.forward(ids, runtime::LogitRows::All);
+  ASSERT_EQ(a.size(), b.size());
+  float largest = 0, diff = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    largest = std::max(largest, std::abs(b[i]));
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+  }
+  EXPECT_LE(diff, 1e-4f * largest);
+}
+
+}  // namespace
+}  // namespace gptoss::test

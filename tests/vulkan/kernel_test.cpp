@@ -1,0 +1,655 @@
+// Every kernel of the Vulkan engine against a double-precision computation written out here, on
+// random data with sizes that are multiples of no tile (1, 3, 31, 33, 65, 513 tokens; odd row
+// counts), in every stored encoding: dense products (decode matvec with its fused RMSNorm, bias,
+// accumulation; prefill GEMM, portable or on cooperative matrices where the device has them),
+// embedding gather, RMSNorm, RoPE + KV store and block attention (causal, sliding window over a
+// ring cache, sinks, GQA), decode attention over key ranges, the router's top-k with ties, the MoE
+// grouped by expert (route, MXFP4 GEMMs with SwiGLU, combine) and its decode kernels, argmax.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+
+#include "formats/codecs/float_codec.h"
+#include "formats/codecs/mxfp4.h"
+#include "runtime/vulkan/device_tensors.h"
+#include "runtime/vulkan/kernels.h"
+#include "shaders/kernel_abi.h"
+#include "tests/vulkan/vulkan_test_support.h"
+
+namespace gptoss::test {
+namespace {
+
+using vk::Address;
+using Doubles = std::vector<double>;
+
+// Builds the steps with `build`, runs them once and waits.
+void run(const vk::Context& ctx, const std::function<void(vk::DispatchList&)>& build) {
+  vk::DispatchList list;
+  build(list);
+  ctx.run_once([&](VkCommandBuffer cb) { list.record(cb); });
+}
+
+vk::Kernels& kernels(const vk::Context& ctx) {
+  static vk::Kernels k(ctx);
+  return k;
+}
+
+// A dense matrix in `type`, uploaded as the engine uploads it, and its exact stored values.
+struct Matrix {
+  vk::DeviceMatrix device;
+  std::vector<float> values;  // decoded, row-major [rows, cols]
+};
+Matrix dense_matrix(const vk::Context& ctx, DType type, uint32_t rows, uint32_t cols, uint32_t seed, float scale = 1.0f) {
+  const auto f = random_floats(size_t{rows} * cols, seed, scale);
+  std::vector<uint8_t> bytes(*dtype_byte_size(type, f.size()));
+  encode_from_f32(type, f.data(), f.size(), bytes.data());
+  Matrix m;
+  m.values.resize(f.size());
+  decode_to_f32(type, bytes.data(), f.size(), m.values.data());
+  CanonicalTensor t{{TensorRole::AttnQ, 0, "test.weight", {rows, cols}}, type,
+                    std::make_shared<OwnedSource>(std::move(bytes)), "test"};
+  vk::DeviceUploader uploader(ctx, 1 << 20);
+  m.device = vk::upload_matrix(ctx, uploader, t);
+  return m;
+}
+
+// MXFP4 experts [experts, rows, cols] as stored (OpenAI layout) and decoded.
+struct Experts {
+  vk::DeviceExperts device;
+  std::vector<float> values;  // [experts, rows, cols]
+};
+Experts mxfp4_experts(const vk::Context& ctx, uint32_t experts, uint32_t rows, uint32_t cols, uint32_t seed) {
+  const uint64_t blocks = uint64_t{experts} * rows * (cols / 32);
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> block_bytes(blocks * 16), scale_bytes(blocks);
+  for (auto& b : block_bytes) b = static_cast<uint8_t>(rng());
+  for (auto& s : scale_bytes) s = static_cast<uint8_t>(118 + rng() % 8);  // 2^-9 .. 2^-2
+  Experts e;
+  e.values.resize(blocks * 32);
+  mxfp4::dequantize_oai(block_bytes.data(), scale_bytes.data(), blocks, e.values.data());
+  const uint64_t n = cols / 32;
+  CanonicalTensor b{{TensorRole::Mlp1Blocks, 0, "test.blocks", {experts, rows, n, 16}}, DType::U8,
+                    std::make_shared<OwnedSource>(std::move(block_bytes)), "test"};
+  CanonicalTensor s{{TensorRole::Mlp1Scales, 0, "test.scales", {experts, rows, n}}, DType::U8,
+                    std::make_shared<OwnedSource>(std::move(scale_bytes)), "test"};
+  vk::DeviceUploader uploader(ctx, 1 << 20);
+  e.device = vk::upload_experts(ctx, uploader, b, s);
+  return e;
+}
+
+// |got - want| <= tolerance * scale for every element, where scale is the element's sum of
+// absolute products (the size of the rounding an f32 sum of them can make).
+void expect_close(const std::vector<float>& got, const Doubles& want, const Doubles& scale, double tolerance,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double err = std::abs(got[i] - want[i]) / (scale[i] + 1e-30);
+    if (!(err <= worst)) {
+      worst = err;
+      worst_at = i;
+    }
+  }
+  EXPECT_LE(worst, tolerance) << what << ": element " << worst_at << " is " << got[worst_at] << ", expected "
+                              << want[worst_at];
+}
+
+double gemm_tolerance(const vk::Context& ctx, DType weight_type) {
+  // Cooperative matrices take f16 weights: Q8_0's d * q and F32 round to f16 (F32 stays portable).
+  const bool coop = kernels(ctx).cooperative() && weight_type != DType::F32;
+  return coop ? (weight_type == DType::Q8_0 ? 2e-3 : 1e-4) : 2e-6;
+}
+
+struct GemmCase {
+  uint32_t rows, cols, depth;
+  bool bias, accumulate;
+};
+
+TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
+  VULKAN_OR_SKIP();
+  const GemmCase cases[] = {{1, 63, 32, true, false},   {3, 65, 96, false, true},  {31, 130, 64, true, true},
+                            {33, 1, 32, true, false},   {65, 64, 2880, false, false}, {513, 70, 96, true, true}};
+  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
+    for (const auto& g : cases) {
+      const std::string what = std::string(dtype_name(type)) + " rows " + std::to_string(g.rows) + " cols " +
+                               std::to_string(g.cols) + " depth " + std::to_string(g.depth);
+      const auto w = dense_matrix(*ctx, type, g.cols, g.depth, 7 + g.rows);
+      const auto a = random_floats(size_t{g.rows} * g.depth, 11 + g.cols);
+      const auto bias = random_floats(g.cols, 13);
+      const auto c0 = random_floats(size_t{g.rows} * g.cols, 17);
+      auto a_buf = host_buffer(*ctx, a), b_buf = host_buffer(*ctx, bias), c_buf = host_buffer(*ctx, c0);
+      run(*ctx, [&](vk::DispatchList& list) {
+        kernels(*ctx).gemm(list, w.device, g.bias ? b_buf->address() : 0, a_buf->address(), g.depth, c_buf->address(),
+                           g.cols, g.rows, g.accumulate);
+      });
+      Doubles want(c0.size()), scale(c0.size());
+      for (uint32_t m = 0; m < g.rows; ++m)
+        for (uint32_t n = 0; n < g.cols; ++n) {
+          double sum = g.bias ? bias[n] : 0.0, size = std::abs(sum);
+          for (uint32_t k = 0; k < g.depth; ++k) {
+            const double p = double{w.values[size_t{n} * g.depth + k]} * a[size_t{m} * g.depth + k];
+            sum += p;
+            size += std::abs(p);
+          }
+          const size_t i = size_t{m} * g.cols + n;
+          want[i] = sum + (g.accumulate ? c0[i] : 0.0);
+          scale[i] = size + (g.accumulate ? std::abs(c0[i]) : 0.0);
+        }
+      expect_close(read_buffer<float>(*c_buf, c0.size()), want, scale, gemm_tolerance(*ctx, type), what);
+    }
+}
+
+TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
+  VULKAN_OR_SKIP();
+  const float eps = 1e-5f;
+  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
+    for (uint32_t rows : {1u, 3u, 67u})
+      for (uint32_t cols : {32u, 2880u})
+        for (int variant = 0; variant < 2; ++variant) {
+          const bool normed = variant == 1, bias = variant == 0, accumulate = variant == 1;
+          const std::string what = std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" +
+                                   std::to_string(cols) + (normed ? " normed, accumulated" : " with bias");
+          const auto w = dense_matrix(*ctx, type, rows, cols, rows + cols);
+          const auto x = random_floats(cols, 3, 4.0f), norm = random_floats(cols, 5), b = random_floats(rows, 6);
+          const auto y0 = random_floats(rows, 8);
+          auto x_buf = host_buffer(*ctx, x), n_buf = host_buffer(*ctx, norm), b_buf = host_buffer(*ctx, b);
+          auto y_buf = host_buffer(*ctx, y0);
+          run(*ctx, [&](vk::DispatchList& list) {
+            kernels(*ctx).matvec(list, w.device, bias ? b_buf->address() : 0, x_buf->address(),
+                                 normed ? n_buf->address() : 0, y_buf->address(), accumulate, eps);
+          });
+          Doubles xin(x.begin(), x.end());
+          if (normed) {
+            double ss = 0;
+            for (double v : xin) ss += v * v;
+            const double inv = 1 / std::sqrt(ss / cols + eps);
+            for (uint32_t i = 0; i < cols; ++i) xin[i] = xin[i] * inv * norm[i];
+          }
+          Doubles want(rows), scale(rows);
+          for (uint32_t r = 0; r < rows; ++r) {
+            double sum = bias ? b[r] : 0.0, size = std::abs(sum);
+            for (uint32_t k = 0; k < cols; ++k) {
+              const double p = double{w.values[size_t{r} * cols + k]} * xin[k];
+              sum += p;
+              size += std::abs(p);
+            }
+            want[r] = sum + (accumulate ? y0[r] : 0.0);
+            scale[r] = size + (accumulate ? std::abs(y0[r]) : 0.0);
+          }
+          expect_close(read_buffer<float>(*y_buf, rows), want, scale, 2e-6, what);
+        }
+}
+
+TEST(VulkanKernels, EmbeddingGathersRowsInEveryEncoding) {
+  VULKAN_OR_SKIP();
+  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
+    for (uint32_t count : {1u, 3u, 33u}) {
+      const uint32_t vocab = 37, hidden = 96;
+      const auto table = dense_matrix(*ctx, type, vocab, hidden, 21);
+      std::vector<uint32_t> tokens(count);
+      for (uint32_t t = 0; t < count; ++t) tokens[t] = (t * 7 + 3) % vocab;
+      auto tok_buf = host_buffer(*ctx, tokens);
+      auto x_buf = host_buffer(*ctx, std::vector<float>(size_t{count} * hidden, -1.0f));
+      run(*ctx, [&](vk::DispatchList& list) { kernels(*ctx).embed(list, table.device, tok_buf->address(), x_buf->address(), count); });
+      const auto x = read_buffer<float>(*x_buf, size_t{count} * hidden);
+      for (uint32_t t = 0; t < count; ++t)
+        for (uint32_t i = 0; i < hidden; ++i)
+          ASSERT_EQ(x[size_t{t} * hidden + i], table.values[size_t{tokens[t]} * hidden + i])
+              << dtype_name(type) << " token " << t << " value " << i;
+    }
+}
+
+TEST(VulkanKernels, RmsNormOfRowsFromAnOffset) {
+  VULKAN_OR_SKIP();
+  const uint32_t dim = 2880, rows = 3, first = 2;
+  const auto x = random_floats(size_t{dim} * (rows + first), 31, 100.0f), w = random_floats(dim, 32);
+  auto x_buf = host_buffer(*ctx, x), w_buf = host_buffer(*ctx, w);
+  auto y_buf = host_buffer(*ctx, std::vector<float>(size_t{dim} * rows));
+  run(*ctx, [&](vk::DispatchList& list) {
+    kernels(*ctx).rmsnorm(list, x_buf->address(), w_buf->address(), y_buf->address(), dim, rows, first, 1e-5f);
+  });
+  const auto y = read_buffer<float>(*y_buf, size_t{dim} * rows);
+  Doubles want(y.size()), scale(y.size());
+  for (uint32_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (uint32_t i = 0; i < dim; ++i) ss += double{x[(first + r) * dim + i]} * x[(first + r) * dim + i];
+    const double inv = 1 / std::sqrt(ss / dim + 1e-5);
+    for (uint32_t i = 0; i < dim; ++i) {
+      want[r * dim + i] = x[(first + r) * dim + i] * inv * w[i];
+      scale[r * dim + i] = std::abs(want[r * dim + i]);
+    }
+  }
+  expect_close(y, want, scale, 1e-5, "rmsnorm");
+}
+
+// ---- attention ----
+
+struct AttentionCase {
+  uint32_t heads, kv_heads, head_dim, window;
+};
+
+// Rotates the pairs (i, i + D/2) of `row` (one head) for `position`, as the CPU engine.
+void rope(double* row, uint32_t D, uint32_t position, const std::vector<float>& inv_freq, double concentration) {
+  for (uint32_t i = 0; i < D / 2; ++i) {
+    const double angle = static_cast<double>(static_cast<float>(position) * inv_freq[i]);
+    const double c = std::cos(angle) * concentration, s = std::sin(angle) * concentration;
+    const double a = row[i], b = row[i + D / 2];
+    row[i] = a * c - b * s;
+    row[i + D / 2] = b * c + a * s;
+  }
+}
+
+// out[q, h] of the queries at positions start.. over keys [0, position], window W, sinks.
+Doubles reference_attention(const AttentionCase& a, const Doubles& q, const std::vector<Doubles>& keys,
+                            const std::vector<Doubles>& values, const std::vector<float>& sinks, uint32_t start,
+                            uint32_t count) {
+  const uint32_t D = a.head_dim, G = a.heads / a.kv_heads;
+  Doubles out(size_t{count} * a.heads * D);
+  for (uint32_t t = 0; t < count; ++t) {
+    const uint32_t pos = start + t;
+    const uint32_t first = a.window && pos + 1 > a.window ? pos + 1 - a.window : 0;
+    for (uint32_t h = 0; h < a.heads; ++h) {
+      const uint32_t g = h / G;
+      std::vector<double> scores;
+      double top = sinks[h];
+      for (uint32_t j = first; j <= pos; ++j) {
+        double s = 0;
+        for (uint32_t d = 0; d < D; ++d) s += q[(size_t{t} * a.heads + h) * D + d] * keys[j][g * D + d];
+        s /= std::sqrt(static_cast<double>(D));
+        scores.push_back(s);
+        top = std::max(top, s);
+      }
+      double denominator = std::exp(sinks[h] - top);
+      for (double& s : scores) denominator += (s = std::exp(s - top));
+      for (uint32_t d = 0; d < D; ++d) {
+        double sum = 0;
+        for (uint32_t j = first; j <= pos; ++j) sum += scores[j - first] * values[j][g * D + d];
+        out[(size_t{t} * a.heads + h) * D + d] = sum / denominator;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> yarn_like_inv_freq(uint32_t D) {
+  std::vector<float> f(D / 2);
+  for (uint32_t i = 0; i < D / 2; ++i) f[i] = static_cast<float>(std::pow(150000.0, -2.0 * i / D));
+  return f;
+}
+
+// Prefill: rope_store then attention_prefill over `count` new tokens at `start`, the earlier
+// keys already in a cache of `slots` positions (a ring when windowed).
+void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t start, uint32_t count) {
+  SCOPED_TRACE("heads " + std::to_string(a.heads) + "/" + std::to_string(a.kv_heads) + " D " +
+               std::to_string(a.head_dim) + " window " + std::to_string(a.window) + " start " + std::to_string(start) +
+               " count " + std::to_string(count));
+  const uint32_t D = a.head_dim, kv_rows = a.kv_heads * D, stride = (a.heads + 2 * a.kv_heads) * D;
+  const uint32_t slots = a.window ? a.window + count : start + count;
+  const float concentration = 1.25f;
+  const auto inv_freq = yarn_like_inv_freq(D);
+  const auto qkv = random_floats(size_t{count} * stride, start * 131 + count, 2.0f);
+  const auto sinks = random_floats(a.heads, 5);
+  // Keys/values of the earlier positions (already rotated, as the cache holds them).
+  std::vector<Doubles> keys(start + count, Doubles(kv_rows)), values(start + count, Doubles(kv_rows));
+  std::vector<float> k_cache(size_t{slots} * kv_rows, 0.0f), v_cache(size_t{slots} * kv_rows, 0.0f);
+  const auto old_k = random_floats(size_t{start} * kv_rows, 77), old_v = random_floats(size_t{start} * kv_rows, 78);
+  for (uint32_t j = 0; j < start; ++j)
+    for (uint32_t i = 0; i < kv_rows; ++i) {
+      keys[j][i] = old_k[size_t{j} * kv_rows + i];
+      values[j][i] = old_v[size_t{j} * kv_rows + i];
+      if (a.window == 0 || j + a.window + count > start) {  // what the ring still holds
+        k_cache[size_t{j % slots} * kv_rows + i] = old_k[size_t{j} * kv_rows + i];
+        v_cache[size_t{j % slots} * kv_rows + i] = old_v[size_t{j} * kv_rows + i];
+      }
+    }
+  Doubles q(size_t{count} * a.heads * D);
+  for (uint32_t t = 0; t < count; ++t) {
+    const float* row = qkv.data() + size_t{t} * stride;
+    for (uint32_t i = 0; i < a.heads * D; ++i) q[size_t{t} * a.heads * D + i] = row[i];
+    for (uint32_t h = 0; h < a.heads; ++h) rope(&q[(size_t{t} * a.heads + h) * D], D, start + t, inv_freq, concentration);
+    for (uint32_t i = 0; i < kv_rows; ++i) {
+      keys[start + t][i] = row[a.heads * D + i];
+      values[start + t][i] = row[a.heads * D + kv_rows + i];
+    }
+    for (uint32_t g = 0; g < a.kv_heads; ++g) rope(&keys[start + t][g * D], D, start + t, inv_freq, concentration);
+  }
+  const auto want = reference_attention(a, q, keys, values, sinks, start, count);
+
+  auto qkv_buf = host_buffer(ctx, qkv), k_buf = host_buffer(ctx, k_cache), v_buf = host_buffer(ctx, v_cache);
+  auto f_buf = host_buffer(ctx, inv_freq), s_buf = host_buffer(ctx, sinks);
+  auto step_buf = host_buffer(ctx, std::vector<uint32_t>{start, count});
+  auto out_buf = host_buffer(ctx, std::vector<float>(want.size(), -7.0f));
+  const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots,
+                                          1.0f / std::sqrt(static_cast<float>(D)), concentration};
+  run(ctx, [&](vk::DispatchList& list) {
+    kernels(ctx).rope_store(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(), f_buf->address(),
+                            step_buf->address(), count);
+    kernels(ctx).attention_prefill(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
+                                   s_buf->address(), step_buf->address(), out_buf->address(), count);
+  });
+  const auto out = read_buffer<float>(*out_buf, want.size());
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(out[i] - want[i]));
+  EXPECT_LE(worst, 2e-5);
+  // The new keys went into their slots rotated, the values as they were.
+  const auto k_after = read_buffer<float>(*k_buf, k_cache.size());
+  const auto v_after = read_buffer<float>(*v_buf, v_cache.size());
+  double key_error = 0;
+  for (uint32_t t = 0; t < count; ++t)
+    for (uint32_t i = 0; i < kv_rows; ++i) {
+      const size_t at = size_t{(start + t) % slots} * kv_rows + i;
+      key_error = std::max(key_error, std::abs(k_after[at] - keys[start + t][i]));
+      ASSERT_EQ(v_after[at], static_cast<float>(values[start + t][i]));
+    }
+  EXPECT_LE(key_error, 1e-5);
+}
+
+TEST(VulkanKernels, PrefillAttentionCausalWindowedSinksGqa) {
+  VULKAN_OR_SKIP();
+  for (const AttentionCase a : {AttentionCase{16, 2, 64, 0}, AttentionCase{16, 2, 64, 8}, AttentionCase{4, 4, 32, 0},
+                                AttentionCase{8, 2, 64, 5}})
+    for (uint32_t count : {1u, 3u, 33u, 65u})
+      for (uint32_t start : {0u, 7u}) check_prefill_attention(*ctx, a, start, count);
+}
+
+// Decode: the new token's Q/K/V unrotated in qkv, earlier keys in the cache; partials over key
+// ranges then the combine with the sink.
+void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t position, uint32_t capacity,
+                            uint32_t splits) {
+  SCOPED_TRACE("window " + std::to_string(a.window) + " position " + std::to_string(position) + " splits " +
+               std::to_string(splits));
+  const uint32_t D = a.head_dim, kv_rows = a.kv_heads * D;
+  const uint32_t slots = a.window ? std::min(capacity, a.window + 1) : capacity;
+  const auto inv_freq = yarn_like_inv_freq(D);
+  const auto qkv = random_floats(size_t{a.heads + 2 * a.kv_heads} * D, position + 1, 2.0f);
+  const auto sinks = random_floats(a.heads, 9);
+  std::vector<Doubles> keys(position + 1, Doubles(kv_rows)), values(position + 1, Doubles(kv_rows));
+  std::vector<float> k_cache(size_t{slots} * kv_rows), v_cache(size_t{slots} * kv_rows);
+  const auto old_k = random_floats(size_t{position} * kv_rows, 41), old_v = random_floats(size_t{position} * kv_rows, 42);
+  for (uint32_t j = 0; j < position; ++j)
+    for (uint32_t i = 0; i < kv_rows; ++i) {
+      keys[j][i] = old_k[size_t{j} * kv_rows + i];
+      values[j][i] = old_v[size_t{j} * kv_rows + i];
+      k_cache[size_t{j % slots} * kv_rows + i] = old_k[size_t{j} * kv_rows + i];
+      v_cache[size_t{j % slots} * kv_rows + i] = old_v[size_t{j} * kv_rows + i];
+    }
+  Doubles q(qkv.begin(), qkv.begin() + a.heads * D);
+  for (uint32_t h = 0; h < a.heads; ++h) rope(&q[size_t{h} * D], D, position, inv_freq, 1.0);
+  for (uint32_t i = 0; i < kv_rows; ++i) {
+    keys[position][i] = qkv[a.heads * D + i];
+    values[position][i] = qkv[a.heads * D + kv_rows + i];
+  }
+  for (uint32_t g = 0; g < a.kv_heads; ++g) rope(&keys[position][g * D], D, position, inv_freq, 1.0);
+  const auto want = reference_attention(a, q, keys, values, sinks, position, 1);
+
+  auto qkv_buf = host_buffer(ctx, qkv), k_buf = host_buffer(ctx, k_cache), v_buf = host_buffer(ctx, v_cache);
+  auto f_buf = host_buffer(ctx, inv_freq), s_buf = host_buffer(ctx, sinks);
+  auto step_buf = host_buffer(ctx, std::vector<uint32_t>{position, 1});
+  auto partials = host_buffer(ctx, std::vector<float>(size_t{a.heads} * splits * (D + 2)));
+  auto out_buf = host_buffer(ctx, std::vector<float>(want.size(), -7.0f));
+  const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)), 1.0f};
+  run(ctx, [&](vk::DispatchList& list) {
+    kernels(ctx).attention_decode(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
+                                  f_buf->address(), step_buf->address(), partials->address(), splits);
+    kernels(ctx).attention_combine(list, shape, partials->address(), s_buf->address(), out_buf->address(), splits);
+  });
+  const auto out = read_buffer<float>(*out_buf, want.size());
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(out[i] - want[i]));
+  EXPECT_LE(worst, 2e-5);
+  const auto k_after = read_buffer<float>(*k_buf, k_cache.size());
+  for (uint32_t i = 0; i < kv_rows; ++i)
+    EXPECT_NEAR(k_after[size_t{position % slots} * kv_rows + i], keys[position][i], 1e-5) << "new key " << i;
+}
+
+TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
+  VULKAN_OR_SKIP();
+  for (uint32_t window : {0u, 8u})
+    for (uint32_t position : {0u, 5u, 300u, 513u})
+      for (uint32_t splits : {1u, 3u, 16u}) check_decode_attention(*ctx, {16, 2, 64, window}, position, 1024, splits);
+}
+
+// ---- router ----
+
+TEST(VulkanKernels, RouterTopKWithTiesAndSoftmaxPerToken) {
+  VULKAN_OR_SKIP();
+  const uint32_t hidden = 96, k = 4;
+  for (uint32_t experts : {8u, 32u})
+    for (uint32_t count : {1u, 3u, 33u}) {
+      auto w = dense_matrix(*ctx, DType::BF16, experts, hidden, experts);
+      const auto x = random_floats(size_t{count} * hidden, 3, 10.0f), norm = random_floats(hidden, 4);
+      // Experts 1 and 5 get equal bias and rows: a tie the lower id must win.
+      std::vector<float> bias = random_floats(experts, 6);
+      bias[5] = bias[1];
+      std::vector<float> w_values = w.values;
+      std::copy_n(w_values.begin() + hidden, hidden, w_values.begin() + 5 * hidden);
+      {
+        std::vector<uint8_t> bytes(*dtype_byte_size(DType::BF16, w_values.size()));
+        encode_from_f32(DType::BF16, w_values.data(), w_values.size(), bytes.data());
+        CanonicalTensor t{{TensorRole::RouterWeight, 0, "router", {experts, hidden}}, DType::BF16,
+                          std::make_shared<OwnedSource>(std::move(bytes)), "test"};
+        vk::DeviceUploader uploader(*ctx, 1 << 20);
+        w.device = vk::upload_matrix(*ctx, uploader, t);
+      }
+      auto x_buf = host_buffer(*ctx, x), n_buf = host_buffer(*ctx, norm), b_buf = host_buffer(*ctx, bias);
+      auto xn_buf = host_buffer(*ctx, std::vector<float>(x.size()));
+      auto chosen_buf = host_buffer(*ctx, std::vector<uint32_t>(size_t{count} * k, 99));
+      auto weights_buf = host_buffer(*ctx, std::vector<float>(size_t{count} * k));
+      run(*ctx, [&](vk::DispatchList& list) {
+        kernels(*ctx).router(list, w.device, b_buf->address(), x_buf->address(), n_buf->address(),
+                             {xn_buf->address(), chosen_buf->address(), weights_buf->address()}, k, count, 1e-5f);
+      });
+      const auto chosen = read_buffer<uint32_t>(*chosen_buf, size_t{count} * k);
+      const auto gate = read_buffer<float>(*weights_buf, size_t{count} * k);
+      const auto xn = read_buffer<float>(*xn_buf, x.size());
+      for (uint32_t t = 0; t < count; ++t) {
+        double ss = 0;
+        for (uint32_t i = 0; i < hidden; ++i) ss += double{x[t * hidden + i]} * x[t * hidden + i];
+        const double inv = 1 / std::sqrt(ss / hidden + 1e-5);
+        Doubles logits(experts);
+        for (uint32_t e = 0; e < experts; ++e) {
+          double sum = bias[e];
+          for (uint32_t i = 0; i < hidden; ++i) {
+            const double normed = x[t * hidden + i] * inv * norm[i];
+            if (e == 0) {
+              ASSERT_NEAR(xn[t * hidden + i], normed, 1e-5 * std::abs(normed) + 1e-6);
+            }
+            sum += double{w_values[e * hidden + i]} * normed;
+          }
+          logits[e] = sum;
+        }
+        logits[5] = logits[1];  // the tie, exact on the device as well
+        std::vector<uint32_t> order(experts);
+        std::iota(order.begin(), order.end(), 0u);
+        std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return logits[a] > logits[b]; });
+        double top = logits[order[0]], sum = 0;
+        for (uint32_t s = 0; s < k; ++s) sum += std::exp(logits[order[s]] - top);
+        for (uint32_t s = 0; s < k; ++s) {
+          EXPECT_EQ(chosen[t * k + s], order[s]) << "token " << t << " slot " << s;
+          EXPECT_NEAR(gate[t * k + s], std::exp(logits[order[s]] - top) / sum, 1e-5);
+        }
+      }
+    }
+}
+
+// ---- mixture of experts ----
+
+struct MoeProblem {
+  uint32_t count, experts, k, hidden, inter;
+  std::vector<uint32_t> chosen;  // [count, k], distinct per token
+  std::vector<float> gate, xn, x0, b1, b2;
+};
+MoeProblem moe_problem(uint32_t count, uint32_t experts, uint32_t k, uint32_t hidden, uint32_t inter) {
+  MoeProblem p{count, experts, k, hidden, inter, {}, {}, {}, {}, {}, {}};
+  std::mt19937 rng(count * 31 + experts);
+  for (uint32_t t = 0; t < count; ++t) {
+    std::vector<uint32_t> all(experts);
+    std::iota(all.begin(), all.end(), 0u);
+    std::shuffle(all.begin(), all.end(), rng);
+    if (t % 5 == 4) std::sort(all.begin(), all.begin() + k);  // some tokens list experts in id order
+    p.chosen.insert(p.chosen.end(), all.begin(), all.begin() + k);
+  }
+  p.gate = random_floats(size_t{count} * k, 3, 1.0f);
+  p.xn = random_floats(size_t{count} * hidden, 4, 2.0f);
+  p.x0 = random_floats(size_t{count} * hidden, 5, 50.0f);
+  p.b1 = random_floats(size_t{experts} * 2 * inter, 6);
+  p.b2 = random_floats(size_t{experts} * hidden, 7);
+  return p;
+}
+
+// x after the MoE: x0 + sum over t's experts in increasing id of gate * (W2 act + b2).
+Doubles reference_moe(const MoeProblem& p, const Experts& mlp1, const Experts& mlp2, double limit, Doubles* scale) {
+  Doubles x(p.x0.begin(), p.x0.end());
+  scale->assign(x.size(), 0.0);
+  for (uint32_t t = 0; t < p.count; ++t) {
+    std::vector<uint32_t> slots(p.k);
+    std::iota(slots.begin(), slots.end(), 0u);
+    std::sort(slots.begin(), slots.end(), [&](uint32_t a, uint32_t b) { return p.chosen[t * p.k + a] < p.chosen[t * p.k + b]; });
+    Doubles sum(p.hidden, 0.0);
+    for (uint32_t s : slots) {
+      const uint32_t e = p.chosen[t * p.k + s];
+      Doubles act(p.inter);
+      for (uint32_t j = 0; j < p.inter; ++j) {
+        double gate = p.b1[size_t{e} * 2 * p.inter + 2 * j], up = p.b1[size_t{e} * 2 * p.inter + 2 * j + 1];
+        for (uint32_t i = 0; i < p.hidden; ++i) {
+          gate += double{mlp1.values[(size_t{e} * 2 * p.inter + 2 * j) * p.hidden + i]} * p.xn[t * p.hidden + i];
+          up += double{mlp1.values[(size_t{e} * 2 * p.inter + 2 * j + 1) * p.hidden + i]} * p.xn[t * p.hidden + i];
+        }
+        gate = std::min(gate, limit);
+        up = std::clamp(up, -limit, limit);
+        act[j] = (up + 1) * gate / (1 + std::exp(-1.702 * gate));
+      }
+      for (uint32_t d = 0; d < p.hidden; ++d) {
+        double down = p.b2[size_t{e} * p.hidden + d], size = std::abs(down);
+        for (uint32_t j = 0; j < p.inter; ++j) {
+          const double prod = double{mlp2.values[(size_t{e} * p.hidden + d) * p.inter + j]} * act[j];
+          down += prod;
+          size += std::abs(prod);
+        }
+        sum[d] += p.gate[t * p.k + s] * down;
+        (*scale)[t * p.hidden + d] += std::abs(p.gate[t * p.k + s]) * (size + 1.0);
+      }
+    }
+    for (uint32_t d = 0; d < p.hidden; ++d) {
+      x[t * p.hidden + d] += sum[d];
+      (*scale)[t * p.hidden + d] += std::abs(p.x0[t * p.hidden + d]);
+    }
+  }
+  return x;
+}
+
+TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
+  VULKAN_OR_SKIP();
+  const float limit = 7.0f;
+  struct Case {
+    uint32_t count, experts, k, hidden, inter;
+  };
+  for (const Case c : {Case{1, 8, 4, 64, 64}, Case{3, 8, 4, 96, 64}, Case{33, 8, 4, 64, 96}, Case{65, 32, 4, 64, 64},
+                       Case{513, 128, 4, 64, 32}}) {
+    SCOPED_TRACE("tokens " + std::to_string(c.count) + " experts " + std::to_string(c.experts));
+    const auto p = moe_problem(c.count, c.experts, c.k, c.hidden, c.inter);
+    const auto mlp1 = mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1);
+    const auto mlp2 = mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2);
+    Doubles scale;
+    const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
+    const uint32_t choices = c.count * c.k;
+    auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, p.xn);
+    auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
+    auto assign = host_buffer(*ctx, std::vector<uint32_t>(choices)), row_of = host_buffer(*ctx, std::vector<uint32_t>(choices));
+    auto tiles = host_buffer(*ctx, std::vector<uint32_t>(3 * size_t{vk::Kernels::max_moe_tiles(choices, c.experts)}));
+    vk::Buffer dispatch(*ctx, 32, false);
+    auto act = host_buffer(*ctx, std::vector<float>(size_t{choices} * c.inter));
+    auto y = host_buffer(*ctx, std::vector<float>(size_t{choices} * c.hidden));
+    const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
+    run(*ctx, [&](vk::DispatchList& list) {
+      auto& k = kernels(*ctx);
+      k.moe_route(list, chosen->address(), tables, c.count, c.k, c.experts, 2 * c.inter, c.hidden);
+      k.expert_gemm(list, mlp1.device, b1->address(), xn->address(), tables, act->address(), true, limit);
+      k.expert_gemm(list, mlp2.device, b2->address(), act->address(), tables, y->address(), false, 0.0f);
+      k.moe_combine(list, y->address(), tables, chosen->address(), gate->address(), x->address(), c.hidden, c.k, c.count);
+    });
+    // The grouping: every choice has a row, rows of one expert are contiguous, each row's token is
+    // the choice's token.
+    const auto rows = read_buffer<uint32_t>(*row_of, choices), tokens = read_buffer<uint32_t>(*assign, choices);
+    std::vector<uint32_t> sorted(rows);
+    std::sort(sorted.begin(), sorted.end());
+    for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(sorted[i], i);
+    for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(tokens[rows[i]], i / c.k);
+    for (uint32_t i = 0; i < choices; ++i)
+      for (uint32_t j = 0; j < choices; ++j)
+        if (p.chosen[i] < p.chosen[j]) {
+          ASSERT_LT(rows[i], rows[j]);
+        }
+    const double tolerance = kernels(*ctx).cooperative() ? 2e-3 : 1e-5;
+    expect_close(read_buffer<float>(*x, want.size()), want, scale, tolerance, "x after the MoE");
+  }
+}
+
+TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
+  VULKAN_OR_SKIP();
+  const float limit = 7.0f;
+  for (uint32_t k : {1u, 4u}) {
+    const auto p = moe_problem(1, 8, k, 96, 64);
+    const auto mlp1 = mxfp4_experts(*ctx, 8, 128, 96, 3);
+    const auto mlp2 = mxfp4_experts(*ctx, 8, 96, 64, 4);
+    Doubles scale;
+    const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
+    auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, p.xn);
+    auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
+    auto act = host_buffer(*ctx, std::vector<float>(size_t{k} * 64));
+    run(*ctx, [&](vk::DispatchList& list) {
+      kernels(*ctx).expert_mlp1(list, mlp1.device, b1->address(), xn->address(), chosen->address(), act->address(), k, limit);
+      kernels(*ctx).expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
+                                x->address(), k);
+    });
+    expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE, k " + std::to_string(k));
+  }
+}
+
+TEST(VulkanKernels, ArgmaxTakesTheLowestIndexOfTies) {
+  VULKAN_OR_SKIP();
+  auto values = random_floats(201088, 3);
+  values[150001] = 5.0f;
+  values[70000] = 5.0f;
+  values[200000] = 4.9f;
+  auto v_buf = host_buffer(*ctx, values);
+  auto result = host_buffer(*ctx, std::vector<uint32_t>(2));
+  run(*ctx, [&](vk::DispatchList& list) { kernels(*ctx).argmax(list, v_buf->address(), result->address(), 201088); });
+  const auto r = read_buffer<uint32_t>(*result, 2);
+  EXPECT_EQ(r[0], 70000u);
+  float top;
+  std::memcpy(&top, &r[1], 4);
+  EXPECT_EQ(top, 5.0f);
+}
+
+// Launchers refuse shapes their kernels are not written for, naming the kernel and the limit.
+TEST(VulkanKernels, LaunchersNameTheKernelAndTheViolatedLimit) {
+  VULKAN_OR_SKIP();
+  vk::DispatchList list;
+  const vk::Kernels::AttentionShape too_many_heads{64, 2, 64, 0, 16, 0.125f, 1.0f};
+  try {
+    kernels(*ctx).attention_decode(list, too_many_heads, 0, 0, 0, 0, 0, 0, 1);
+    FAIL() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("Vulkan kernel attention_decode: query heads per KV head 32 > 16"),
+              std::string::npos)
+        << e.what();
+  }
+  auto router = dense_matrix(*ctx, DType::BF16, 8, 32, 1);
+  try {
+    kernels(*ctx).router(list, router.device, 0, 0, 0, {0, 0, 0}, 40, 1, 1e-5f);
+    FAIL() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("Vulkan kernel router: experts per token 40 outside"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(list.size(), 0u);
+}
+
+}  // namespace
+}  // namespace gptoss::test
