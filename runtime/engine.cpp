@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace gptoss::runtime {
@@ -32,8 +33,25 @@ const std::vector<std::string>& engine_kind_names() {
   return names;
 }
 
+uint32_t Engine::run_forward_greedy(std::span<const uint32_t> tokens) {
+  const auto logits = run_forward(tokens, LogitRows::Last, {});
+  return static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+uint32_t Engine::forward_greedy(std::span<const uint32_t> tokens) {
+  if (tokens.empty()) throw std::invalid_argument("greedy decoding needs at least one token");
+  check_forward(tokens);
+  return run_forward_greedy(tokens);
+}
+
 std::vector<float> Engine::forward(std::span<const uint32_t> tokens, LogitRows rows,
                                    const ActivationObserver& observer) {
+  check_forward(tokens);
+  if (tokens.empty()) return {};
+  return run_forward(tokens, rows, observer);
+}
+
+void Engine::check_forward(std::span<const uint32_t> tokens) const {
   const uint32_t vocab = vocab_size();
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] >= vocab)
@@ -44,8 +62,6 @@ std::vector<float> Engine::forward(std::span<const uint32_t> tokens, LogitRows r
     throw std::out_of_range("context of " + std::to_string(position() + tokens.size()) + " tokens exceeds the " +
                             std::to_string(capacity()) + " positions of the " +
                             std::string(engine_kind_name(kind())) + " engine's KV cache");
-  if (tokens.empty()) return {};
-  return run_forward(tokens, rows, observer);
 }
 
 }  // namespace gptoss::runtime

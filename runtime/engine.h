@@ -82,11 +82,20 @@ class Engine {
   // token id >= vocab_size() or a context past capacity().
   std::vector<float> forward(std::span<const uint32_t> tokens, LogitRows rows = LogitRows::Last,
                              const ActivationObserver& observer = {});
+  // forward(tokens, Last) reduced to the id of the largest logit (ties to the lowest id: greedy
+  // decoding). A device engine decides on the device and moves 8 bytes instead of the vocabulary.
+  uint32_t forward_greedy(std::span<const uint32_t> tokens);
 
  protected:
   // The engine's pass; `tokens` is non-empty and checked.
   virtual std::vector<float> run_forward(std::span<const uint32_t> tokens, LogitRows rows,
                                          const ActivationObserver& observer) = 0;
+  // The argmax of run_forward(tokens, Last); engines override it to decide where the logits are.
+  virtual uint32_t run_forward_greedy(std::span<const uint32_t> tokens);
+
+ private:
+  // The checks every forward makes before anything runs (ids, capacity).
+  void check_forward(std::span<const uint32_t> tokens) const;
 };
 
 // A Vulkan device as --list-devices shows it (index: what EngineOptions::device_index takes).

@@ -11,6 +11,7 @@
 
 layout(constant_id = SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32u;
 layout(constant_id = SPEC_ENCODING) const uint ENCODING = 0u;
+layout(constant_id = SPEC_FP4_ARITHMETIC) const bool FP4_ARITHMETIC = true;
 
 // Buffers by address. Read-only views let the compiler use the non-coherent load path.
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer QuadsIn { uvec4 v[]; };
@@ -21,6 +22,26 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Flo
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Floats { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Words { uint v[]; };
+// Shared between the workgroups of one dispatch (the last one to finish reads what the others
+// wrote): coherent, so reads after memoryBarrierBuffer() see other workgroups' writes.
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer SharedFloats { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer SharedWords { uint v[]; };
+
+// Whether this workgroup is the last of `total` to call it for `counter` (every invocation must
+// call it, after its writes that the last one reads; the last one resets the counter to zero).
+shared bool last_arrival;
+bool arrive_last(uvec2 counters, uint counter, uint total) {
+  memoryBarrierBuffer();
+  barrier();
+  if (gl_LocalInvocationIndex == 0u) {
+    uint before = atomicAdd(SharedWords(counters).v[counter], 1u);
+    last_arrival = before + 1u == total;
+    if (last_arrival) SharedWords(counters).v[counter] = 0u;
+  }
+  barrier();
+  memoryBarrierBuffer();
+  return last_arrival;
+}
 
 bool has_address(uvec2 address) { return address != uvec2(0u); }
 
@@ -73,22 +94,37 @@ void load_fp4_table() {
   if (gl_LocalInvocationIndex < 16u) fp4_table[gl_LocalInvocationIndex] = kFp4Values[gl_LocalInvocationIndex];
   barrier();
 }
+// The 8 codes of `word` (elements 0-3 in lo, 4-7 in hi), times kFp4Unit. With FP4_ARITHMETIC
+// each code's sign, exponent and mantissa bits go to an f16's sign, low exponent bits and top
+// mantissa bit, which is the code's value times 2^-14 (codes +-0.5 are f16 subnormals: exact where
+// the device keeps them; the kernel tests check every code), four conversions per 8 values;
+// otherwise a table in shared memory, one load per value.
+const float kFp4Unit = FP4_ARITHMETIC ? 1.0 / 16384.0 : 1.0;
 void fp4x8(uint word, out vec4 lo, out vec4 hi) {
-  lo = vec4(fp4_table[word & 15u], fp4_table[(word >> 4) & 15u], fp4_table[(word >> 8) & 15u],
-            fp4_table[(word >> 12) & 15u]);
-  hi = vec4(fp4_table[(word >> 16) & 15u], fp4_table[(word >> 20) & 15u], fp4_table[(word >> 24) & 15u],
-            fp4_table[word >> 28]);
+  if (FP4_ARITHMETIC) {
+    uvec4 n = uvec4(word, word >> 4, word >> 8, word >> 12) & uvec4(0x000F000Fu);
+    uvec4 h = ((n & uvec4(0x00070007u)) << 9) | ((n & uvec4(0x00080008u)) << 12);
+    vec2 p0 = unpackHalf2x16(h.x), p1 = unpackHalf2x16(h.y), p2 = unpackHalf2x16(h.z), p3 = unpackHalf2x16(h.w);
+    lo = vec4(p0.x, p1.x, p2.x, p3.x);
+    hi = vec4(p0.y, p1.y, p2.y, p3.y);
+  } else {
+    lo = vec4(fp4_table[word & 15u], fp4_table[(word >> 4) & 15u], fp4_table[(word >> 8) & 15u],
+              fp4_table[(word >> 12) & 15u]);
+    hi = vec4(fp4_table[(word >> 16) & 15u], fp4_table[(word >> 20) & 15u], fp4_table[(word >> 24) & 15u],
+              fp4_table[word >> 28]);
+  }
 }
+// The scale of block `block`, over kFp4Unit: fp4x8's values times this are the weights.
 float mxfp4_scale(uvec2 scales, uint block) {
   uint byte_value = (WordsIn(scales).v[block >> 2] >> ((block & 3u) * 8u)) & 0xFFu;
-  return ldexp(1.0, int(byte_value) - 127);
+  return ldexp(1.0, int(byte_value) - (FP4_ARITHMETIC ? 113 : 127));
 }
 
 // ---- reductions ----
 
 // Sum over the workgroup (every invocation must call it; all get the total). Subgroups first,
 // then their partial sums through shared memory: one barrier pair, any subgroup size.
-shared float reduce_partials[64];
+shared float reduce_partials[256];  // one per subgroup: 1024 invocations in subgroups of 4 at least
 float workgroup_sum(float value) {
   float partial = subgroupAdd(value);
   if (subgroupElect()) reduce_partials[gl_SubgroupID] = partial;

@@ -21,26 +21,34 @@ void main() {
   uint n = n0 + load_row;
   uint w_row = expert * args.weight_rows + n;
   clear_coop_sums();
+  bool a_in = load_row < rows, w_in = n < args.weight_rows;
+  uint a_at = (a_row * args.depth + coop_load_depth()) / 4u;
+  uint block = w_row * blocks_per_row;
+  vec4 a[4];
+  uvec2 words = uvec2(0u);
+  uint scale_word = 0u;
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) a[i] = a_in ? Vec4sIn(args.a).v[a_at + i] : vec4(0.0);
+  if (w_in) {
+    words = PairsIn(args.blocks).v[block * 2u + coop_load_depth() / 16u];
+    scale_word = WordsIn(args.scales).v[block >> 2];
+  }
   for (uint k0 = 0u; k0 < args.depth; k0 += GEMM_TILE_K) {
-    vec4 v[4];
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) v[i] = vec4(0.0);
-    if (load_row < rows) {
-      uint at = (a_row * args.depth + k0 + coop_load_depth()) / 4u;
-      [[unroll]] for (uint i = 0u; i < 4u; ++i) v[i] = Vec4sIn(args.a).v[at + i];
-    }
-    store_a16(v);
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) v[i] = vec4(0.0);
-    if (n < args.weight_rows) {
-      uint block = w_row * blocks_per_row + k0 / 32u;
-      uvec4 q = QuadsIn(args.blocks).v[block];
-      float scale = mxfp4_scale(args.scales, block);
-      uvec2 words = coop_load_depth() == 0u ? q.xy : q.zw;
-      fp4x8(words.x, v[0], v[1]);
-      fp4x8(words.y, v[2], v[3]);
-      [[unroll]] for (uint i = 0u; i < 4u; ++i) v[i] *= scale;
-    }
-    store_w16(v);
+    vec4 w[4];
+    float scale = ldexp(1.0, int((scale_word >> ((block & 3u) * 8u)) & 0xFFu) - (FP4_ARITHMETIC ? 113 : 127));
+    fp4x8(words.x, w[0], w[1]);
+    fp4x8(words.y, w[2], w[3]);
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) w[i] = w_in ? w[i] * scale : vec4(0.0);
+    store_a16(a);
+    store_w16(w);
     barrier();
+    if (k0 + GEMM_TILE_K < args.depth) {  // the next step's loads, in flight during the products
+      ++block;
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) a[i] = a_in ? Vec4sIn(args.a).v[a_at + (k0 + GEMM_TILE_K) / 4u + i] : vec4(0.0);
+      if (w_in) {
+        words = PairsIn(args.blocks).v[block * 2u + coop_load_depth() / 16u];
+        scale_word = WordsIn(args.scales).v[block >> 2];
+      }
+    }
     multiply_coop_tiles();
     barrier();
   }

@@ -1,20 +1,21 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Decode, first expert projection with SwiGLU, MXFP4 read in place: workgroup (x, slot) computes
-// outputs j of expert chosen[slot], EXPERT_OUTPUTS_PER_SUBGROUP per subgroup, each from rows 2j
+// outputs j of expert chosen[slot], MLP1_OUTPUTS_PER_SUBGROUP per subgroup, each from rows 2j
 // (gate) and 2j+1 (up) of its mlp1 in one pass over the blocks (lane l takes blocks l, l + 32,
 // ...: one 16-byte load per row per lane, consecutive across lanes), plus bias; then
 // act[slot, j] = (clamp(up, -limit, limit) + 1) * gate * sigmoid(1.702 gate), gate = min(gate, limit).
+// Each lane's 32 input values serve the 2 * MLP1_OUTPUTS_PER_SUBGROUP rows it reads.
 #include "common.glsl"
 layout(local_size_x = WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { ExpertMlp1Args args; };
 
-const uint kRows = 2u * EXPERT_OUTPUTS_PER_SUBGROUP;
+const uint kRows = 2u * MLP1_OUTPUTS_PER_SUBGROUP;
 
 void main() {
   load_fp4_table();
   uint slot = gl_WorkGroupID.y;
-  uint j0 = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * EXPERT_OUTPUTS_PER_SUBGROUP;
+  uint j0 = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * MLP1_OUTPUTS_PER_SUBGROUP;
   if (j0 >= args.intermediate) return;
   uint expert = WordsIn(args.chosen).v[slot];
   uint blocks = args.hidden / 32u;
@@ -44,7 +45,7 @@ void main() {
   }
   [[unroll]] for (uint r = 0u; r < kRows; ++r) acc[r] = subgroupAdd(acc[r]);
   if (subgroupElect()) {
-    [[unroll]] for (uint o = 0u; o < EXPERT_OUTPUTS_PER_SUBGROUP; ++o) {
+    [[unroll]] for (uint o = 0u; o < MLP1_OUTPUTS_PER_SUBGROUP; ++o) {
       uint j = j0 + o;
       if (j >= args.intermediate) break;
       uint row = first_row + 2u * o;

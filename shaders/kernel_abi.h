@@ -29,6 +29,7 @@ using uint = uint32_t;
 #define SPEC_COOP_M 3         // cooperative-matrix shape the device lists (fp16 x fp16 + fp32)
 #define SPEC_COOP_N 4
 #define SPEC_COOP_K 5
+#define SPEC_FP4_ARITHMETIC 6 // MXFP4 codes decoded by f16 bit placement (1) or a shared table (0)
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
@@ -43,7 +44,7 @@ ABI_CONST(uint, kMaxExpertsPerToken, 32u);  // router, expert kernels: per-token
 ABI_CONST(uint, kMaxExperts, 1024u);        // router: logits in shared memory
 ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registers/shared memory
 ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
-ABI_CONST(uint, kAttentionSplits, 16u);     // decode attention: most key ranges per KV head
+ABI_CONST(uint, kAttentionSplits, 4096u);   // decode attention: most key ranges per KV head
 ABI_CONST(uint, kMaxAttentionGroupValues, 2048u);  // attention: (heads / kv_heads) * head_dim
 ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in registers
 
@@ -56,8 +57,12 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define GEMM_WORKGROUP_SIZE 256   // portable GEMM: 4 x 4 outputs per invocation
 #define COOP_WORKGROUP_SIZE 128   // cooperative-matrix GEMM: 4 subgroups of 32, 32 x 32 each
 #define MATVEC_ROWS_PER_SUBGROUP 2
-#define EXPERT_OUTPUTS_PER_SUBGROUP 2  // decode expert kernels: outputs (row pairs for mlp1) per subgroup
+#define MLP1_OUTPUTS_PER_SUBGROUP 4  // decode expert_mlp1: outputs (gate/up row pairs) per subgroup
+#define MLP2_OUTPUTS_PER_SUBGROUP 2  // decode expert_mlp2: outputs per subgroup
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
+#define DECODE_ATTENTION_SIZE 256 // decode attention: (query head, key) pairs per workgroup
+#define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once
+#define ARGMAX_GROUPS 128         // argmax: slices reduced at once
 #define ATTENTION_KEY_BLOCK 32    // prefill attention: keys per step
 
 // ---- flags ----
@@ -108,7 +113,8 @@ struct MatvecArgs {
 
 // Decode attention of the token at step.position: RoPE of its Q and K (half-split pairs, YaRN
 // tables), K and V into the cache slot position % slots, then for each KV head and each of
-// `splits` key ranges a partial softmax (max, sum, weighted V) of the query heads of that KV head.
+// `splits` key ranges a partial softmax (max, sum, weighted V) of the query heads of that KV head;
+// the last range of a KV head to finish merges them with the sinks into target [heads * head_dim].
 struct AttentionDecodeArgs {
   ABI_ADDRESS qkv;  // [heads + 2 kv_heads, head_dim] of the new token
   ABI_ADDRESS k_cache;
@@ -116,6 +122,9 @@ struct AttentionDecodeArgs {
   ABI_ADDRESS inv_freq;
   ABI_ADDRESS step;
   ABI_ADDRESS partials;  // [heads, splits, head_dim + 2]
+  ABI_ADDRESS sinks;
+  ABI_ADDRESS target;
+  ABI_ADDRESS counters;  // [kv_heads], zero between dispatches
   uint heads;
   uint kv_heads;
   uint head_dim;
@@ -124,16 +133,6 @@ struct AttentionDecodeArgs {
   uint splits;
   float scale;
   float concentration;
-};
-
-// out[h] = the softmax-weighted V of head h over every split, the sink counted in the denominator.
-struct AttentionCombineArgs {
-  ABI_ADDRESS partials;
-  ABI_ADDRESS sinks;
-  ABI_ADDRESS target;
-  uint heads;
-  uint head_dim;
-  uint splits;
 };
 
 // RoPE of Q (in place) and K of `count` new tokens at step.position.., K and V into the cache.
@@ -202,6 +201,8 @@ struct ExpertMlp1Args {
 };
 
 // Decode: residual[d] += sum over the chosen experts in increasing id of w * (mlp2 . act + bias).
+// Workgroup (x, slot) computes its outputs for one expert into partials [k, hidden]; the last
+// slot to finish a group of outputs adds them up in expert order.
 struct ExpertMlp2Args {
   ABI_ADDRESS blocks;
   ABI_ADDRESS scales;
@@ -210,16 +211,20 @@ struct ExpertMlp2Args {
   ABI_ADDRESS chosen;
   ABI_ADDRESS gate_weights;
   ABI_ADDRESS residual;
+  ABI_ADDRESS partials;
+  ABI_ADDRESS counters;  // one per workgroup column, zero between dispatches
   uint hidden;
   uint intermediate;
   uint k;
 };
 
 // result[0] = the index of the largest of values[0..count) (ties to the lowest index), result[1]
-// its bits.
+// its bits. Each workgroup takes a slice; the last to finish picks among the slices' winners.
 struct ArgmaxArgs {
   ABI_ADDRESS values;
   ABI_ADDRESS result;
+  ABI_ADDRESS partials;  // 2 words per workgroup
+  ABI_ADDRESS counters;
   uint count;
 };
 
@@ -295,7 +300,7 @@ struct StepState {
 inline constexpr uint32_t kMaxPushBytes = 128;
 static_assert(sizeof(EmbedArgs) <= kMaxPushBytes && sizeof(RmsNormArgs) <= kMaxPushBytes &&
               sizeof(MatvecArgs) <= kMaxPushBytes && sizeof(AttentionDecodeArgs) <= kMaxPushBytes &&
-              sizeof(AttentionCombineArgs) <= kMaxPushBytes && sizeof(RopeStoreArgs) <= kMaxPushBytes &&
+              sizeof(RopeStoreArgs) <= kMaxPushBytes &&
               sizeof(AttentionPrefillArgs) <= kMaxPushBytes && sizeof(RouterArgs) <= kMaxPushBytes &&
               sizeof(ExpertMlp1Args) <= kMaxPushBytes && sizeof(ExpertMlp2Args) <= kMaxPushBytes &&
               sizeof(ArgmaxArgs) <= kMaxPushBytes && sizeof(GemmArgs) <= kMaxPushBytes &&

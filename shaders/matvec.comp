@@ -26,17 +26,30 @@ void main() {
   uint row1 = min(row0 + 1u, args.rows - 1u);
   uint chunks = args.cols / 8u;
   float acc0 = 0.0, acc1 = 0.0;
-  for (uint c = gl_SubgroupInvocationID; c < chunks; c += gl_SubgroupSize) {
+  // Two chunks per lane per pass: four 16-byte weight loads in flight.
+  uint step = gl_SubgroupSize;
+  for (uint c = gl_SubgroupInvocationID; c < chunks; c += 2u * step) {
+    uint c2 = min(c + step, chunks - 1u);
+    bool second = c + step < chunks;
     vec4 xlo = Vec4sIn(args.x).v[2u * c], xhi = Vec4sIn(args.x).v[2u * c + 1u];
+    vec4 ylo = Vec4sIn(args.x).v[2u * c2], yhi = Vec4sIn(args.x).v[2u * c2 + 1u];
     if (normed) {
       xlo = (xlo * inv_rms) * Vec4sIn(args.norm).v[2u * c];
       xhi = (xhi * inv_rms) * Vec4sIn(args.norm).v[2u * c + 1u];
+      ylo = (ylo * inv_rms) * Vec4sIn(args.norm).v[2u * c2];
+      yhi = (yhi * inv_rms) * Vec4sIn(args.norm).v[2u * c2 + 1u];
     }
-    vec4 wlo, whi;
-    load8(args.weight, args.scales, row0 * args.cols + 8u * c, wlo, whi);
-    acc0 += dot(wlo, xlo) + dot(whi, xhi);
-    load8(args.weight, args.scales, row1 * args.cols + 8u * c, wlo, whi);
-    acc1 += dot(wlo, xlo) + dot(whi, xhi);
+    if (!second) {
+      ylo = vec4(0.0);
+      yhi = vec4(0.0);
+    }
+    vec4 w0lo, w0hi, w1lo, w1hi, v0lo, v0hi, v1lo, v1hi;
+    load8(args.weight, args.scales, row0 * args.cols + 8u * c, w0lo, w0hi);
+    load8(args.weight, args.scales, row1 * args.cols + 8u * c, w1lo, w1hi);
+    load8(args.weight, args.scales, row0 * args.cols + 8u * c2, v0lo, v0hi);
+    load8(args.weight, args.scales, row1 * args.cols + 8u * c2, v1lo, v1hi);
+    acc0 += dot(w0lo, xlo) + dot(w0hi, xhi) + dot(v0lo, ylo) + dot(v0hi, yhi);
+    acc1 += dot(w1lo, xlo) + dot(w1hi, xhi) + dot(v1lo, ylo) + dot(v1hi, yhi);
   }
   acc0 = subgroupAdd(acc0);
   acc1 = subgroupAdd(acc1);

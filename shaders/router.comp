@@ -1,12 +1,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// The MoE router of token t (one workgroup each, t < count), fused with the RMSNorm before it:
+// The MoE router of token t (one workgroup each, t < count; 1024 invocations, so that each expert
+// of a 32-expert layer has its own subgroup), fused with the RMSNorm before it:
 // xn[t] = RMSNorm(x[t]) * norm (the experts' input), logits = W xn + bias (one subgroup per
 // expert, W [experts, hidden] in ENCODING), the k largest in descending order (ties to the lower
 // expert, as the CPU engine's partial sort) by ranking every expert in parallel, and the softmax
 // over those k.
 #include "common.glsl"
-layout(local_size_x = REDUCE_WORKGROUP_SIZE) in;
+layout(local_size_x = ROUTER_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { RouterArgs args; };
 
 shared float logits[kMaxExperts];
@@ -17,12 +18,12 @@ void main() {
   uint H = args.hidden;
   uint base = t * H;
   float sum_squares = 0.0;
-  for (uint i = gl_LocalInvocationIndex; i < H / 4u; i += REDUCE_WORKGROUP_SIZE) {
+  for (uint i = gl_LocalInvocationIndex; i < H / 4u; i += ROUTER_WORKGROUP_SIZE) {
     vec4 v = Vec4sIn(args.x).v[base / 4u + i];
     sum_squares += dot(v, v);
   }
   float inv_rms = 1.0 / sqrt(workgroup_sum(sum_squares) / float(H) + args.eps);
-  for (uint i = gl_LocalInvocationIndex; i < H / 4u; i += REDUCE_WORKGROUP_SIZE)
+  for (uint i = gl_LocalInvocationIndex; i < H / 4u; i += ROUTER_WORKGROUP_SIZE)
     Vec4s(args.xn).v[base / 4u + i] = (Vec4sIn(args.x).v[base / 4u + i] * inv_rms) * Vec4sIn(args.norm).v[i];
 
   for (uint e = gl_SubgroupID; e < args.experts; e += gl_NumSubgroups) {
@@ -40,7 +41,7 @@ void main() {
   if (gl_LocalInvocationIndex < kMaxExpertsPerToken) ranked[gl_LocalInvocationIndex] = 0u;  // NaN logits rank none
   barrier();
   uint k = min(args.k, args.experts);
-  for (uint e = gl_LocalInvocationIndex; e < args.experts; e += REDUCE_WORKGROUP_SIZE) {
+  for (uint e = gl_LocalInvocationIndex; e < args.experts; e += ROUTER_WORKGROUP_SIZE) {
     float value = logits[e];
     uint rank = 0u;
     for (uint o = 0u; o < args.experts; ++o) {

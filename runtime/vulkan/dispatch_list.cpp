@@ -22,6 +22,7 @@ void DispatchList::add_dispatch(const Pipeline& pipeline, const void* push, uint
     step.indirect = indirect->handle();
     step.indirect_offset = offset;
   }
+  step.tag = tag_;
   steps_.push_back(std::move(step));
 }
 
@@ -32,6 +33,7 @@ void DispatchList::copy(const Buffer& source, uint64_t source_offset, const Buff
   step.source = source.handle();
   step.target = target.handle();
   step.region = {source_offset, target_offset, bytes};
+  step.tag = tag_;
   steps_.push_back(std::move(step));
 }
 
@@ -49,8 +51,10 @@ void DispatchList::append(const DispatchList& other) { steps_.insert(steps_.end(
 std::vector<std::string> DispatchList::labels() const {
   std::vector<std::string> labels;
   labels.reserve(steps_.size());
-  for (const Step& step : steps_)
-    labels.push_back(step.kind == Kind::Dispatch ? step.pipeline->name() : step.kind == Kind::Copy ? "copy" : "fill");
+  for (const Step& step : steps_) {
+    std::string label = step.kind == Kind::Dispatch ? step.pipeline->name() : step.kind == Kind::Copy ? "copy" : "fill";
+    labels.push_back(step.tag.empty() ? label : label + "/" + step.tag);
+  }
   return labels;
 }
 

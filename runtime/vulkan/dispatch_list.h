@@ -35,6 +35,9 @@ class DispatchList {
   void fill(const Buffer& target, uint64_t offset, uint64_t bytes, uint32_t value);
   // Appends every step of `other` (its pipelines must outlive this list).
   void append(const DispatchList& other);
+  // Names what the next steps compute ("qkv", "unembedding"): their labels become "kernel/tag",
+  // so a profile tells apart the dispatches of one kernel. An empty tag ends it.
+  void tag(std::string name) { tag_ = std::move(name); }
 
   // Records every step; a barrier precedes each step and follows the last one (making results
   // visible to later steps, transfers and the host). With a query pool, a timestamp goes to
@@ -57,6 +60,7 @@ class DispatchList {
     VkBuffer source = VK_NULL_HANDLE, target = VK_NULL_HANDLE;
     VkBufferCopy region{};
     uint32_t fill_value = 0;
+    std::string tag;
   };
   struct Grid {
     uint32_t x, y, z;
@@ -65,6 +69,7 @@ class DispatchList {
                     const Buffer* indirect, uint64_t offset);
 
   std::vector<Step> steps_;
+  std::string tag_;
 };
 
 }  // namespace gptoss::vk

@@ -38,15 +38,26 @@ std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
 }  // namespace
 
 bool Kernels::cooperative() const {
-  return ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32;
+  return !force_portable_ && ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32;
+}
+
+std::string Kernels::pipeline_statistics() const {
+  std::string out;
+  for (const auto& [key, p] : pipelines_) out += p->name() + ": " + p->statistics() + "\n";
+  return out;
 }
 
 const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding) {
   auto& slot = pipelines_[{shader, encoding.value_or(0)}];
   if (!slot) {
     const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{16, 16, 16});
-    const uint32_t specialization[] = {ctx_.info().subgroup_size, encoding.value_or(0), ctx_.split_cooperative_inputs() ? 1u : 0u,
-                                       shape.m, shape.n, shape.k};
+    const uint32_t specialization[] = {ctx_.info().subgroup_size,
+                                       encoding.value_or(0),
+                                       ctx_.split_cooperative_inputs() ? 1u : 0u,
+                                       shape.m,
+                                       shape.n,
+                                       shape.k,
+                                       ctx_.fp4_arithmetic() ? 1u : 0u};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -94,20 +105,28 @@ void check_attention_shape(const char* kernel, const Kernels::AttentionShape& s)
 }
 }  // namespace
 
-void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
-                               Address v_cache, Address inv_freq, Address step, Address partials, uint32_t splits) {
-  check_attention_shape("attention_decode", s);
-  require(splits >= 1 && splits <= abi::kAttentionSplits, "attention_decode",
-          limit("key ranges", splits, "outside 1 ..", abi::kAttentionSplits));
-  const abi::AttentionDecodeArgs args{qkv,     k_cache,    v_cache,    inv_freq, step,    partials, s.heads,
-                                      s.kv_heads, s.head_dim, s.window, s.slots, splits,  s.scale,  s.concentration};
-  list.dispatch(pipeline("attention_decode", sizeof args), args, s.kv_heads, splits);
+uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
+  const uint32_t group = std::max<uint32_t>(1, s.heads / std::max<uint32_t>(1, s.kv_heads));
+  const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
+  return std::max<uint32_t>(1, ceil_div(keys, std::max<uint32_t>(1, DECODE_ATTENTION_SIZE / group)));
 }
 
-void Kernels::attention_combine(DispatchList& list, const AttentionShape& s, Address partials, Address sinks,
-                                Address target, uint32_t splits) {
-  const abi::AttentionCombineArgs args{partials, sinks, target, s.heads, s.head_dim, splits};
-  list.dispatch(pipeline("attention_combine", sizeof args), args, s.heads);
+uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
+  return uint64_t{s.heads} * decode_attention_splits(s) * (s.head_dim + 2);
+}
+
+void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
+                               Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
+                               const Shared& shared) {
+  check_attention_shape("attention_decode", s);
+  const uint32_t splits = decode_attention_splits(s);
+  require(splits <= abi::kAttentionSplits, "attention_decode",
+          limit("key ranges", splits, ">", abi::kAttentionSplits) + " (the cache holds too many positions)");
+  require(s.kv_heads <= kCounters, "attention_decode", limit("KV heads", s.kv_heads, ">", kCounters));
+  const abi::AttentionDecodeArgs args{qkv,        k_cache,    v_cache,          inv_freq, step,    shared.partials,
+                                      sinks,      target,     shared.counters,  s.heads,  s.kv_heads,
+                                      s.head_dim, s.window,   s.slots,          splits,   s.scale, s.concentration};
+  list.dispatch(pipeline("attention_decode", sizeof args), args, s.kv_heads, splits);
 }
 
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,
@@ -162,22 +181,27 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
   const uint32_t intermediate = mlp1.rows / 2;
   const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, chosen, act, mlp1.cols,
                                  intermediate, k, limit_value};
-  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * EXPERT_OUTPUTS_PER_SUBGROUP;
+  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * MLP1_OUTPUTS_PER_SUBGROUP;
   list.dispatch(pipeline("expert_mlp1", sizeof args), args, ceil_div(intermediate, per_group), k);
 }
 
+uint64_t Kernels::expert_mlp2_partials(uint32_t hidden, uint32_t k) { return uint64_t{hidden} * k; }
+
 void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
-                          Address gate_weights, Address residual, uint32_t k) {
+                          Address gate_weights, Address residual, uint32_t k, const Shared& shared) {
   check_experts("expert_mlp2", mlp2, k);
-  const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias, act, chosen, gate_weights,
-                                 residual, mlp2.rows, mlp2.cols, k};
-  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * EXPERT_OUTPUTS_PER_SUBGROUP;
-  list.dispatch(pipeline("expert_mlp2", sizeof args), args, ceil_div(mlp2.rows, per_group));
+  const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,           act,
+                                 chosen,                 gate_weights,           residual,       shared.partials,
+                                 shared.counters,        mlp2.rows,              mlp2.cols,      k};
+  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * MLP2_OUTPUTS_PER_SUBGROUP;
+  const uint32_t groups = ceil_div(mlp2.rows, per_group);
+  require(groups <= kCounters, "expert_mlp2", limit("output groups", groups, ">", kCounters));
+  list.dispatch(pipeline("expert_mlp2", sizeof args), args, groups, k);
 }
 
-void Kernels::argmax(DispatchList& list, Address values, Address result, uint32_t count) {
-  const abi::ArgmaxArgs args{values, result, count};
-  list.dispatch(pipeline("argmax", sizeof args), args, 1);
+void Kernels::argmax(DispatchList& list, Address values, Address result, uint32_t count, const Shared& shared) {
+  const abi::ArgmaxArgs args{values, result, shared.partials, shared.counters, count};
+  list.dispatch(pipeline("argmax", sizeof args), args, std::clamp<uint32_t>(ceil_div(count, 4096), 1, ARGMAX_GROUPS));
 }
 
 void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias, Address a, uint32_t a_stride,
@@ -187,7 +211,8 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
   const uint32_t flags = (accumulate ? abi::GEMM_ACCUMULATE : 0u) | (bias ? abi::GEMM_BIAS : 0u);
   const abi::GemmArgs args{a, weight.address(), weight.scales_address(), bias, c, rows, weight.rows, weight.cols,
                            a_stride, c_stride, flags};
-  list.dispatch(pipeline(cooperative() ? "gemm_coop" : "gemm", sizeof args, weight.encoding), args,
+  const bool coop = cooperative() && weight.encoding != abi::ENC_F32;
+  list.dispatch(pipeline(coop ? "gemm_coop" : "gemm", sizeof args, weight.encoding), args,
                 ceil_div(weight.rows, GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
 }
 

@@ -37,10 +37,18 @@ class Kernels {
     uint32_t heads, kv_heads, head_dim, window, slots;
     float scale, concentration;
   };
+  // Scratch that workgroups of one dispatch share: `counters` (zero, and left zero) and
+  // `partials`, sized by decode_attention_partials / expert_mlp2_partials.
+  struct Shared {
+    Address partials, counters;
+  };
+  // Decode attention over key ranges of DECODE_ATTENTION_SIZE / (heads / kv_heads) keys, as many
+  // as the layer's keys need (its window, or its cache slots), merged with the sinks into target.
+  static uint32_t decode_attention_splits(const AttentionShape& shape);
+  static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
-                        Address v_cache, Address inv_freq, Address step, Address partials, uint32_t splits);
-  void attention_combine(DispatchList& list, const AttentionShape& shape, Address partials, Address sinks,
-                         Address target, uint32_t splits);
+                        Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
+                        const Shared& shared);
   void rope_store(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache, Address v_cache,
                   Address inv_freq, Address step, uint32_t count);
   void attention_prefill(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
@@ -54,9 +62,13 @@ class Kernels {
               const RouterOutputs& out, uint32_t k, uint32_t count, float eps);
   void expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address chosen,
                    Address act, uint32_t k, float limit);
+  static uint64_t expert_mlp2_partials(uint32_t hidden, uint32_t k);  // floats
   void expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
-                   Address gate_weights, Address residual, uint32_t k);
-  void argmax(DispatchList& list, Address values, Address result, uint32_t count);
+                   Address gate_weights, Address residual, uint32_t k, const Shared& shared);
+  // Counters any launcher may use (uints).
+  static constexpr uint32_t kCounters = 4096;
+  // result: 2 words; shared.partials: 2 * ARGMAX_GROUPS floats.
+  void argmax(DispatchList& list, Address values, Address result, uint32_t count, const Shared& shared);
   // C[m] (+)= A[m] W^T (+ bias), m < rows; A rows a_stride floats apart, C rows c_stride.
   void gemm(DispatchList& list, const DeviceMatrix& weight, Address bias, Address a, uint32_t a_stride, Address c,
             uint32_t c_stride, uint32_t rows, bool accumulate);
@@ -72,8 +84,13 @@ class Kernels {
   void moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
                    Address x, uint32_t hidden, uint32_t k, uint32_t count);
 
-  // Whether the GEMMs run on cooperative matrices here (fp16 listed, subgroups of 32, not disabled).
+  // Whether the GEMMs run on cooperative matrices here (fp16 listed, subgroups of 32, not disabled);
+  // F32 weights always take the portable kernel (f16 would round them).
   bool cooperative() const;
+  // Benchmarks compare the two on one device.
+  void force_portable(bool portable) { force_portable_ = portable; }
+  // Every pipeline built so far with the driver's statistics of it (Pipeline::statistics).
+  std::string pipeline_statistics() const;
 
   // The most tiles moe_route can list for `choices` rows over `experts` experts.
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
@@ -81,6 +98,7 @@ class Kernels {
  private:
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {});
   const Context& ctx_;
+  bool force_portable_ = false;
   std::map<std::pair<std::string, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 

@@ -204,6 +204,8 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
   ctx->coopmat_disabled_ = no_coopmat && std::string(no_coopmat) != "0";
   const char* split = std::getenv("GPTOSS_VK_COOP_SPLIT");
   ctx->coopmat_split_ = !split || std::string(split) != "0";
+  const char* fp4 = std::getenv("GPTOSS_VK_FP4");
+  ctx->fp4_arithmetic_ = !fp4 || std::string(fp4) != "table";
   vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &ctx->memory_);
 
   const float priority = 1.0f;
@@ -223,10 +225,22 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
     v12.shaderFloat16 = VK_TRUE;
     v11.storageBuffer16BitAccess = VK_TRUE;
   }
+  void** chain_end = &v12.pNext;
   if (info.cooperative_matrix) {
     coopmat.cooperativeMatrix = VK_TRUE;
-    v12.pNext = &coopmat;
+    *chain_end = &coopmat;
+    chain_end = &coopmat.pNext;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  const char* stats = std::getenv("GPTOSS_VK_PIPELINE_STATS");
+  if (stats && std::string(stats) != "0" &&
+      has_extension(ctx->physical_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    executable.pipelineExecutableInfo = VK_TRUE;
+    *chain_end = &executable;
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    ctx->pipeline_statistics_ = true;
   }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &features;
@@ -380,10 +394,37 @@ Pipeline::Pipeline(const Context& ctx, const std::string& name, std::span<const 
   cpci.stage.pName = "main";
   cpci.stage.pSpecializationInfo = specialization.empty() ? nullptr : &spec;
   cpci.layout = layout_;
+  if (ctx.captures_pipeline_statistics()) cpci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   const VkResult created = vkCreateComputePipelines(ctx.device(), VK_NULL_HANDLE, 1, &cpci, nullptr, &pipeline_);
   if (created != VK_SUCCESS)
     throw std::runtime_error("Vulkan: building the pipeline of kernel " + name + " failed (VkResult " +
                              std::to_string(created) + ")");
+}
+
+std::string Pipeline::statistics() const {
+  if (!ctx_.captures_pipeline_statistics()) return {};
+  auto statistics_of = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(ctx_.device(), "vkGetPipelineExecutableStatisticsKHR"));
+  if (!statistics_of) return {};
+  VkPipelineExecutableInfoKHR executable{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+  executable.pipeline = pipeline_;
+  executable.executableIndex = 0;
+  uint32_t count = 0;
+  if (statistics_of(ctx_.device(), &executable, &count, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkPipelineExecutableStatisticKHR> stats(count, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+  if (statistics_of(ctx_.device(), &executable, &count, stats.data()) != VK_SUCCESS) return {};
+  std::string out;
+  for (const auto& s : stats) {
+    out += (out.empty() ? "" : ", ") + std::string(s.name) + "=";
+    switch (s.format) {
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: out += s.value.b32 ? "true" : "false"; break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: out += std::to_string(s.value.i64); break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: out += std::to_string(s.value.u64); break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: out += std::to_string(s.value.f64); break;
+      default: out += "?"; break;
+    }
+  }
+  return out;
 }
 
 Pipeline::~Pipeline() {

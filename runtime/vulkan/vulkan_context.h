@@ -88,6 +88,10 @@ class Pipeline {
   VkPipelineLayout layout() const { return layout_; }
   uint32_t push_bytes() const { return push_bytes_; }
   const std::string& name() const { return name_; }
+  // The driver's statistics of the compiled kernel (registers, spills, shared memory...) as
+  // "name=value" pairs, when the context captures them (GPTOSS_VK_PIPELINE_STATS=1 and
+  // VK_KHR_pipeline_executable_properties); empty otherwise.
+  std::string statistics() const;
 
  private:
   const Context& ctx_;
@@ -124,6 +128,9 @@ class Context {
   // Cooperative-matrix GEMMs feed A as two f16 parts (hi + lo: about f32 accuracy, twice the
   // products); GPTOSS_VK_COOP_SPLIT=0 feeds one f16 part.
   bool split_cooperative_inputs() const { return coopmat_split_; }
+  bool captures_pipeline_statistics() const { return pipeline_statistics_; }
+  // MXFP4 codes decoded by f16 bit placement (default) or, with GPTOSS_VK_FP4=table, a table.
+  bool fp4_arithmetic() const { return fp4_arithmetic_; }
 
   // Records with `record`, submits once and waits (set-up work and tests).
   void run_once(const std::function<void(VkCommandBuffer)>& record) const;
@@ -143,6 +150,8 @@ class Context {
   DeviceInfo info_;
   bool coopmat_disabled_ = false;
   bool coopmat_split_ = true;
+  bool pipeline_statistics_ = false;
+  bool fp4_arithmetic_ = true;
   mutable std::atomic<uint64_t> allocated_{0};
   friend class Buffer;
 };

@@ -40,7 +40,6 @@ struct LayerWeights {
   DeviceExperts mlp1, mlp2;
   std::unique_ptr<Buffer> k_cache, v_cache;
   uint32_t slots = 0;      // cache positions: the capacity, or a ring on sliding layers
-  uint32_t splits = 1;     // decode attention's key ranges
 };
 
 // The roles each layer reads, so the memory check and the upload list the same tensors.
@@ -54,8 +53,6 @@ std::string gib(uint64_t bytes) {
   const uint64_t t = gib_tenths(bytes);
   return std::to_string(t / 10) + "." + std::to_string(t % 10) + " GiB";
 }
-
-uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
 }  // namespace
 
@@ -71,8 +68,10 @@ struct VulkanEngine::Device {
   Kernels::AttentionShape attention{};
   float eps = 0;
   // Scratch for a chunk of tokens.
-  std::unique_ptr<Buffer> tokens, step, x, xn, qkv, attn, partials, chosen, gate_weights, act, y;
+  std::unique_ptr<Buffer> tokens, step, x, xn, qkv, attn, chosen, gate_weights, act, y;
   std::unique_ptr<Buffer> assign_token, row_of, tiles, dispatch, argmax;
+  // Shared by the workgroups of one dispatch: partial results and arrival counters (kept zero).
+  std::unique_ptr<Buffer> shared_partials, counters;
   // Grown on demand: logits of the rows asked for, and the observer's stage copies.
   std::unique_ptr<Buffer> logits, logits_readback, stages;
   uint32_t logits_rows = 0, stage_rows = 0;
@@ -82,8 +81,8 @@ struct VulkanEngine::Device {
     VkCommandBuffer cb = VK_NULL_HANDLE;
     std::vector<std::string> labels;
   };
-  // One command buffer per forward shape (tokens, logit rows, observed), recorded once.
-  std::map<std::tuple<uint32_t, LogitRows, bool>, Recorded> recorded;
+  // One command buffer per forward shape (tokens, logit rows, observed, greedy), recorded once.
+  std::map<std::tuple<uint32_t, LogitRows, bool, bool>, Recorded> recorded;
   VkFence fence = VK_NULL_HANDLE;
 
   ~Device() {
@@ -102,10 +101,24 @@ struct VulkanEngine::Device {
   void upload_weights(const CanonicalModel& model);
   void allocate_scratch();
   void ensure_logits(uint32_t rows);
+  // Layer l's attention: its window (0 on full layers) and cache slots.
+  Kernels::AttentionShape shape_of(uint32_t l) const {
+    Kernels::AttentionShape shape = attention;
+    shape.window = config.is_sliding(l) ? config.sliding_window : 0u;
+    shape.slots = layers[l].slots;
+    return shape;
+  }
   void ensure_stages(uint32_t rows);
-  DispatchList build(uint32_t count, LogitRows rows, bool observed) const;
-  const Recorded& get(uint32_t count, LogitRows rows, bool observed);
+  // greedy: the last row's argmax on the device instead of its logits to the host.
+  DispatchList build(uint32_t count, LogitRows rows, bool observed, bool greedy) const;
+  const Recorded& get(uint32_t count, LogitRows rows, bool observed, bool greedy = false);
   void submit(const Recorded& r);
+  // The tokens of the next submit and the position of the first.
+  void tokens_to_device(std::span<const uint32_t> ids, uint32_t position) {
+    std::memcpy(tokens->mapped(), ids.data(), ids.size() * sizeof(uint32_t));
+    const abi::StepState state{position, static_cast<uint32_t>(ids.size())};
+    std::memcpy(step->mapped(), &state, sizeof state);
+  }
 };
 
 void VulkanEngine::Device::check_memory(const CanonicalModel& model) const {
@@ -171,9 +184,6 @@ void VulkanEngine::Device::upload_weights(const CanonicalModel& model) {
     w.mlp2_bias = vector(TensorRole::Mlp2Bias, l);
     const bool sliding = c.is_sliding(i);
     w.slots = sliding ? static_cast<uint32_t>(std::min<uint64_t>(capacity, uint64_t{c.sliding_window} + chunk)) : capacity;
-    // Decode attention splits its keys in ranges of about 256 (one workgroup each) up to the limit.
-    const uint32_t keys = sliding ? std::min(capacity, c.sliding_window) : capacity;
-    w.splits = std::clamp<uint32_t>(ceil_div(keys, 256), 1, abi::kAttentionSplits);
     w.k_cache = floats(uint64_t{w.slots} * c.kv_rows());
     w.v_cache = floats(uint64_t{w.slots} * c.kv_rows());
   }
@@ -198,9 +208,12 @@ void VulkanEngine::Device::allocate_scratch() {
   xn = floats(n * c.hidden_size);
   qkv = floats(n * (c.q_rows() + 2 * c.kv_rows()));
   attn = floats(n * c.q_rows());
-  uint32_t max_splits = 1;
-  for (const auto& w : layers) max_splits = std::max(max_splits, w.splits);
-  partials = floats(uint64_t{c.num_heads} * max_splits * (c.head_dim + 2));
+  uint64_t shared_floats = Kernels::expert_mlp2_partials(c.hidden_size, c.experts_per_token);
+  for (uint32_t l = 0; l < c.num_layers; ++l)
+    shared_floats = std::max(shared_floats, Kernels::decode_attention_partials(shape_of(l)));
+  shared_partials = floats(shared_floats);
+  counters = floats(Kernels::kCounters);
+  ctx->run_once([&](VkCommandBuffer cb) { vkCmdFillBuffer(cb, counters->handle(), 0, VK_WHOLE_SIZE, 0); });
   chosen = floats(n * k);
   gate_weights = floats(n * k);
   act = floats(n * k * c.intermediate_size);
@@ -233,7 +246,7 @@ void VulkanEngine::Device::ensure_stages(uint32_t rows) {
   recorded.clear();
 }
 
-DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool observed) const {
+DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool observed, bool greedy) const {
   const auto& c = config;
   auto& k = *kernels;
   DispatchList list;
@@ -243,48 +256,58 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   if (observed) list.copy(*x, 0, *stages, 0, stage_bytes);
   const uint32_t k_experts = c.experts_per_token;
   const Kernels::MoeTables tables{assign_token->address(), row_of->address(), tiles->address(), dispatch.get()};
+  const Kernels::Shared shared{shared_partials->address(), counters->address()};
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = layers[l];
-    Kernels::AttentionShape shape = attention;
-    shape.window = c.is_sliding(l) ? c.sliding_window : 0u;
-    shape.slots = w.slots;
+    const Kernels::AttentionShape shape = shape_of(l);
     if (count == 1) {
+      list.tag("qkv");
       uint64_t row = 0;
       for (const auto& part : w.qkv.parts) {
         k.matvec(list, part, w.qkv_bias->address() + row * 4, x->address(), w.attn_norm->address(),
                  qkv->address() + row * 4, false, eps);
         row += part.rows;
       }
+      list.tag(shape.window ? "sliding" : "full");
       k.attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), inv_freq->address(),
-                         step->address(), partials->address(), w.splits);
-      k.attention_combine(list, shape, partials->address(), w.sinks->address(), attn->address(), w.splits);
+                         step->address(), w.sinks->address(), attn->address(), shared);
+      list.tag("out");
       k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
+      list.tag("");
       k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
                {xn->address(), chosen->address(), gate_weights->address()}, k_experts, 1, eps);
       k.expert_mlp1(list, w.mlp1, w.mlp1_bias->address(), xn->address(), chosen->address(), act->address(), k_experts,
                     static_cast<float>(c.swiglu_limit));
       k.expert_mlp2(list, w.mlp2, w.mlp2_bias->address(), act->address(), chosen->address(), gate_weights->address(),
-                    x->address(), k_experts);
+                    x->address(), k_experts, shared);
     } else {
       const uint32_t qkv_rows = w.qkv.rows();
       k.rmsnorm(list, x->address(), w.attn_norm->address(), xn->address(), c.hidden_size, count, 0, eps);
+      list.tag("qkv");
       uint64_t row = 0;
       for (const auto& part : w.qkv.parts) {
         k.gemm(list, part, w.qkv_bias->address() + row * 4, xn->address(), c.hidden_size, qkv->address() + row * 4,
                qkv_rows, count, false);
         row += part.rows;
       }
+      list.tag("");
       k.rope_store(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), inv_freq->address(),
                    step->address(), count);
+      list.tag(shape.window ? "sliding" : "full");
       k.attention_prefill(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), w.sinks->address(),
                           step->address(), attn->address(), count);
+      list.tag("out");
       k.gemm(list, w.out, w.out_bias->address(), attn->address(), c.q_rows(), x->address(), c.hidden_size, count, true);
+      list.tag("");
       k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
                {xn->address(), chosen->address(), gate_weights->address()}, k_experts, count, eps);
       k.moe_route(list, chosen->address(), tables, count, k_experts, c.num_experts, w.mlp1.rows, w.mlp2.rows);
+      list.tag("mlp1");
       k.expert_gemm(list, w.mlp1, w.mlp1_bias->address(), xn->address(), tables, act->address(), true,
                     static_cast<float>(c.swiglu_limit));
+      list.tag("mlp2");
       k.expert_gemm(list, w.mlp2, w.mlp2_bias->address(), act->address(), tables, y->address(), false, 0.0f);
+      list.tag("");
       k.moe_combine(list, y->address(), tables, chosen->address(), gate_weights->address(), x->address(), c.hidden_size,
                     k_experts, count);
     }
@@ -296,12 +319,17 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
     if (observed) list.copy(*xn, 0, *stages, (uint64_t{c.num_layers} + 1) * stage_bytes, stage_bytes);
   }
   const uint64_t vocab_bytes = uint64_t{c.vocab_size} * 4;
+  list.tag("unembedding");
   if (rows == LogitRows::Last) {
     // The last row's final norm is fused into the unembedding product.
     k.matvec(list, unembedding, 0, x->address() + (count - 1) * row_bytes, final_norm->address(), logits->address(),
              false, eps);
-    k.argmax(list, logits->address(), argmax->address(), c.vocab_size);
-    list.copy(*logits, 0, *logits_readback, 0, vocab_bytes);
+    if (greedy) {
+      list.tag("");
+      k.argmax(list, logits->address(), argmax->address(), c.vocab_size, shared);
+    } else {
+      list.copy(*logits, 0, *logits_readback, 0, vocab_bytes);
+    }
   } else if (all_rows) {
     if (count == 1) k.matvec(list, unembedding, 0, xn->address(), 0, logits->address(), false, eps);
     else k.gemm(list, unembedding, 0, xn->address(), c.hidden_size, logits->address(), c.vocab_size, count, false);
@@ -310,12 +338,13 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   return list;
 }
 
-const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, LogitRows rows, bool observed) {
+const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, LogitRows rows, bool observed,
+                                                               bool greedy) {
   if (rows == LogitRows::All) ensure_logits(count);
   if (observed) ensure_stages(count);
-  auto& r = recorded[{count, rows, observed}];
+  auto& r = recorded[{count, rows, observed, greedy}];
   if (r.cb) return r;
-  const DispatchList list = build(count, rows, observed);
+  const DispatchList list = build(count, rows, observed, greedy);
   if (!profiler) profiler = KernelProfiler::from_environment(*ctx, 64 + 16 * config.num_layers);
   const std::string phase = count == 1 ? "decode " : "prefill ";
   for (const auto& label : list.labels()) r.labels.push_back(phase + label);
@@ -362,8 +391,11 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOpt
   d.allocate_scratch();
   VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   check(vkCreateFence(d.ctx->device(), &fence_info, nullptr, &d.fence), "vkCreateFence");
-  // Record the decode step now: its launchers check every kernel's limits before the first token.
+  // Record the decode step and a full prefill chunk now: their launchers check every kernel's
+  // limits before the first token, and a prompt's first chunk does not wait for pipelines.
   d.get(1, LogitRows::Last, false);
+  d.get(1, LogitRows::Last, false, true);
+  if (d.chunk > 1) d.get(d.chunk, LogitRows::Last, false);
 }
 
 VulkanEngine::~VulkanEngine() = default;
@@ -373,6 +405,17 @@ const DeviceInfo& VulkanEngine::device() const { return device_->ctx->info(); }
 std::string VulkanEngine::device_description() const { return device().name + " (" + device().driver + ")"; }
 uint64_t VulkanEngine::capacity() const { return device_->capacity; }
 uint64_t VulkanEngine::device_memory_bytes() const { return device_->ctx->allocated_bytes(); }
+
+uint32_t VulkanEngine::run_forward_greedy(std::span<const uint32_t> tokens) {
+  Device& d = *device_;
+  // Every chunk but the last without logits; the last one's argmax stays on the device.
+  if (tokens.size() > 1) run_forward(tokens.first(tokens.size() - 1), LogitRows::None, {});
+  const auto& recorded = d.get(1, LogitRows::Last, false, true);
+  d.tokens_to_device(tokens.last(1), static_cast<uint32_t>(position_));
+  d.submit(recorded);
+  ++position_;
+  return static_cast<const uint32_t*>(d.argmax->mapped())[0];
+}
 
 std::vector<float> VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
                                              const runtime::ActivationObserver& observer) {
@@ -391,9 +434,7 @@ std::vector<float> VulkanEngine::run_forward(std::span<const uint32_t> tokens, L
                                  : rows == LogitRows::Last && last_chunk ? LogitRows::Last
                                                                          : LogitRows::None;
     const auto& recorded = d.get(n, chunk_rows, static_cast<bool>(observer));
-    std::memcpy(d.tokens->mapped(), tokens.data() + first, n * sizeof(uint32_t));
-    const abi::StepState step{static_cast<uint32_t>(position_), n};
-    std::memcpy(d.step->mapped(), &step, sizeof step);
+    d.tokens_to_device(tokens.subspan(first, n), static_cast<uint32_t>(position_));
     d.submit(recorded);
     position_ += n;
     const auto* stage_values = static_cast<const float*>(d.stages ? d.stages->mapped() : nullptr);

@@ -44,6 +44,7 @@ class VulkanEngine final : public runtime::Engine {
  private:
   std::vector<float> run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
                                  const runtime::ActivationObserver& observer) override;
+  uint32_t run_forward_greedy(std::span<const uint32_t> tokens) override;
 
   struct Device;
   std::unique_ptr<Device> device_;

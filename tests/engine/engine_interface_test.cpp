@@ -3,6 +3,7 @@
 // cache keeps its position), an empty forward is a no-op, and rows/observer follow the contract.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -131,6 +132,26 @@ TEST_P(EngineInterface, RowsAndObserverFollowTheContract) {
   engine->reset();
   EXPECT_TRUE(engine->forward(ids, runtime::LogitRows::None).empty());
   EXPECT_EQ(engine->position(), 4u);
+}
+
+TEST_P(EngineInterface, GreedyForwardIsTheArgmaxOfTheLastRow) {
+  ENGINE_OR_SKIP(GetParam(), 32);
+  const uint32_t ids[] = {10, 20, 30, 40, 50};
+  const auto logits = engine->forward(ids, runtime::LogitRows::Last);
+  const auto expected = static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  engine->reset();
+  EXPECT_EQ(engine->forward_greedy(ids), expected);  // a prompt
+  EXPECT_EQ(engine->position(), 5u);
+  const uint32_t next[] = {expected};
+  const uint32_t greedy_step = engine->forward_greedy(next);  // a decode step
+  engine->reset();
+  engine->forward(ids, runtime::LogitRows::None);
+  const auto step_logits = engine->forward(next);
+  EXPECT_EQ(greedy_step, static_cast<uint32_t>(std::max_element(step_logits.begin(), step_logits.end()) - step_logits.begin()));
+  const uint32_t bad[] = {201088};
+  EXPECT_THROW(engine->forward_greedy(bad), std::out_of_range);
+  EXPECT_THROW(engine->forward_greedy({}), std::invalid_argument);
+  EXPECT_EQ(engine->position(), 6u);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryEngine, EngineInterface,

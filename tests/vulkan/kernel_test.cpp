@@ -359,10 +359,9 @@ TEST(VulkanKernels, PrefillAttentionCausalWindowedSinksGqa) {
 
 // Decode: the new token's Q/K/V unrotated in qkv, earlier keys in the cache; partials over key
 // ranges then the combine with the sink.
-void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t position, uint32_t capacity,
-                            uint32_t splits) {
-  SCOPED_TRACE("window " + std::to_string(a.window) + " position " + std::to_string(position) + " splits " +
-               std::to_string(splits));
+void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t position, uint32_t capacity) {
+  SCOPED_TRACE("heads " + std::to_string(a.heads) + "/" + std::to_string(a.kv_heads) + " window " +
+               std::to_string(a.window) + " position " + std::to_string(position) + " capacity " + std::to_string(capacity));
   const uint32_t D = a.head_dim, kv_rows = a.kv_heads * D;
   const uint32_t slots = a.window ? std::min(capacity, a.window + 1) : capacity;
   const auto inv_freq = yarn_like_inv_freq(D);
@@ -390,14 +389,18 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
   auto qkv_buf = host_buffer(ctx, qkv), k_buf = host_buffer(ctx, k_cache), v_buf = host_buffer(ctx, v_cache);
   auto f_buf = host_buffer(ctx, inv_freq), s_buf = host_buffer(ctx, sinks);
   auto step_buf = host_buffer(ctx, std::vector<uint32_t>{position, 1});
-  auto partials = host_buffer(ctx, std::vector<float>(size_t{a.heads} * splits * (D + 2)));
-  auto out_buf = host_buffer(ctx, std::vector<float>(want.size(), -7.0f));
   const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)), 1.0f};
-  run(ctx, [&](vk::DispatchList& list) {
-    kernels(ctx).attention_decode(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
-                                  f_buf->address(), step_buf->address(), partials->address(), splits);
-    kernels(ctx).attention_combine(list, shape, partials->address(), s_buf->address(), out_buf->address(), splits);
-  });
+  auto partials = host_buffer(ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape), NAN));
+  auto counters = host_buffer(ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+  auto out_buf = host_buffer(ctx, std::vector<float>(want.size(), -7.0f));
+  for (int repeat = 0; repeat < 2; ++repeat)  // the counters are left zero for the next dispatch
+    run(ctx, [&](vk::DispatchList& list) {
+      kernels(ctx).attention_decode(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
+                                    f_buf->address(), step_buf->address(), s_buf->address(), out_buf->address(),
+                                    {partials->address(), counters->address()});
+    });
+  const auto counts = read_buffer<uint32_t>(*counters, a.kv_heads);
+  EXPECT_EQ(counts, std::vector<uint32_t>(a.kv_heads, 0u));
   const auto out = read_buffer<float>(*out_buf, want.size());
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(out[i] - want[i]));
@@ -410,8 +413,11 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
 TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
   VULKAN_OR_SKIP();
   for (uint32_t window : {0u, 8u})
-    for (uint32_t position : {0u, 5u, 300u, 513u})
-      for (uint32_t splits : {1u, 3u, 16u}) check_decode_attention(*ctx, {16, 2, 64, window}, position, 1024, splits);
+    for (uint32_t position : {0u, 5u, 31u, 32u, 300u, 513u}) {
+      check_decode_attention(*ctx, {16, 2, 64, window}, position, 1024);
+      check_decode_attention(*ctx, {64, 8, 64, window}, position, 600);
+    }
+  check_decode_attention(*ctx, {4, 4, 32, 0}, 700, 1000);  // one head per KV head: 256 keys a range
 }
 
 // ---- router ----
@@ -602,11 +608,14 @@ TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
     auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, p.xn);
     auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
     auto act = host_buffer(*ctx, std::vector<float>(size_t{k} * 64));
+    auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(96, k), NAN));
+    auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
     run(*ctx, [&](vk::DispatchList& list) {
       kernels(*ctx).expert_mlp1(list, mlp1.device, b1->address(), xn->address(), chosen->address(), act->address(), k, limit);
       kernels(*ctx).expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
-                                x->address(), k);
+                                x->address(), k, {partials->address(), counters->address()});
     });
+    EXPECT_EQ(read_buffer<uint32_t>(*counters, 8), std::vector<uint32_t>(8, 0u));
     expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE, k " + std::to_string(k));
   }
 }
@@ -619,7 +628,12 @@ TEST(VulkanKernels, ArgmaxTakesTheLowestIndexOfTies) {
   values[200000] = 4.9f;
   auto v_buf = host_buffer(*ctx, values);
   auto result = host_buffer(*ctx, std::vector<uint32_t>(2));
-  run(*ctx, [&](vk::DispatchList& list) { kernels(*ctx).argmax(list, v_buf->address(), result->address(), 201088); });
+  auto partials = host_buffer(*ctx, std::vector<float>(2 * ARGMAX_GROUPS));
+  auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+  run(*ctx, [&](vk::DispatchList& list) {
+    kernels(*ctx).argmax(list, v_buf->address(), result->address(), 201088, {partials->address(), counters->address()});
+  });
+  EXPECT_EQ(read_buffer<uint32_t>(*counters, 1)[0], 0u);
   const auto r = read_buffer<uint32_t>(*result, 2);
   EXPECT_EQ(r[0], 70000u);
   float top;
@@ -633,7 +647,7 @@ TEST(VulkanKernels, LaunchersNameTheKernelAndTheViolatedLimit) {
   vk::DispatchList list;
   const vk::Kernels::AttentionShape too_many_heads{64, 2, 64, 0, 16, 0.125f, 1.0f};
   try {
-    kernels(*ctx).attention_decode(list, too_many_heads, 0, 0, 0, 0, 0, 0, 1);
+    kernels(*ctx).attention_decode(list, too_many_heads, 0, 0, 0, 0, 0, 0, 0, {0, 0});
     FAIL() << "accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("Vulkan kernel attention_decode: query heads per KV head 32 > 16"),

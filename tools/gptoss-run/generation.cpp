@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -16,28 +17,41 @@ GenerationResult generate(runtime::Engine& engine, sampling::Sampler& sampler, c
   if (request.prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
   GenerationResult result;
   engine.reset();
+  // Greedy decoding asks the engine for the argmax alone (a device engine then never copies the
+  // vocabulary's logits to the host); the same token as sampler.sample would pick.
+  const bool greedy = sampler.params().temperature <= 0.0f;
+  std::vector<float> logits;
+  std::optional<uint32_t> token;
+  auto next_token = [&](std::span<const uint32_t> tokens) -> std::optional<uint32_t> {
+    if (greedy) return engine.forward_greedy(tokens);
+    logits = engine.forward(tokens, runtime::LogitRows::Last);
+    return std::nullopt;
+  };
   const auto prefill_start = std::chrono::steady_clock::now();
-  auto logits = engine.forward(request.prompt, request.prompt_logits ? runtime::LogitRows::All : runtime::LogitRows::Last);
-  result.prompt_seconds = seconds_since(prefill_start);
-  const size_t vocab = engine.vocab_size();
   if (request.prompt_logits) {
     // Keep every row for the caller; sampling only needs the last one.
+    logits = engine.forward(request.prompt, runtime::LogitRows::All);
     *request.prompt_logits = logits;
-    logits.erase(logits.begin(), logits.end() - static_cast<std::ptrdiff_t>(vocab));
+    logits.erase(logits.begin(), logits.end() - static_cast<std::ptrdiff_t>(engine.vocab_size()));
+  } else if (request.max_tokens > 0) {
+    token = next_token(request.prompt);
+  } else {
+    engine.forward(request.prompt, runtime::LogitRows::None);
   }
+  result.prompt_seconds = seconds_since(prefill_start);
   if (request.max_tokens == 0) return result;
 
   const auto generation_start = std::chrono::steady_clock::now();
   auto stop = request.stop;
   stop.max_tokens = request.max_tokens;
   while (true) {
-    const uint32_t token = sampler.sample(logits);
-    result.tokens.push_back(token);
-    if (request.on_token) request.on_token(token);
-    result.stop = stop.check(token, result.tokens.size());
+    const uint32_t chosen = token ? *token : sampler.sample(logits);
+    result.tokens.push_back(chosen);
+    if (request.on_token) request.on_token(chosen);
+    result.stop = stop.check(chosen, result.tokens.size());
     if (result.stop != sampling::StopReason::None) break;
-    const uint32_t next[] = {token};
-    logits = engine.forward(next, runtime::LogitRows::Last);
+    const uint32_t next[] = {chosen};
+    token = next_token(next);
   }
   result.generation_seconds = seconds_since(generation_start);
   return result;

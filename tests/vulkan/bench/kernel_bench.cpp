@@ -1,0 +1,301 @@
+// vulkan_kernel_bench: every engine kernel alone at the gpt-oss-20b shapes, timed with GPU
+// timestamps (median of repeated dispatches, weights rotated through copies larger than the L2 so
+// decode kernels read memory), with achieved TFLOP/s or GB/s, and each pipeline's register/spill
+// statistics where the driver reports them (GPTOSS_VK_PIPELINE_STATS=1). A measuring tool for
+// kernel work, not a test: ctest does not run it. Usage: vulkan_kernel_bench [repeats]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "formats/codecs/float_codec.h"
+#include "runtime/vulkan/device_tensors.h"
+#include "runtime/vulkan/kernels.h"
+#include "shaders/kernel_abi.h"
+
+namespace vk = gptoss::vk;
+using gptoss::DType;
+
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+std::unique_ptr<vk::Buffer> device_floats(const vk::Context& ctx, const std::vector<float>& values) {
+  vk::DeviceUploader up(ctx);
+  return up.upload(std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4));
+}
+std::unique_ptr<vk::Buffer> device_words(const vk::Context& ctx, const std::vector<uint32_t>& values) {
+  vk::DeviceUploader up(ctx);
+  return up.upload(std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4));
+}
+
+vk::DeviceMatrix matrix(const vk::Context& ctx, DType type, uint32_t rows, uint32_t cols, uint32_t seed) {
+  // Random bytes of the right size: timing does not need meaningful values, only realistic ones
+  // (BF16/F16 from random floats; Q8_0 with sane f16 scales).
+  const auto f = random_floats(std::min<size_t>(size_t{rows} * cols, size_t{1} << 24), seed, 0.05f);
+  std::vector<uint8_t> bytes(*gptoss::dtype_byte_size(type, size_t{rows} * cols));
+  std::vector<uint8_t> chunk(*gptoss::dtype_byte_size(type, f.size()));
+  gptoss::encode_from_f32(type, f.data(), f.size(), chunk.data());
+  for (size_t at = 0; at < bytes.size(); at += chunk.size())
+    std::copy_n(chunk.begin(), std::min(chunk.size(), bytes.size() - at), bytes.begin() + static_cast<std::ptrdiff_t>(at));
+  gptoss::CanonicalTensor t{{gptoss::TensorRole::AttnQ, 0, "bench", {rows, cols}}, type,
+                            std::make_shared<gptoss::OwnedSource>(std::move(bytes)), "bench"};
+  vk::DeviceUploader up(ctx);
+  return vk::upload_matrix(ctx, up, t);
+}
+
+vk::DeviceExperts experts(const vk::Context& ctx, uint32_t count, uint32_t rows, uint32_t cols, uint32_t seed) {
+  const uint64_t blocks = uint64_t{count} * rows * (cols / 32);
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> b(blocks * 16), s(blocks);
+  for (auto& x : b) x = static_cast<uint8_t>(rng());
+  for (auto& x : s) x = static_cast<uint8_t>(118 + rng() % 6);
+  const uint64_t n = cols / 32;
+  gptoss::CanonicalTensor bt{{gptoss::TensorRole::Mlp1Blocks, 0, "b", {count, rows, n, 16}}, DType::U8,
+                             std::make_shared<gptoss::OwnedSource>(std::move(b)), "bench"};
+  gptoss::CanonicalTensor st{{gptoss::TensorRole::Mlp1Scales, 0, "s", {count, rows, n}}, DType::U8,
+                             std::make_shared<gptoss::OwnedSource>(std::move(s)), "bench"};
+  vk::DeviceUploader up(ctx);
+  return vk::upload_experts(ctx, up, bt, st);
+}
+
+struct Bench {
+  const vk::Context& ctx;
+  vk::Kernels& kernels;
+  uint32_t repeats;
+  VkQueryPool pool = VK_NULL_HANDLE;
+
+  // Median microseconds of one step, `add(list, i)` appending repetition i (each repetition one
+  // or more dispatches; the time of a repetition is from the end of the previous to its end).
+  double time(const std::function<void(vk::DispatchList&, uint32_t)>& add, uint32_t steps_per_repeat = 1) {
+    // Clocks ramp up under load: run the same work untimed for a while first.
+    for (int round = 0; round < 3; ++round) {
+      vk::DispatchList heat;
+      for (uint32_t i = 0; i < 4 * repeats; ++i) add(heat, i);
+      ctx.run_once([&](VkCommandBuffer cb) { heat.record(cb); });
+    }
+    vk::DispatchList list;
+    const uint32_t warmup = 3;
+    for (uint32_t i = 0; i < warmup + repeats; ++i) add(list, i);
+    const uint32_t queries = static_cast<uint32_t>(list.size()) + 1;
+    if (pool) vkDestroyQueryPool(ctx.device(), pool, nullptr);
+    VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = queries;
+    vk::check(vkCreateQueryPool(ctx.device(), &info, nullptr, &pool), "vkCreateQueryPool");
+    ctx.run_once([&](VkCommandBuffer cb) {
+      vkCmdResetQueryPool(cb, pool, 0, queries);
+      list.record(cb, pool, 0);
+    });
+    std::vector<uint64_t> ticks(queries);
+    vk::check(vkGetQueryPoolResults(ctx.device(), pool, 0, queries, ticks.size() * 8, ticks.data(), 8,
+                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+              "vkGetQueryPoolResults");
+    std::vector<double> us;
+    for (uint32_t i = warmup; i < warmup + repeats; ++i) {
+      const uint32_t first = i * steps_per_repeat, last = (i + 1) * steps_per_repeat;
+      us.push_back(static_cast<double>(ticks[last] - ticks[first]) * ctx.info().timestamp_period_ns / 1e3);
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  }
+  ~Bench() {
+    if (pool) vkDestroyQueryPool(ctx.device(), pool, nullptr);
+  }
+};
+
+void report(const char* what, double us, double flops, double bytes) {
+  std::printf("| %-44s | %9.2f | %8.2f | %8.1f |\n", what, us, flops > 0 ? flops / us / 1e6 : 0.0,
+              bytes > 0 ? bytes / us / 1e3 : 0.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint32_t repeats = argc > 1 ? static_cast<uint32_t>(std::atoi(argv[1])) : 20;
+  auto ctx = vk::Context::create();
+  vk::Kernels kernels(*ctx);
+  Bench bench{*ctx, kernels, repeats};
+  std::printf("%s (%s), subgroup %u, cooperative matrix %s\n", ctx->info().name.c_str(), ctx->info().driver.c_str(),
+              ctx->info().subgroup_size, kernels.cooperative() ? "on" : "off");
+  std::printf("| kernel (gpt-oss-20b shapes) | us | TFLOP/s | GB/s |\n|---|---:|---:|---:|\n");
+  const uint32_t H = 2880, Q = 4096, KV = 512, I = 2880, E = 32, k = 4, T = 512, V = 201088;
+
+  // ---- prefill GEMMs ----
+  auto a = device_floats(*ctx, random_floats(size_t{T} * Q, 1));
+  auto c = device_floats(*ctx, std::vector<float>(size_t{T} * (Q + 2 * KV), 0.0f));
+  auto bias = device_floats(*ctx, random_floats(Q + 2 * KV, 2));
+  for (DType type : {DType::BF16, DType::Q8_0}) {
+    const auto qkv = matrix(*ctx, type, Q + 2 * KV, H, 3);
+    const auto out = matrix(*ctx, type, H, Q, 4);
+    for (bool portable : {false, true}) {
+      if (!portable && !kernels.cooperative()) continue;
+      kernels.force_portable(portable);
+      const std::string tag = std::string(portable ? "portable " : "coop ") + std::string(gptoss::dtype_name(type));
+      double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.gemm(l, qkv, bias->address(), a->address(), H, c->address(), Q + 2 * KV, T, false);
+      });
+      report(("gemm qkv 512x5120x2880 " + tag).c_str(), us, 2.0 * T * (Q + 2 * KV) * H, 0);
+      us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.gemm(l, out, bias->address(), a->address(), Q, c->address(), H, T, true);
+      });
+      report(("gemm out 512x2880x4096 " + tag).c_str(), us, 2.0 * T * H * Q, 0);
+    }
+    kernels.force_portable(false);
+  }
+
+  // ---- prefill MoE: route once, then the two expert GEMMs ----
+  {
+    std::mt19937 rng(5);
+    std::vector<uint32_t> chosen;
+    for (uint32_t t = 0; t < T; ++t) {
+      std::vector<uint32_t> all(E);
+      std::iota(all.begin(), all.end(), 0u);
+      std::shuffle(all.begin(), all.end(), rng);
+      chosen.insert(chosen.end(), all.begin(), all.begin() + k);
+    }
+    auto chosen_buf = device_words(*ctx, chosen);
+    auto gate = device_floats(*ctx, random_floats(size_t{T} * k, 6));
+    auto xn = device_floats(*ctx, random_floats(size_t{T} * H, 7));
+    auto act = device_floats(*ctx, random_floats(size_t{T} * k * I, 19));  // never time on zeros
+    auto y = device_floats(*ctx, std::vector<float>(size_t{T} * k * H));
+    auto assign = device_words(*ctx, std::vector<uint32_t>(T * k)), row_of = device_words(*ctx, std::vector<uint32_t>(T * k));
+    auto tiles = device_words(*ctx, std::vector<uint32_t>(3 * vk::Kernels::max_moe_tiles(T * k, E)));
+    vk::Buffer dispatch(*ctx, 32, false);
+    auto b1 = device_floats(*ctx, random_floats(size_t{E} * 2 * I, 8)), b2 = device_floats(*ctx, random_floats(size_t{E} * H, 9));
+    const auto mlp1 = experts(*ctx, E, 2 * I, H, 10), mlp2 = experts(*ctx, E, H, I, 11);
+    const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
+    vk::DispatchList route;
+    kernels.moe_route(route, chosen_buf->address(), tables, T, k, E, 2 * I, H);
+    ctx->run_once([&](VkCommandBuffer cb) { route.record(cb); });
+    for (bool portable : {false, true}) {
+      if (!portable && !kernels.cooperative()) continue;
+      kernels.force_portable(portable);
+      const std::string tag = portable ? " portable" : " coop";
+      double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.expert_gemm(l, mlp1, b1->address(), xn->address(), tables, act->address(), true, 7.0f);
+      });
+      report(("expert_gemm mlp1 2048 rows x5760x2880" + tag).c_str(), us, 2.0 * T * k * 2 * I * H, 0);
+      us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.expert_gemm(l, mlp2, b2->address(), act->address(), tables, y->address(), false, 0.0f);
+      });
+      report(("expert_gemm mlp2 2048 rows x2880x2880" + tag).c_str(), us, 2.0 * T * k * H * I, 0);
+    }
+    kernels.force_portable(false);
+    double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+      kernels.moe_route(l, chosen_buf->address(), tables, T, k, E, 2 * I, H);
+    });
+    report("moe_route 512 tokens", us, 0, 0);
+    auto x = device_floats(*ctx, random_floats(size_t{T} * H, 12));
+    us = bench.time([&](vk::DispatchList& l, uint32_t) {
+      kernels.moe_combine(l, y->address(), tables, chosen_buf->address(), gate->address(), x->address(), H, k, T);
+    });
+    report("moe_combine 512 tokens", us, 0, 0);
+    const auto router = matrix(*ctx, DType::BF16, E, H, 13);
+    auto norm = device_floats(*ctx, random_floats(H, 14)), rb = device_floats(*ctx, random_floats(E, 15));
+    us = bench.time([&](vk::DispatchList& l, uint32_t) {
+      kernels.router(l, router, rb->address(), x->address(), norm->address(),
+                     {xn->address(), chosen_buf->address(), gate->address()}, k, T, 1e-5f);
+    });
+    report("router 512 tokens", us, 0, 0);
+    us = bench.time([&](vk::DispatchList& l, uint32_t) {
+      kernels.router(l, router, rb->address(), x->address(), norm->address(),
+                     {xn->address(), chosen_buf->address(), gate->address()}, k, 1, 1e-5f);
+    });
+    report("router decode", us, 0, 0);
+
+    // ---- decode experts: 4 of 32, weights rotated over 4 layers' worth ----
+    std::vector<vk::DeviceExperts> m1, m2;
+    for (uint32_t i = 0; i < 4; ++i) {
+      m1.push_back(experts(*ctx, E, 2 * I, H, 20 + i));
+      m2.push_back(experts(*ctx, E, H, I, 30 + i));
+    }
+    const double bytes1 = double{k} * 2 * I * (H / 32) * 17, bytes2 = double{k} * H * (I / 32) * 17;
+    us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+      kernels.expert_mlp1(l, m1[i % 4], b1->address(), xn->address(), chosen_buf->address(), act->address(), k, 7.0f);
+    });
+    report("expert_mlp1 decode (4 experts)", us, 0, bytes1);
+    auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(H, k)));
+    auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+    us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+      kernels.expert_mlp2(l, m2[i % 4], b2->address(), act->address(), chosen_buf->address(), gate->address(),
+                          x->address(), k, {partials->address(), counters->address()});
+    });
+    report("expert_mlp2 decode (4 experts)", us, 0, bytes2);
+  }
+
+  // ---- decode matvecs, weights rotated over copies bigger than the L2 ----
+  {
+    auto x = device_floats(*ctx, random_floats(Q, 16)), y = device_floats(*ctx, std::vector<float>(V));
+    auto norm = device_floats(*ctx, random_floats(H, 17)), b = device_floats(*ctx, random_floats(Q + 2 * KV, 18));
+    for (DType type : {DType::BF16, DType::Q8_0}) {
+      std::vector<vk::DeviceMatrix> qkv;
+      for (uint32_t i = 0; i < 6; ++i) qkv.push_back(matrix(*ctx, type, Q + 2 * KV, H, 40 + i));
+      const double bytes = static_cast<double>(qkv[0].buffer->size());
+      double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+        kernels.matvec(l, qkv[i % 6], b->address(), x->address(), norm->address(), y->address(), false, 1e-5f);
+      });
+      report((std::string("matvec qkv 5120x2880 normed ") + std::string(gptoss::dtype_name(type))).c_str(), us, 0, bytes);
+    }
+    const auto unembedding = matrix(*ctx, DType::BF16, V, H, 50);
+    double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+      kernels.matvec(l, unembedding, 0, x->address(), norm->address(), y->address(), false, 1e-5f);
+    });
+    report("matvec unembedding 201088x2880 bf16", us, 0, static_cast<double>(unembedding.buffer->size()));
+    auto result = device_words(*ctx, std::vector<uint32_t>(4));
+    auto partials = device_floats(*ctx, std::vector<float>(2 * ARGMAX_GROUPS));
+    auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+    us = bench.time([&](vk::DispatchList& l, uint32_t) {
+      kernels.argmax(l, y->address(), result->address(), V, {partials->address(), counters->address()});
+    });
+    report("argmax 201088", us, 0, V * 4.0);
+  }
+
+  // ---- attention ----
+  for (uint32_t position : {512u, 4096u}) {
+    const uint32_t slots = 4224;
+    auto qkv = device_floats(*ctx, random_floats(size_t{T} * (Q + 2 * KV), 60));
+    auto kc = device_floats(*ctx, random_floats(size_t{slots} * KV, 61)), vc = device_floats(*ctx, random_floats(size_t{slots} * KV, 62));
+    std::vector<float> inv(32);
+    for (uint32_t i = 0; i < 32; ++i) inv[i] = static_cast<float>(std::pow(150000.0, -i / 32.0));
+    auto f = device_floats(*ctx, inv), sinks = device_floats(*ctx, random_floats(64, 63));
+    auto step = device_words(*ctx, {position, 1u, 0u, 0u});
+    auto out = device_floats(*ctx, std::vector<float>(size_t{T} * Q));
+    for (uint32_t window : {0u, 128u}) {
+      const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f};
+      auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape)));
+      auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+      double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.attention_decode(l, shape, qkv->address(), kc->address(), vc->address(), f->address(), step->address(),
+                                 sinks->address(), out->address(), {partials->address(), counters->address()});
+      });
+      report(("attention decode @" + std::to_string(position) + (window ? " window 128" : " full")).c_str(), us, 0,
+             2.0 * std::min(position + 1, window ? window : position + 1) * KV * 4);
+    }
+    auto pstep = device_words(*ctx, {position - 512, T, 0u, 0u});
+    for (uint32_t window : {0u, 128u}) {
+      const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f};
+      double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.attention_prefill(l, shape, qkv->address(), kc->address(), vc->address(), sinks->address(),
+                                  pstep->address(), out->address(), T);
+      });
+      const double keys = window ? 128.0 : position - 256.0;  // average keys per query
+      report(("attention prefill 512 @" + std::to_string(position) + (window ? " window 128" : " full")).c_str(), us,
+             4.0 * T * 64 * 64 * keys, 0);
+    }
+  }
+  const auto stats = kernels.pipeline_statistics();
+  if (ctx->captures_pipeline_statistics()) std::printf("\npipeline statistics:\n%s", stats.c_str());
+  return 0;
+}
