@@ -1,15 +1,15 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Decode attention of the token at step.position, split over many small key ranges so every
-// multiprocessor has work: workgroup (KV head g, range s) scores the K = DECODE_ATTENTION_SIZE / G
-// keys of range s (of the keys t-W < j <= t on sliding layers) against the G = heads/kv_heads
-// query heads of g (GQA: h / G == g), one (head, key) pair per invocation, and writes each head's
-// partial softmax (maximum, sum, weighted V). The last range of g to finish merges them: with M
-// the largest of the sink and the ranges' maxima, out = sum_s e^(m_s - M) V_s /
-// (e^(sink - M) + sum_s e^(m_s - M) l_s), the sink's probability dropped, as the CPU engine.
-// The rotated new Q rows and K row are made here (RoPE, half-split pairs, YaRN tables), and the
-// workgroup whose range holds the position stores the new K and V in its cache slot
-// (position % slots, a ring on sliding layers).
+// Decode attention of the token at step.position over up to kAttentionSplits key ranges per KV
+// head, so every multiprocessor has work. Workgroup (KV head g, range s) walks its range of the
+// keys (t-W < j <= t on sliding layers) in blocks of K = DECODE_ATTENTION_SIZE / G keys against
+// the G = heads/kv_heads query heads of g (GQA: h / G == g), one (head, key) pair per invocation,
+// keeping an online softmax (maximum, sum, weighted V) per head. The rotated new Q and K rows are
+// made here (RoPE, half-split pairs, YaRN tables), and the range holding the position stores the
+// new K and V in its cache slot (position % slots, a ring on sliding layers). The last range of g
+// to finish merges the ranges: with M the largest of the sink and their maxima, out =
+// sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s e^(m_s - M) l_s), the sink's probability dropped,
+// as the CPU engine; every range's weight is computed once, in parallel.
 #include "common.glsl"
 layout(local_size_x = DECODE_ATTENTION_SIZE) in;
 layout(push_constant) uniform Push { AttentionDecodeArgs args; };
@@ -17,8 +17,10 @@ layout(push_constant) uniform Push { AttentionDecodeArgs args; };
 shared vec4 q_rows[kMaxAttentionGroupValues / 4u];  // [G, D], rotated
 shared vec4 k_new[kMaxHeadDim / 4u];
 shared float v_new[kMaxHeadDim];
-shared float probs[DECODE_ATTENTION_SIZE];  // [G, K]
-shared float head_max[kMaxHeadsPerKvHead], head_sum[kMaxHeadsPerKvHead];
+shared float probs[DECODE_ATTENTION_SIZE];  // [G, K] of the current block
+shared float head_max[kMaxHeadsPerKvHead], head_sum[kMaxHeadsPerKvHead], head_rescale[kMaxHeadsPerKvHead];
+shared float range_weight[kMaxHeadsPerKvHead * kAttentionSplits];  // the merge: e^(m_s - M)
+shared float head_denominator[kMaxHeadsPerKvHead];
 
 const uint kOutputsPerInvocation = kMaxAttentionGroupValues / DECODE_ATTENTION_SIZE;
 
@@ -26,12 +28,13 @@ void main() {
   uint t = gl_LocalInvocationIndex;
   uint g = gl_WorkGroupID.x, s = gl_WorkGroupID.y;
   uint D = args.head_dim, half_dim = D / 2u, G = args.heads / args.kv_heads;
-  uint K = DECODE_ATTENTION_SIZE / G;  // keys per range
+  uint K = DECODE_ATTENTION_SIZE / G;  // keys per block
   uint kv_rows = args.kv_heads * D;
   uint position = WordsIn(args.step).v[0];
   uint first_key = (args.window != 0u && position + 1u > args.window) ? position + 1u - args.window : 0u;
-  uint begin = first_key + s * K;
-  uint end = min(begin + K, position + 1u);
+  uint per_range = (position + 1u - first_key + args.splits - 1u) / args.splits;
+  uint begin = min(first_key + s * per_range, position + 1u);
+  uint end = min(begin + per_range, position + 1u);
   FloatsIn qkv = FloatsIn(args.qkv);
   bool empty = begin >= end;
   if (!empty) {
@@ -64,76 +67,104 @@ void main() {
       }
     }
   }
+  if (t < G) {
+    head_max[t] = -1.0 / 0.0;
+    head_sum[t] = 0.0;
+  }
   barrier();
-  // Scores: invocation t is (head t / K, key t % K).
   uint hh = t / K, key = t % K;
-  uint j = begin + key;
-  float score = -1.0 / 0.0;
-  if (!empty && hh < G && j < end) {
-    float dot_qk = 0.0;
-    uint row = ((j % args.slots) * kv_rows + g * D) >> 2;
-    for (uint d4 = 0u; d4 < D / 4u; ++d4) {
-      vec4 k4 = j == position ? k_new[d4] : Vec4sIn(args.k_cache).v[row + d4];
-      dot_qk += dot(q_rows[hh * (D / 4u) + d4], k4);
+  float acc[kOutputsPerInvocation];
+  for (uint o = 0u; o < kOutputsPerInvocation; ++o) acc[o] = 0.0;
+  for (uint block = begin; block < end; block += K) {
+    uint j = block + key;
+    float score = -1.0 / 0.0;
+    if (hh < G && j < end) {
+      float dot_qk = 0.0;
+      uint row = ((j % args.slots) * kv_rows + g * D) >> 2;
+      for (uint d4 = 0u; d4 < D / 4u; ++d4) {
+        vec4 k4 = j == position ? k_new[d4] : Vec4sIn(args.k_cache).v[row + d4];
+        dot_qk += dot(q_rows[hh * (D / 4u) + d4], k4);
+      }
+      score = dot_qk * args.scale;
     }
-    score = dot_qk * args.scale;
+    probs[t] = score;
+    barrier();
+    for (uint head = gl_SubgroupID; head < G; head += gl_NumSubgroups) {
+      float m = -1.0 / 0.0;
+      for (uint i = gl_SubgroupInvocationID; i < K; i += gl_SubgroupSize) m = max(m, probs[head * K + i]);
+      float new_max = max(head_max[head], subgroupMax(m));
+      float sum = 0.0;
+      for (uint i = gl_SubgroupInvocationID; i < K; i += gl_SubgroupSize) {
+        float p = exp(probs[head * K + i] - new_max);  // a block has a visible key: new_max is finite
+        probs[head * K + i] = p;
+        sum += p;
+      }
+      sum = subgroupAdd(sum);
+      if (subgroupElect()) {
+        float rescale = exp(head_max[head] - new_max);
+        head_rescale[head] = rescale;
+        head_sum[head] = head_sum[head] * rescale + sum;
+        head_max[head] = new_max;
+      }
+    }
+    barrier();
+    uint keys = min(K, end - block);
+    for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+      uint output_index = t + o * DECODE_ATTENTION_SIZE;
+      if (output_index >= G * D) break;
+      uint head = output_index / D, d = output_index % D;
+      float sum = acc[o] * head_rescale[head];
+      for (uint i = 0u; i < keys; ++i) {
+        uint kj = block + i;
+        float v = kj == position ? v_new[d] : FloatsIn(args.v_cache).v[(kj % args.slots) * kv_rows + g * D + d];
+        sum += probs[head * K + i] * v;
+      }
+      acc[o] = sum;
+    }
+    barrier();
   }
-  probs[t] = score;
-  barrier();
-  // Each head's maximum and sum over its K keys: one subgroup per head.
-  for (uint head = gl_SubgroupID; head < G; head += gl_NumSubgroups) {
-    float m = -1.0 / 0.0;
-    for (uint i = gl_SubgroupInvocationID; i < K; i += gl_SubgroupSize) m = max(m, probs[head * K + i]);
-    m = subgroupMax(m);
-    float sum = 0.0;
-    for (uint i = gl_SubgroupInvocationID; i < K; i += gl_SubgroupSize) {
-      float p = m == -1.0 / 0.0 ? 0.0 : exp(probs[head * K + i] - m);
-      probs[head * K + i] = p;
-      sum += p;
-    }
-    sum = subgroupAdd(sum);
-    if (subgroupElect()) {
-      head_max[head] = m;
-      head_sum[head] = sum;
-    }
-  }
-  barrier();
-  // Weighted V: invocation t owns outputs (head, dim) t, t + DECODE_ATTENTION_SIZE, ...
-  uint keys = empty ? 0u : end - begin;
   for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
     uint output_index = t + o * DECODE_ATTENTION_SIZE;
     if (output_index >= G * D) break;
     uint head = output_index / D, d = output_index % D;
-    float acc = 0.0;
-    for (uint i = 0u; i < keys; ++i) {
-      uint kj = begin + i;
-      float v = kj == position ? v_new[d] : FloatsIn(args.v_cache).v[(kj % args.slots) * kv_rows + g * D + d];
-      acc += probs[head * K + i] * v;
-    }
     uint base = ((g * G + head) * args.splits + s) * (D + 2u);
-    SharedFloats(args.partials).v[base + d] = acc;
+    SharedFloats(args.partials).v[base + d] = acc[o];
     if (d == 0u) {
       SharedFloats(args.partials).v[base + D] = empty ? -1.0 / 0.0 : head_max[head];
       SharedFloats(args.partials).v[base + D + 1u] = empty ? 0.0 : head_sum[head];
     }
   }
   if (!arrive_last(args.counters, g, args.splits)) return;
+  // The merge, by the last range: each (head, range) weight once, then every output.
   SharedFloats partials = SharedFloats(args.partials);
+  for (uint e = t; e < G * args.splits; e += DECODE_ATTENTION_SIZE) {
+    uint head = e / args.splits, r = e % args.splits;
+    range_weight[e] = partials.v[((g * G + head) * args.splits + r) * (D + 2u) + D];  // its maximum, for now
+  }
+  barrier();
+  for (uint head = gl_SubgroupID; head < G; head += gl_NumSubgroups) {
+    uint h = g * G + head;
+    float sink = FloatsIn(args.sinks).v[h];
+    float top = sink;
+    for (uint r = gl_SubgroupInvocationID; r < args.splits; r += gl_SubgroupSize) top = max(top, range_weight[head * args.splits + r]);
+    top = subgroupMax(top);
+    float denominator = 0.0;
+    for (uint r = gl_SubgroupInvocationID; r < args.splits; r += gl_SubgroupSize) {
+      float w = exp(range_weight[head * args.splits + r] - top);  // 0 for an empty range (maximum -inf)
+      range_weight[head * args.splits + r] = w;
+      denominator += partials.v[(h * args.splits + r) * (D + 2u) + D + 1u] * w;
+    }
+    denominator = subgroupAdd(denominator);
+    if (subgroupElect()) head_denominator[head] = denominator + exp(sink - top);
+  }
+  barrier();
   for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
     uint output_index = t + o * DECODE_ATTENTION_SIZE;
     if (output_index >= G * D) break;
     uint head = output_index / D, d = output_index % D;
     uint h = g * G + head;
-    float sink = FloatsIn(args.sinks).v[h];
-    float top = sink;
-    for (uint r = 0u; r < args.splits; ++r) top = max(top, partials.v[(h * args.splits + r) * (D + 2u) + D]);
-    float denominator = exp(sink - top), sum = 0.0;
-    for (uint r = 0u; r < args.splits; ++r) {
-      uint base = (h * args.splits + r) * (D + 2u);
-      float w = exp(partials.v[base + D] - top);  // 0 for an empty range (maximum -inf)
-      denominator += partials.v[base + D + 1u] * w;
-      sum += partials.v[base + d] * w;
-    }
-    Floats(args.target).v[h * D + d] = sum / denominator;
+    float sum = 0.0;
+    for (uint r = 0u; r < args.splits; ++r) sum += partials.v[(h * args.splits + r) * (D + 2u) + d] * range_weight[head * args.splits + r];
+    Floats(args.target).v[h * D + d] = sum / head_denominator[head];
   }
 }

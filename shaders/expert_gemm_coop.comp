@@ -22,30 +22,33 @@ void main() {
   uint w_row = expert * args.weight_rows + n;
   clear_coop_sums();
   bool a_in = load_row < rows, w_in = n < args.weight_rows;
-  uint a_at = (a_row * args.depth + coop_load_depth()) / 4u;
-  uint block = w_row * blocks_per_row;
-  vec4 a[4];
-  uvec2 words = uvec2(0u);
+  // This invocation's block: the row's (t % 2)-th of each pair.
+  uint block = w_row * blocks_per_row + coop_load_depth() / 32u;
+  uvec4 ahi[4], alo[4];
+  uvec4 q = uvec4(0u);
   uint scale_word = 0u;
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) a[i] = a_in ? Vec4sIn(args.a).v[a_at + i] : vec4(0.0);
+  load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, 0u, ahi, alo);
   if (w_in) {
-    words = PairsIn(args.blocks).v[block * 2u + coop_load_depth() / 16u];
+    q = QuadsIn(args.blocks).v[block];
     scale_word = WordsIn(args.scales).v[block >> 2];
   }
-  for (uint k0 = 0u; k0 < args.depth; k0 += GEMM_TILE_K) {
-    vec4 w[4];
-    float scale = ldexp(1.0, int((scale_word >> ((block & 3u) * 8u)) & 0xFFu) - (FP4_ARITHMETIC ? 113 : 127));
-    fp4x8(words.x, w[0], w[1]);
-    fp4x8(words.y, w[2], w[3]);
-    [[unroll]] for (uint i = 0u; i < 4u; ++i) w[i] = w_in ? w[i] * scale : vec4(0.0);
-    store_a16(a);
-    store_w16(w);
+  for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
+    vec4 w[8];
+    float scale = ldexp(1.0, int((scale_word >> ((block & 3u) * 8u)) & 0xFFu) - (FP4_DECODE == FP4_BITS ? 113 : 127));
+    fp4x8(q.x, w[0], w[1]);
+    fp4x8(q.y, w[2], w[3]);
+    fp4x8(q.z, w[4], w[5]);
+    fp4x8(q.w, w[6], w[7]);
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = w_in ? w[i] * scale : vec4(0.0);
+    if (!a_in) [[unroll]] for (uint i = 0u; i < 4u; ++i) ahi[i] = alo[i] = uvec4(0u);
+    store_a_halves(ahi, alo);
+    store_w32(w);
     barrier();
-    if (k0 + GEMM_TILE_K < args.depth) {  // the next step's loads, in flight during the products
-      ++block;
-      [[unroll]] for (uint i = 0u; i < 4u; ++i) a[i] = a_in ? Vec4sIn(args.a).v[a_at + (k0 + GEMM_TILE_K) / 4u + i] : vec4(0.0);
+    if (k0 + COOP_TILE_K < args.depth) {  // the next step's loads, in flight during the products
+      block += 2u;
+      load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, k0 + COOP_TILE_K, ahi, alo);
       if (w_in) {
-        words = PairsIn(args.blocks).v[block * 2u + coop_load_depth() / 16u];
+        q = QuadsIn(args.blocks).v[block];
         scale_word = WordsIn(args.scales).v[block >> 2];
       }
     }

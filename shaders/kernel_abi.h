@@ -29,7 +29,8 @@ using uint = uint32_t;
 #define SPEC_COOP_M 3         // cooperative-matrix shape the device lists (fp16 x fp16 + fp32)
 #define SPEC_COOP_N 4
 #define SPEC_COOP_K 5
-#define SPEC_FP4_ARITHMETIC 6 // MXFP4 codes decoded by f16 bit placement (1) or a shared table (0)
+#define SPEC_FP4_DECODE 6     // MXFP4 codes decoded by a table of codes (0), f16 bit placement (1), a table of code pairs (2)
+#define SPEC_PROBE 7          // measuring only (GPTOSS_VK_PROBE): 1 skips the arithmetic, 2 the weight loads
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
@@ -44,7 +45,7 @@ ABI_CONST(uint, kMaxExpertsPerToken, 32u);  // router, expert kernels: per-token
 ABI_CONST(uint, kMaxExperts, 1024u);        // router: logits in shared memory
 ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registers/shared memory
 ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
-ABI_CONST(uint, kAttentionSplits, 4096u);   // decode attention: most key ranges per KV head
+ABI_CONST(uint, kAttentionSplits, 64u);     // decode attention: most key ranges per KV head
 ABI_CONST(uint, kMaxAttentionGroupValues, 2048u);  // attention: (heads / kv_heads) * head_dim
 ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in registers
 
@@ -56,9 +57,9 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define GEMM_TILE_K 32            // depth per step: one Q8_0 / MXFP4 block
 #define GEMM_WORKGROUP_SIZE 256   // portable GEMM: 4 x 4 outputs per invocation
 #define COOP_WORKGROUP_SIZE 128   // cooperative-matrix GEMM: 4 subgroups of 32, 32 x 32 each
+#define COOP_TILE_K 64            // cooperative-matrix GEMM: depth per step (two 32-value blocks)
 #define MATVEC_ROWS_PER_SUBGROUP 2
-#define MLP1_OUTPUTS_PER_SUBGROUP 4  // decode expert_mlp1: outputs (gate/up row pairs) per subgroup
-#define MLP2_OUTPUTS_PER_SUBGROUP 2  // decode expert_mlp2: outputs per subgroup
+#define EXPERT_LANES_PER_OUTPUT 4  // decode expert kernels: a quad of lanes per output (row pair)
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
 #define DECODE_ATTENTION_SIZE 256 // decode attention: (query head, key) pairs per workgroup
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once
@@ -228,9 +229,24 @@ struct ArgmaxArgs {
   uint count;
 };
 
+// hi[r] = each value of a[r] cut to f16's 10 mantissa bits, lo[r] = the rest rounded to f16
+// (hi + lo: about 21 significant bits), for r < rows: the cooperative-matrix GEMMs' inputs, made
+// once per product instead of once per tile. hi and lo are [rows, cols] halves.
+struct SplitHalvesArgs {
+  ABI_ADDRESS a;
+  ABI_ADDRESS hi;
+  ABI_ADDRESS lo;
+  uint rows;
+  uint cols;
+  uint a_stride;
+};
+
 // C[m, n] (+)= A[m] . W[n] (+ bias[n]) for m < rows, n < cols: A f32 [rows, depth] with rows
-// `a_stride` floats apart, W dense [cols, depth] in its encoding, C [rows, cols].
+// `a_stride` floats apart (the cooperative kernel reads A as split halves [rows, depth] instead),
+// W dense [cols, depth] in its encoding, C [rows, cols].
 struct GemmArgs {
+  ABI_ADDRESS a_hi;
+  ABI_ADDRESS a_lo;
   ABI_ADDRESS a;
   ABI_ADDRESS weight;
   ABI_ADDRESS scales;
@@ -265,6 +281,8 @@ struct MoeRouteArgs {
 // (EXPERT_SWIGLU | EXPERT_GATHER): A rows are xn[assign_token[row]], out is act [rows,
 // intermediate]; mlp2: A rows are act[row], out is y [rows, hidden] (bias added, not weighted).
 struct ExpertGemmArgs {
+  ABI_ADDRESS a_hi;  // the cooperative kernel's A as split halves (rows of a)
+  ABI_ADDRESS a_lo;
   ABI_ADDRESS a;
   ABI_ADDRESS assign_token;
   ABI_ADDRESS blocks;
@@ -305,6 +323,7 @@ static_assert(sizeof(EmbedArgs) <= kMaxPushBytes && sizeof(RmsNormArgs) <= kMaxP
               sizeof(ExpertMlp1Args) <= kMaxPushBytes && sizeof(ExpertMlp2Args) <= kMaxPushBytes &&
               sizeof(ArgmaxArgs) <= kMaxPushBytes && sizeof(GemmArgs) <= kMaxPushBytes &&
               sizeof(MoeRouteArgs) <= kMaxPushBytes && sizeof(ExpertGemmArgs) <= kMaxPushBytes &&
+              sizeof(SplitHalvesArgs) <= kMaxPushBytes &&
               sizeof(MoeCombineArgs) <= kMaxPushBytes,
               "push constants beyond the 128 bytes every Vulkan device offers");
 }  // namespace gptoss::vk::abi

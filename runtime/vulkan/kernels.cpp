@@ -1,6 +1,7 @@
 #include "runtime/vulkan/kernels.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "shaders/kernel_abi.h"
@@ -37,6 +38,13 @@ std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
 
 }  // namespace
 
+namespace {
+uint32_t probe() {
+  const char* value = std::getenv("GPTOSS_VK_PROBE");
+  return value ? static_cast<uint32_t>(std::atoi(value)) : 0u;
+}
+}  // namespace
+
 bool Kernels::cooperative() const {
   return !force_portable_ && ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32;
 }
@@ -57,7 +65,8 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        shape.m,
                                        shape.n,
                                        shape.k,
-                                       ctx_.fp4_arithmetic() ? 1u : 0u};
+                                       ctx_.fp4_decode(),
+                                       probe()};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -108,7 +117,9 @@ void check_attention_shape(const char* kernel, const Kernels::AttentionShape& s)
 uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
   const uint32_t group = std::max<uint32_t>(1, s.heads / std::max<uint32_t>(1, s.kv_heads));
   const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
-  return std::max<uint32_t>(1, ceil_div(keys, std::max<uint32_t>(1, DECODE_ATTENTION_SIZE / group)));
+  // Ranges of at least one block of DECODE_ATTENTION_SIZE / group keys, at most kAttentionSplits.
+  return std::clamp<uint32_t>(ceil_div(keys, std::max<uint32_t>(1, DECODE_ATTENTION_SIZE / group)), 1,
+                              abi::kAttentionSplits);
 }
 
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
@@ -120,8 +131,6 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
                                const Shared& shared) {
   check_attention_shape("attention_decode", s);
   const uint32_t splits = decode_attention_splits(s);
-  require(splits <= abi::kAttentionSplits, "attention_decode",
-          limit("key ranges", splits, ">", abi::kAttentionSplits) + " (the cache holds too many positions)");
   require(s.kv_heads <= kCounters, "attention_decode", limit("KV heads", s.kv_heads, ">", kCounters));
   const abi::AttentionDecodeArgs args{qkv,        k_cache,    v_cache,          inv_freq, step,    shared.partials,
                                       sinks,      target,     shared.counters,  s.heads,  s.kv_heads,
@@ -181,7 +190,7 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
   const uint32_t intermediate = mlp1.rows / 2;
   const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, chosen, act, mlp1.cols,
                                  intermediate, k, limit_value};
-  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * MLP1_OUTPUTS_PER_SUBGROUP;
+  const uint32_t per_group = WORKGROUP_SIZE / EXPERT_LANES_PER_OUTPUT;
   list.dispatch(pipeline("expert_mlp1", sizeof args), args, ceil_div(intermediate, per_group), k);
 }
 
@@ -193,8 +202,7 @@ void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address
   const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,           act,
                                  chosen,                 gate_weights,           residual,       shared.partials,
                                  shared.counters,        mlp2.rows,              mlp2.cols,      k};
-  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * MLP2_OUTPUTS_PER_SUBGROUP;
-  const uint32_t groups = ceil_div(mlp2.rows, per_group);
+  const uint32_t groups = ceil_div(mlp2.rows, WORKGROUP_SIZE / EXPERT_LANES_PER_OUTPUT);
   require(groups <= kCounters, "expert_mlp2", limit("output groups", groups, ">", kCounters));
   list.dispatch(pipeline("expert_mlp2", sizeof args), args, groups, k);
 }
@@ -204,14 +212,23 @@ void Kernels::argmax(DispatchList& list, Address values, Address result, uint32_
   list.dispatch(pipeline("argmax", sizeof args), args, std::clamp<uint32_t>(ceil_div(count, 4096), 1, ARGMAX_GROUPS));
 }
 
+void Kernels::split_halves(DispatchList& list, Address a, uint32_t a_stride, uint32_t rows, uint32_t cols,
+                           const Halves& halves) {
+  require(cols % 8 == 0 && a_stride % 4 == 0, "split_halves", "rows of " + std::to_string(cols) + " values are not whole 8-value groups");
+  const abi::SplitHalvesArgs args{a, halves.hi, halves.lo, rows, cols, a_stride};
+  list.dispatch(pipeline("split_halves", sizeof args), args, ceil_div(cols / 8, WORKGROUP_SIZE), rows);
+}
+
 void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias, Address a, uint32_t a_stride,
-                   Address c, uint32_t c_stride, uint32_t rows, bool accumulate) {
+                   Address c, uint32_t c_stride, uint32_t rows, bool accumulate, const Halves& halves) {
   require(weight.cols % GEMM_TILE_K == 0, "gemm", limit("depth", weight.cols, "is not a multiple of", GEMM_TILE_K));
   require(a_stride % 4 == 0, "gemm", limit("input row stride", a_stride, "is not a multiple of", 4));
   const uint32_t flags = (accumulate ? abi::GEMM_ACCUMULATE : 0u) | (bias ? abi::GEMM_BIAS : 0u);
-  const abi::GemmArgs args{a, weight.address(), weight.scales_address(), bias, c, rows, weight.rows, weight.cols,
-                           a_stride, c_stride, flags};
-  const bool coop = cooperative() && weight.encoding != abi::ENC_F32;
+  const abi::GemmArgs args{halves.hi, halves.lo, a, weight.address(), weight.scales_address(), bias, c, rows,
+                           weight.rows, weight.cols, a_stride, c_stride, flags};
+  // F32 weights would round to f16; depths the cooperative step does not divide go portable too.
+  const bool coop = cooperative() && weight.encoding != abi::ENC_F32 && weight.cols % COOP_TILE_K == 0;
+  if (coop) split_halves(list, a, a_stride, rows, weight.cols, halves);
   list.dispatch(pipeline(coop ? "gemm_coop" : "gemm", sizeof args, weight.encoding), args,
                 ceil_div(weight.rows, GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
 }
@@ -229,16 +246,19 @@ void Kernels::moe_route(DispatchList& list, Address chosen, const MoeTables& tab
   list.dispatch(pipeline("moe_route", sizeof args), args, 1);
 }
 
-void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Address bias, Address a,
-                          const MoeTables& tables, Address target, bool first_projection, float limit_value) {
+void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Address bias, Address a, uint32_t a_rows,
+                          const MoeTables& tables, Address target, bool first_projection, float limit_value,
+                          const Halves& halves) {
   require(weights.cols % GEMM_TILE_K == 0, "expert_gemm", limit("depth", weights.cols, "is not a multiple of", GEMM_TILE_K));
   require(!first_projection || weights.rows % 2 == 0, "expert_gemm", "gate/up rows come in pairs");
   const uint32_t flags = first_projection ? (abi::EXPERT_SWIGLU | abi::EXPERT_GATHER) : 0u;
-  const abi::ExpertGemmArgs args{a,      tables.assign_token, weights.blocks->address(), weights.scales->address(),
-                                 bias,   tables.tiles,        target,                    weights.cols,
+  const abi::ExpertGemmArgs args{halves.hi, halves.lo, a,       tables.assign_token, weights.blocks->address(),
+                                 weights.scales->address(), bias, tables.tiles, target, weights.cols,
                                  weights.rows, flags, limit_value};
-  list.dispatch_indirect(pipeline(cooperative() ? "expert_gemm_coop" : "expert_gemm", sizeof args), args,
-                         *tables.dispatch, first_projection ? 0 : 12);
+  const bool coop = cooperative() && weights.cols % COOP_TILE_K == 0;
+  if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
+  list.dispatch_indirect(pipeline(coop ? "expert_gemm_coop" : "expert_gemm", sizeof args), args, *tables.dispatch,
+                         first_projection ? 0 : 12);
 }
 
 void Kernels::moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,

@@ -69,9 +69,16 @@ class Kernels {
   static constexpr uint32_t kCounters = 4096;
   // result: 2 words; shared.partials: 2 * ARGMAX_GROUPS floats.
   void argmax(DispatchList& list, Address values, Address result, uint32_t count, const Shared& shared);
-  // C[m] (+)= A[m] W^T (+ bias), m < rows; A rows a_stride floats apart, C rows c_stride.
+  // Scratch for the cooperative GEMMs' split inputs: two arrays of halves, each holding at least
+  // the A rows times the depth of any product the caller launches.
+  struct Halves {
+    Address hi, lo;
+  };
+  // C[m] (+)= A[m] W^T (+ bias), m < rows; A rows a_stride floats apart, C rows c_stride. On
+  // cooperative matrices A is first split into `halves` (one split_halves dispatch).
   void gemm(DispatchList& list, const DeviceMatrix& weight, Address bias, Address a, uint32_t a_stride, Address c,
-            uint32_t c_stride, uint32_t rows, bool accumulate);
+            uint32_t c_stride, uint32_t rows, bool accumulate, const Halves& halves);
+  void split_halves(DispatchList& list, Address a, uint32_t a_stride, uint32_t rows, uint32_t cols, const Halves& halves);
   struct MoeTables {
     Address assign_token, row_of, tiles;
     const Buffer* dispatch;  // 6 uints: the two expert GEMMs' indirect grids
@@ -79,8 +86,10 @@ class Kernels {
   void moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
                  uint32_t experts, uint32_t mlp1_rows, uint32_t mlp2_rows);
   // mlp1: act[row] = SwiGLU(xn[token of row] W1^T + b1); mlp2: y[row] = act[row] W2^T + b2.
-  void expert_gemm(DispatchList& list, const DeviceExperts& weights, Address bias, Address a,
-                   const MoeTables& tables, Address target, bool first_projection, float limit);
+  // a_rows: the rows of `a` (tokens for mlp1, tokens * k for mlp2), split into `halves` first on
+  // cooperative matrices.
+  void expert_gemm(DispatchList& list, const DeviceExperts& weights, Address bias, Address a, uint32_t a_rows,
+                   const MoeTables& tables, Address target, bool first_projection, float limit, const Halves& halves);
   void moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
                    Address x, uint32_t hidden, uint32_t k, uint32_t count);
 

@@ -129,8 +129,9 @@ class Context {
   // products); GPTOSS_VK_COOP_SPLIT=0 feeds one f16 part.
   bool split_cooperative_inputs() const { return coopmat_split_; }
   bool captures_pipeline_statistics() const { return pipeline_statistics_; }
-  // MXFP4 codes decoded by f16 bit placement (default) or, with GPTOSS_VK_FP4=table, a table.
-  bool fp4_arithmetic() const { return fp4_arithmetic_; }
+  // How kernels decode MXFP4 codes (shaders/common.glsl FP4_*): 2, a table of code pairs
+  // (default); GPTOSS_VK_FP4=table (0) or bits (1) for the others.
+  uint32_t fp4_decode() const { return fp4_decode_; }
 
   // Records with `record`, submits once and waits (set-up work and tests).
   void run_once(const std::function<void(VkCommandBuffer)>& record) const;
@@ -151,7 +152,7 @@ class Context {
   bool coopmat_disabled_ = false;
   bool coopmat_split_ = true;
   bool pipeline_statistics_ = false;
-  bool fp4_arithmetic_ = true;
+  uint32_t fp4_decode_ = 2;
   mutable std::atomic<uint64_t> allocated_{0};
   friend class Buffer;
 };

@@ -67,11 +67,18 @@ struct VulkanEngine::Device {
   std::vector<LayerWeights> layers;
   Kernels::AttentionShape attention{};
   float eps = 0;
+  // The host writes the next submit's tokens and step state to host-visible staging; the command
+  // buffer's first step copies them to device memory, so kernels never read across the bus.
+  // One staging buffer: the step state at 0, the tokens at kTokensOffset, copied in one step.
+  static constexpr uint64_t kTokensOffset = 16;
+  std::unique_ptr<Buffer> step_staging;
   // Scratch for a chunk of tokens.
-  std::unique_ptr<Buffer> tokens, step, x, xn, qkv, attn, chosen, gate_weights, act, y;
+  std::unique_ptr<Buffer> step, x, xn, qkv, attn, chosen, gate_weights, act, y;
   std::unique_ptr<Buffer> assign_token, row_of, tiles, dispatch, argmax;
   // Shared by the workgroups of one dispatch: partial results and arrival counters (kept zero).
   std::unique_ptr<Buffer> shared_partials, counters;
+  // The cooperative GEMMs' inputs as split halves (hi, lo).
+  std::unique_ptr<Buffer> halves_hi, halves_lo;
   // Grown on demand: logits of the rows asked for, and the observer's stage copies.
   std::unique_ptr<Buffer> logits, logits_readback, stages;
   uint32_t logits_rows = 0, stage_rows = 0;
@@ -115,9 +122,10 @@ struct VulkanEngine::Device {
   void submit(const Recorded& r);
   // The tokens of the next submit and the position of the first.
   void tokens_to_device(std::span<const uint32_t> ids, uint32_t position) {
-    std::memcpy(tokens->mapped(), ids.data(), ids.size() * sizeof(uint32_t));
     const abi::StepState state{position, static_cast<uint32_t>(ids.size())};
-    std::memcpy(step->mapped(), &state, sizeof state);
+    auto* staging = static_cast<uint8_t*>(step_staging->mapped());
+    std::memcpy(staging, &state, sizeof state);
+    std::memcpy(staging + kTokensOffset, ids.data(), ids.size() * sizeof(uint32_t));
   }
 };
 
@@ -202,8 +210,8 @@ void VulkanEngine::Device::upload_weights(const CanonicalModel& model) {
 void VulkanEngine::Device::allocate_scratch() {
   const auto& c = config;
   const uint64_t n = chunk, k = c.experts_per_token;
-  tokens = std::make_unique<Buffer>(*ctx, std::max<uint64_t>(16, n * 4), true);
-  step = std::make_unique<Buffer>(*ctx, 16, true);
+  step_staging = std::make_unique<Buffer>(*ctx, kTokensOffset + std::max<uint64_t>(16, n * 4), true);
+  step = std::make_unique<Buffer>(*ctx, kTokensOffset + std::max<uint64_t>(16, n * 4), false);
   x = floats(n * c.hidden_size);
   xn = floats(n * c.hidden_size);
   qkv = floats(n * (c.q_rows() + 2 * c.kv_rows()));
@@ -212,6 +220,10 @@ void VulkanEngine::Device::allocate_scratch() {
   for (uint32_t l = 0; l < c.num_layers; ++l)
     shared_floats = std::max(shared_floats, Kernels::decode_attention_partials(shape_of(l)));
   shared_partials = floats(shared_floats);
+  // The largest GEMM input: tokens x hidden, x q_rows, or tokens * k x intermediate (in halves).
+  const uint64_t halves = n * std::max({uint64_t{c.hidden_size}, uint64_t{c.q_rows()}, k * c.intermediate_size});
+  halves_hi = std::make_unique<Buffer>(*ctx, std::max<uint64_t>(16, halves * 2), false);
+  halves_lo = std::make_unique<Buffer>(*ctx, std::max<uint64_t>(16, halves * 2), false);
   counters = floats(Kernels::kCounters);
   ctx->run_once([&](VkCommandBuffer cb) { vkCmdFillBuffer(cb, counters->handle(), 0, VK_WHOLE_SIZE, 0); });
   chosen = floats(n * k);
@@ -252,11 +264,13 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   DispatchList list;
   const uint64_t row_bytes = uint64_t{c.hidden_size} * 4;
   const uint64_t stage_bytes = uint64_t{count} * row_bytes;
-  k.embed(list, embedding, tokens->address(), x->address(), count);
+  list.copy(*step_staging, 0, *step, 0, kTokensOffset + uint64_t{count} * 4);
+  k.embed(list, embedding, step->address() + kTokensOffset, x->address(), count);
   if (observed) list.copy(*x, 0, *stages, 0, stage_bytes);
   const uint32_t k_experts = c.experts_per_token;
   const Kernels::MoeTables tables{assign_token->address(), row_of->address(), tiles->address(), dispatch.get()};
   const Kernels::Shared shared{shared_partials->address(), counters->address()};
+  const Kernels::Halves halves{halves_hi->address(), halves_lo->address()};
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = layers[l];
     const Kernels::AttentionShape shape = shape_of(l);
@@ -287,7 +301,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       uint64_t row = 0;
       for (const auto& part : w.qkv.parts) {
         k.gemm(list, part, w.qkv_bias->address() + row * 4, xn->address(), c.hidden_size, qkv->address() + row * 4,
-               qkv_rows, count, false);
+               qkv_rows, count, false, halves);
         row += part.rows;
       }
       list.tag("");
@@ -297,16 +311,18 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       k.attention_prefill(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), w.sinks->address(),
                           step->address(), attn->address(), count);
       list.tag("out");
-      k.gemm(list, w.out, w.out_bias->address(), attn->address(), c.q_rows(), x->address(), c.hidden_size, count, true);
+      k.gemm(list, w.out, w.out_bias->address(), attn->address(), c.q_rows(), x->address(), c.hidden_size, count, true,
+             halves);
       list.tag("");
       k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
                {xn->address(), chosen->address(), gate_weights->address()}, k_experts, count, eps);
       k.moe_route(list, chosen->address(), tables, count, k_experts, c.num_experts, w.mlp1.rows, w.mlp2.rows);
       list.tag("mlp1");
-      k.expert_gemm(list, w.mlp1, w.mlp1_bias->address(), xn->address(), tables, act->address(), true,
-                    static_cast<float>(c.swiglu_limit));
+      k.expert_gemm(list, w.mlp1, w.mlp1_bias->address(), xn->address(), count, tables, act->address(), true,
+                    static_cast<float>(c.swiglu_limit), halves);
       list.tag("mlp2");
-      k.expert_gemm(list, w.mlp2, w.mlp2_bias->address(), act->address(), tables, y->address(), false, 0.0f);
+      k.expert_gemm(list, w.mlp2, w.mlp2_bias->address(), act->address(), count * k_experts, tables, y->address(), false,
+                    0.0f, halves);
       list.tag("");
       k.moe_combine(list, y->address(), tables, chosen->address(), gate_weights->address(), x->address(), c.hidden_size,
                     k_experts, count);
@@ -332,7 +348,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
     }
   } else if (all_rows) {
     if (count == 1) k.matvec(list, unembedding, 0, xn->address(), 0, logits->address(), false, eps);
-    else k.gemm(list, unembedding, 0, xn->address(), c.hidden_size, logits->address(), c.vocab_size, count, false);
+    else k.gemm(list, unembedding, 0, xn->address(), c.hidden_size, logits->address(), c.vocab_size, count, false, halves);
     list.copy(*logits, 0, *logits_readback, 0, count * vocab_bytes);
   }
   return list;

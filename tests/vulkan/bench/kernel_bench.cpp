@@ -136,6 +136,8 @@ int main(int argc, char** argv) {
   auto a = device_floats(*ctx, random_floats(size_t{T} * Q, 1));
   auto c = device_floats(*ctx, std::vector<float>(size_t{T} * (Q + 2 * KV), 0.0f));
   auto bias = device_floats(*ctx, random_floats(Q + 2 * KV, 2));
+  auto hi = device_floats(*ctx, std::vector<float>(size_t{T} * k * I / 2 + 16)), lo = device_floats(*ctx, std::vector<float>(size_t{T} * k * I / 2 + 16));
+  const vk::Kernels::Halves halves{hi->address(), lo->address()};
   for (DType type : {DType::BF16, DType::Q8_0}) {
     const auto qkv = matrix(*ctx, type, Q + 2 * KV, H, 3);
     const auto out = matrix(*ctx, type, H, Q, 4);
@@ -144,11 +146,11 @@ int main(int argc, char** argv) {
       kernels.force_portable(portable);
       const std::string tag = std::string(portable ? "portable " : "coop ") + std::string(gptoss::dtype_name(type));
       double us = bench.time([&](vk::DispatchList& l, uint32_t) {
-        kernels.gemm(l, qkv, bias->address(), a->address(), H, c->address(), Q + 2 * KV, T, false);
+        kernels.gemm(l, qkv, bias->address(), a->address(), H, c->address(), Q + 2 * KV, T, false, halves);
       });
       report(("gemm qkv 512x5120x2880 " + tag).c_str(), us, 2.0 * T * (Q + 2 * KV) * H, 0);
       us = bench.time([&](vk::DispatchList& l, uint32_t) {
-        kernels.gemm(l, out, bias->address(), a->address(), Q, c->address(), H, T, true);
+        kernels.gemm(l, out, bias->address(), a->address(), Q, c->address(), H, T, true, halves);
       });
       report(("gemm out 512x2880x4096 " + tag).c_str(), us, 2.0 * T * H * Q, 0);
     }
@@ -184,11 +186,11 @@ int main(int argc, char** argv) {
       kernels.force_portable(portable);
       const std::string tag = portable ? " portable" : " coop";
       double us = bench.time([&](vk::DispatchList& l, uint32_t) {
-        kernels.expert_gemm(l, mlp1, b1->address(), xn->address(), tables, act->address(), true, 7.0f);
+        kernels.expert_gemm(l, mlp1, b1->address(), xn->address(), T, tables, act->address(), true, 7.0f, halves);
       });
       report(("expert_gemm mlp1 2048 rows x5760x2880" + tag).c_str(), us, 2.0 * T * k * 2 * I * H, 0);
       us = bench.time([&](vk::DispatchList& l, uint32_t) {
-        kernels.expert_gemm(l, mlp2, b2->address(), act->address(), tables, y->address(), false, 0.0f);
+        kernels.expert_gemm(l, mlp2, b2->address(), act->address(), T * k, tables, y->address(), false, 0.0f, halves);
       });
       report(("expert_gemm mlp2 2048 rows x2880x2880" + tag).c_str(), us, 2.0 * T * k * H * I, 0);
     }
