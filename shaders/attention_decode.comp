@@ -114,10 +114,15 @@ void main() {
       if (output_index >= G * D) break;
       uint head = output_index / D, d = output_index % D;
       float sum = acc[o] * head_rescale[head];
-      for (uint i = 0u; i < keys; ++i) {
-        uint kj = block + i;
-        float v = kj == position ? v_new[d] : FloatsIn(args.v_cache).v[(kj % args.slots) * kv_rows + g * D + d];
-        sum += probs[head * K + i] * v;
+      // Eight keys' values loaded before any is used: the loads overlap instead of queueing.
+      for (uint i0 = 0u; i0 < keys; i0 += 8u) {
+        float v[8];
+        [[unroll]] for (uint u = 0u; u < 8u; ++u) {
+          uint kj = block + min(i0 + u, keys - 1u);
+          v[u] = kj == position ? v_new[d] : FloatsIn(args.v_cache).v[(kj % args.slots) * kv_rows + g * D + d];
+        }
+        [[unroll]] for (uint u = 0u; u < 8u; ++u)
+          if (i0 + u < keys) sum += probs[head * K + i0 + u] * v[u];
       }
       acc[o] = sum;
     }
@@ -164,7 +169,13 @@ void main() {
     uint head = output_index / D, d = output_index % D;
     uint h = g * G + head;
     float sum = 0.0;
-    for (uint r = 0u; r < args.splits; ++r) sum += partials.v[(h * args.splits + r) * (D + 2u) + d] * range_weight[head * args.splits + r];
+    for (uint r0 = 0u; r0 < args.splits; r0 += 8u) {  // eight ranges' loads in flight at once
+      float part[8];
+      [[unroll]] for (uint u = 0u; u < 8u; ++u)
+        part[u] = partials.v[(h * args.splits + min(r0 + u, args.splits - 1u)) * (D + 2u) + d];
+      [[unroll]] for (uint u = 0u; u < 8u; ++u)
+        if (r0 + u < args.splits) sum += part[u] * range_weight[head * args.splits + r0 + u];
+    }
     Floats(args.target).v[h * D + d] = sum / head_denominator[head];
   }
 }

@@ -11,8 +11,8 @@
 
 layout(constant_id = SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32u;
 layout(constant_id = SPEC_ENCODING) const uint ENCODING = 0u;
-layout(constant_id = SPEC_FP4_DECODE) const uint FP4_DECODE = 2u;
-const uint FP4_TABLE = 0u, FP4_BITS = 1u, FP4_PAIRS = 2u;
+layout(constant_id = SPEC_FP4_DECODE) const uint FP4_DECODE = 1u;
+const uint FP4_TABLE = 0u, FP4_BITS = 1u;
 // Kernel timing probes (vulkan_kernel_bench with GPTOSS_VK_PROBE; wrong results on purpose): 1
 // skips a kernel's arithmetic (decode, products), 2 its weight loads. 0 everywhere else.
 layout(constant_id = SPEC_PROBE) const uint PROBE = 0u;
@@ -92,31 +92,23 @@ void load8(uvec2 data, uvec2 scales, uint index, out vec4 lo, out vec4 hi) {
 // one scale byte (2^(s - 127)) ----
 const float kFp4Values[16] = float[16](0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0,
                                        -4.0, -6.0);
-// Shared copies of the table (a dynamically indexed constant array can spill to local memory):
-// by code, and by byte (two codes: low nibble first) for FP4_PAIRS.
+// Shared copy of the table (a dynamically indexed constant array can spill to local memory).
 shared float fp4_table[16];
-shared vec2 fp4_pairs[256];
 // Every invocation calls it (barrier) before fp4x8.
 void load_fp4_table() {
-  if (FP4_DECODE == FP4_PAIRS) {
-    for (uint i = gl_LocalInvocationIndex; i < 256u; i += gl_WorkGroupSize.x)
-      fp4_pairs[i] = vec2(kFp4Values[i & 15u], kFp4Values[i >> 4]);
-  } else if (FP4_DECODE == FP4_TABLE && gl_LocalInvocationIndex < 16u) {
+  if (FP4_DECODE == FP4_TABLE && gl_LocalInvocationIndex < 16u)
     fp4_table[gl_LocalInvocationIndex] = kFp4Values[gl_LocalInvocationIndex];
-  }
   barrier();
 }
-// The 8 codes of `word` (elements 0-3 in lo, 4-7 in hi), times kFp4Unit: by table (one shared
-// load per value), by byte table (one 8-byte shared load per two values), or by placing each
-// code's sign, exponent and mantissa bits in an f16's sign, low exponent bits and top mantissa
-// bit, which is the code's value times 2^-14 (codes +-0.5 are f16 subnormals: exact where the
-// device keeps them; the kernel tests check every code).
+// The 8 codes of `word` (elements 0-3 in lo, 4-7 in hi), times kFp4Unit: by placing each code's
+// sign, exponent and mantissa bits in an f16's sign, low exponent bits and top mantissa bit,
+// which is the code's value times 2^-14 (codes +-0.5 are f16 subnormals: exact where the device
+// keeps them; the kernel tests check every code), or by a shared table (one load per value). On
+// the H100 the bits are 15-30% faster than the table, and a table of code pairs (one 8-byte load
+// per two values) 2x slower than either for its bank conflicts (docs/vulkan-engine.md).
 const float kFp4Unit = FP4_DECODE == FP4_BITS ? 1.0 / 16384.0 : 1.0;
 void fp4x8(uint word, out vec4 lo, out vec4 hi) {
-  if (FP4_DECODE == FP4_PAIRS) {
-    lo = vec4(fp4_pairs[word & 0xFFu], fp4_pairs[(word >> 8) & 0xFFu]);
-    hi = vec4(fp4_pairs[(word >> 16) & 0xFFu], fp4_pairs[word >> 24]);
-  } else if (FP4_DECODE == FP4_BITS) {
+  if (FP4_DECODE == FP4_BITS) {
     uvec4 n = uvec4(word, word >> 4, word >> 8, word >> 12) & uvec4(0x000F000Fu);
     uvec4 h = ((n & uvec4(0x00070007u)) << 9) | ((n & uvec4(0x00080008u)) << 12);
     vec2 p0 = unpackHalf2x16(h.x), p1 = unpackHalf2x16(h.y), p2 = unpackHalf2x16(h.z), p3 = unpackHalf2x16(h.w);
@@ -129,10 +121,16 @@ void fp4x8(uint word, out vec4 lo, out vec4 hi) {
               fp4_table[word >> 28]);
   }
 }
+// 2^(s - 127) over kFp4Unit, built as float bits where that is a normal number (every scale a
+// trained checkpoint has), ldexp elsewhere.
+float mxfp4_scale_value(uint s) {
+  int exponent = int(s) - (FP4_DECODE == FP4_BITS ? 113 : 127);
+  return exponent > -127 && exponent < 128 ? uintBitsToFloat(uint(exponent + 127) << 23) : ldexp(1.0, exponent);
+}
 // The scale of block `block`, over kFp4Unit: fp4x8's values times this are the weights.
 float mxfp4_scale(uvec2 scales, uint block) {
   uint byte_value = (WordsIn(scales).v[block >> 2] >> ((block & 3u) * 8u)) & 0xFFu;
-  return ldexp(1.0, int(byte_value) - (FP4_DECODE == FP4_BITS ? 113 : 127));
+  return mxfp4_scale_value(byte_value);
 }
 
 // ---- reductions ----

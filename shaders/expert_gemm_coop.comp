@@ -34,7 +34,7 @@ void main() {
   }
   for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
     vec4 w[8];
-    float scale = ldexp(1.0, int((scale_word >> ((block & 3u) * 8u)) & 0xFFu) - (FP4_DECODE == FP4_BITS ? 113 : 127));
+    float scale = mxfp4_scale_value((scale_word >> ((block & 3u) * 8u)) & 0xFFu);
     fp4x8(q.x, w[0], w[1]);
     fp4x8(q.y, w[2], w[3]);
     fp4x8(q.z, w[4], w[5]);

@@ -1,63 +1,70 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_shader_subgroup_quad : require
 // Decode, first expert projection with SwiGLU, MXFP4 read in place: workgroup (x, slot) computes
-// WORKGROUP_SIZE / 4 outputs j of expert chosen[slot], one quad of lanes per output: rows 2j
-// (gate) and 2j+1 (up) of its mlp1, each lane taking every 4th 32-value block (two blocks per
-// pass, so four 16-byte loads are in flight), plus bias; then
-// act[slot, j] = (clamp(up, -limit, limit) + 1) * gate * sigmoid(1.702 gate), gate = min(gate, limit).
-// The eight outputs of a subgroup read the same input values at once (one load serves them).
+// outputs j of expert chosen[slot], EXPERT_OUTPUTS_PER_SUBGROUP per subgroup, each from rows 2j
+// (gate) and 2j+1 (up) of its mlp1, plus bias; then act[slot, j] = (clamp(up, -limit, limit) + 1)
+// * gate * sigmoid(1.702 gate), gate = min(gate, limit). Lane l takes blocks l, l + 32, ...;
+// it loads EXPERT_LOAD_BATCH blocks of every row before using any (memory latency, not
+// bandwidth, bounds a short row otherwise), and its 32 input values serve all the rows.
 #include "common.glsl"
 layout(local_size_x = WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { ExpertMlp1Args args; };
 
-float block_dot(uint block, uint x_base) {
-  uvec4 q = PROBE == 2u ? uvec4(block) : QuadsIn(args.blocks).v[block];
-  if (PROBE == 1u)
-    return uintBitsToFloat(q.x ^ q.y ^ q.z ^ q.w) * Vec4sIn(args.x).v[x_base].x * mxfp4_scale(args.scales, block);
-  vec4 lo, hi;
-  float sum = 0.0;
-  fp4x8(q.x, lo, hi);
-  sum += dot(lo, Vec4sIn(args.x).v[x_base]) + dot(hi, Vec4sIn(args.x).v[x_base + 1u]);
-  fp4x8(q.y, lo, hi);
-  sum += dot(lo, Vec4sIn(args.x).v[x_base + 2u]) + dot(hi, Vec4sIn(args.x).v[x_base + 3u]);
-  fp4x8(q.z, lo, hi);
-  sum += dot(lo, Vec4sIn(args.x).v[x_base + 4u]) + dot(hi, Vec4sIn(args.x).v[x_base + 5u]);
-  fp4x8(q.w, lo, hi);
-  sum += dot(lo, Vec4sIn(args.x).v[x_base + 6u]) + dot(hi, Vec4sIn(args.x).v[x_base + 7u]);
-  return sum * mxfp4_scale(args.scales, block);
-}
+const uint kRows = 2u * EXPERT_OUTPUTS_PER_SUBGROUP;
 
 void main() {
   load_fp4_table();
   uint slot = gl_WorkGroupID.y;
-  uint lane = gl_LocalInvocationIndex % EXPERT_LANES_PER_OUTPUT;
-  uint j = gl_WorkGroupID.x * (WORKGROUP_SIZE / EXPERT_LANES_PER_OUTPUT) + gl_LocalInvocationIndex / EXPERT_LANES_PER_OUTPUT;
-  bool in_range = j < args.intermediate;
+  uint j0 = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * EXPERT_OUTPUTS_PER_SUBGROUP;
+  if (j0 >= args.intermediate) return;
   uint expert = WordsIn(args.chosen).v[slot];
   uint blocks = args.hidden / 32u;
-  uint gate_row = expert * 2u * args.intermediate + 2u * (in_range ? j : 0u);
-  float gate = 0.0, up = 0.0;
-  if (in_range) {
-    uint b = lane;
-    for (; b + EXPERT_LANES_PER_OUTPUT < blocks; b += 2u * EXPERT_LANES_PER_OUTPUT) {
-      uint b2 = b + EXPERT_LANES_PER_OUTPUT;
-      gate += block_dot(gate_row * blocks + b, b * 8u) + block_dot(gate_row * blocks + b2, b2 * 8u);
-      up += block_dot((gate_row + 1u) * blocks + b, b * 8u) + block_dot((gate_row + 1u) * blocks + b2, b2 * 8u);
-    }
-    if (b < blocks) {
-      gate += block_dot(gate_row * blocks + b, b * 8u);
-      up += block_dot((gate_row + 1u) * blocks + b, b * 8u);
+  uint first_row = expert * 2u * args.intermediate + 2u * j0;
+  uint rows = min(kRows, 2u * (args.intermediate - j0));
+  float acc[kRows];
+  [[unroll]] for (uint r = 0u; r < kRows; ++r) acc[r] = 0.0;
+  uint step = gl_SubgroupSize;
+  for (uint b0 = gl_SubgroupInvocationID; b0 < blocks; b0 += EXPERT_LOAD_BATCH * step) {
+    uvec4 q[EXPERT_LOAD_BATCH][kRows];
+    float scale[EXPERT_LOAD_BATCH][kRows];
+    [[unroll]] for (uint u = 0u; u < EXPERT_LOAD_BATCH; ++u)
+      [[unroll]] for (uint r = 0u; r < kRows; ++r) {
+        uint b = b0 + u * step;
+        bool here = b < blocks && r < rows;
+        uint block = (first_row + r) * blocks + (here ? b : 0u);
+        q[u][r] = here ? QuadsIn(args.blocks).v[block] : uvec4(0u);
+        scale[u][r] = here ? mxfp4_scale(args.scales, block) : 0.0;
+      }
+    [[unroll]] for (uint u = 0u; u < EXPERT_LOAD_BATCH; ++u) {
+      uint b = b0 + u * step;
+      if (b >= blocks) break;
+      vec4 x[8];
+      [[unroll]] for (uint i = 0u; i < 8u; ++i) x[i] = Vec4sIn(args.x).v[b * 8u + i];
+      [[unroll]] for (uint r = 0u; r < kRows; ++r) {
+        vec4 lo, hi;
+        float sum = 0.0;
+        fp4x8(q[u][r].x, lo, hi);
+        sum += dot(lo, x[0]) + dot(hi, x[1]);
+        fp4x8(q[u][r].y, lo, hi);
+        sum += dot(lo, x[2]) + dot(hi, x[3]);
+        fp4x8(q[u][r].z, lo, hi);
+        sum += dot(lo, x[4]) + dot(hi, x[5]);
+        fp4x8(q[u][r].w, lo, hi);
+        sum += dot(lo, x[6]) + dot(hi, x[7]);
+        acc[r] += sum * scale[u][r];
+      }
     }
   }
-  gate += subgroupQuadSwapHorizontal(gate);
-  gate += subgroupQuadSwapVertical(gate);
-  up += subgroupQuadSwapHorizontal(up);
-  up += subgroupQuadSwapVertical(up);
-  if (in_range && lane == 0u) {
-    gate = min(gate + FloatsIn(args.bias).v[gate_row], args.limit);
-    up = clamp(up + FloatsIn(args.bias).v[gate_row + 1u], -args.limit, args.limit);
-    float glu = gate / (1.0 + exp(-1.702 * gate));
-    Floats(args.act).v[slot * args.intermediate + j] = (up + 1.0) * glu;
+  [[unroll]] for (uint r = 0u; r < kRows; ++r) acc[r] = subgroupAdd(acc[r]);
+  if (subgroupElect()) {
+    [[unroll]] for (uint o = 0u; o < EXPERT_OUTPUTS_PER_SUBGROUP; ++o) {
+      uint j = j0 + o;
+      if (j >= args.intermediate) break;
+      uint row = first_row + 2u * o;
+      float gate = min(acc[2u * o] + FloatsIn(args.bias).v[row], args.limit);
+      float up = clamp(acc[2u * o + 1u] + FloatsIn(args.bias).v[row + 1u], -args.limit, args.limit);
+      float glu = gate / (1.0 + exp(-1.702 * gate));
+      Floats(args.act).v[slot * args.intermediate + j] = (up + 1.0) * glu;
+    }
   }
 }

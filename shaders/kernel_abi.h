@@ -45,7 +45,7 @@ ABI_CONST(uint, kMaxExpertsPerToken, 32u);  // router, expert kernels: per-token
 ABI_CONST(uint, kMaxExperts, 1024u);        // router: logits in shared memory
 ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registers/shared memory
 ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
-ABI_CONST(uint, kAttentionSplits, 64u);     // decode attention: most key ranges per KV head
+ABI_CONST(uint, kAttentionSplits, 32u);     // decode attention: most key ranges per KV head
 ABI_CONST(uint, kMaxAttentionGroupValues, 2048u);  // attention: (heads / kv_heads) * head_dim
 ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in registers
 
@@ -59,7 +59,8 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define COOP_WORKGROUP_SIZE 128   // cooperative-matrix GEMM: 4 subgroups of 32, 32 x 32 each
 #define COOP_TILE_K 64            // cooperative-matrix GEMM: depth per step (two 32-value blocks)
 #define MATVEC_ROWS_PER_SUBGROUP 2
-#define EXPERT_LANES_PER_OUTPUT 4  // decode expert kernels: a quad of lanes per output (row pair)
+#define EXPERT_OUTPUTS_PER_SUBGROUP 2  // decode expert kernels: outputs (mlp1: gate/up row pairs) per subgroup
+#define EXPERT_LOAD_BATCH 4            // decode expert kernels: blocks per lane loaded before any is used
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
 #define DECODE_ATTENTION_SIZE 256 // decode attention: (query head, key) pairs per workgroup
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once

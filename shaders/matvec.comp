@@ -4,7 +4,7 @@
 // stored encoding (ENCODING). x' is x, or with MATVEC_NORM its RMSNorm times `norm`, computed by
 // every workgroup from x itself (x is small and cached), so the norm costs no dispatch of its own.
 // Each subgroup owns MATVEC_ROWS_PER_SUBGROUP rows; its lanes read 8 values (16 bytes of BF16) at
-// a time at consecutive addresses, one subgroupAdd per row.
+// a time at consecutive addresses, four such reads per row in flight, one subgroupAdd per row.
 #include "common.glsl"
 layout(local_size_x = WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { MatvecArgs args; };
@@ -26,30 +26,28 @@ void main() {
   uint row1 = min(row0 + 1u, args.rows - 1u);
   uint chunks = args.cols / 8u;
   float acc0 = 0.0, acc1 = 0.0;
-  // Two chunks per lane per pass: four 16-byte weight loads in flight.
+  // Four chunks per lane per pass, every weight load issued before any is used: a row of a few
+  // thousand values is only a few passes, so latency, not bandwidth, bounds it otherwise.
+  const uint kBatch = 4u;
   uint step = gl_SubgroupSize;
-  for (uint c = gl_SubgroupInvocationID; c < chunks; c += 2u * step) {
-    uint c2 = min(c + step, chunks - 1u);
-    bool second = c + step < chunks;
-    vec4 xlo = Vec4sIn(args.x).v[2u * c], xhi = Vec4sIn(args.x).v[2u * c + 1u];
-    vec4 ylo = Vec4sIn(args.x).v[2u * c2], yhi = Vec4sIn(args.x).v[2u * c2 + 1u];
-    if (normed) {
-      xlo = (xlo * inv_rms) * Vec4sIn(args.norm).v[2u * c];
-      xhi = (xhi * inv_rms) * Vec4sIn(args.norm).v[2u * c + 1u];
-      ylo = (ylo * inv_rms) * Vec4sIn(args.norm).v[2u * c2];
-      yhi = (yhi * inv_rms) * Vec4sIn(args.norm).v[2u * c2 + 1u];
+  for (uint c0 = gl_SubgroupInvocationID; c0 < chunks; c0 += kBatch * step) {
+    vec4 w0[kBatch][2], w1[kBatch][2];
+    [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+      uint c = min(c0 + u * step, chunks - 1u);
+      load8(args.weight, args.scales, row0 * args.cols + 8u * c, w0[u][0], w0[u][1]);
+      load8(args.weight, args.scales, row1 * args.cols + 8u * c, w1[u][0], w1[u][1]);
     }
-    if (!second) {
-      ylo = vec4(0.0);
-      yhi = vec4(0.0);
+    [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+      uint c = c0 + u * step;
+      if (c >= chunks) break;
+      vec4 xlo = Vec4sIn(args.x).v[2u * c], xhi = Vec4sIn(args.x).v[2u * c + 1u];
+      if (normed) {
+        xlo = (xlo * inv_rms) * Vec4sIn(args.norm).v[2u * c];
+        xhi = (xhi * inv_rms) * Vec4sIn(args.norm).v[2u * c + 1u];
+      }
+      acc0 += dot(w0[u][0], xlo) + dot(w0[u][1], xhi);
+      acc1 += dot(w1[u][0], xlo) + dot(w1[u][1], xhi);
     }
-    vec4 w0lo, w0hi, w1lo, w1hi, v0lo, v0hi, v1lo, v1hi;
-    load8(args.weight, args.scales, row0 * args.cols + 8u * c, w0lo, w0hi);
-    load8(args.weight, args.scales, row1 * args.cols + 8u * c, w1lo, w1hi);
-    load8(args.weight, args.scales, row0 * args.cols + 8u * c2, v0lo, v0hi);
-    load8(args.weight, args.scales, row1 * args.cols + 8u * c2, v1lo, v1hi);
-    acc0 += dot(w0lo, xlo) + dot(w0hi, xhi) + dot(v0lo, ylo) + dot(v0hi, yhi);
-    acc1 += dot(w1lo, xlo) + dot(w1hi, xhi) + dot(v1lo, ylo) + dot(v1hi, yhi);
   }
   acc0 = subgroupAdd(acc0);
   acc1 = subgroupAdd(acc1);

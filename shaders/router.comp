@@ -28,12 +28,22 @@ void main() {
 
   for (uint e = gl_SubgroupID; e < args.experts; e += gl_NumSubgroups) {
     float acc = 0.0;
-    for (uint c = gl_SubgroupInvocationID; c < H / 8u; c += gl_SubgroupSize) {
-      vec4 xlo = (Vec4sIn(args.x).v[base / 4u + 2u * c] * inv_rms) * Vec4sIn(args.norm).v[2u * c];
-      vec4 xhi = (Vec4sIn(args.x).v[base / 4u + 2u * c + 1u] * inv_rms) * Vec4sIn(args.norm).v[2u * c + 1u];
-      vec4 wlo, whi;
-      load8(args.weight, args.scales, e * H + 8u * c, wlo, whi);
-      acc += dot(wlo, xlo) + dot(whi, xhi);
+    // Four chunks per lane per pass, loaded before any is used (latency bounds a short row).
+    const uint kBatch = 4u;
+    uint chunks = H / 8u, step = gl_SubgroupSize;
+    for (uint c0 = gl_SubgroupInvocationID; c0 < chunks; c0 += kBatch * step) {
+      vec4 w[kBatch][2], x[kBatch][2], n[kBatch][2];
+      [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+        uint c = min(c0 + u * step, chunks - 1u);
+        load8(args.weight, args.scales, e * H + 8u * c, w[u][0], w[u][1]);
+        x[u][0] = Vec4sIn(args.x).v[base / 4u + 2u * c];
+        x[u][1] = Vec4sIn(args.x).v[base / 4u + 2u * c + 1u];
+        n[u][0] = Vec4sIn(args.norm).v[2u * c];
+        n[u][1] = Vec4sIn(args.norm).v[2u * c + 1u];
+      }
+      [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+        if (c0 + u * step < chunks)
+          acc += dot(w[u][0], (x[u][0] * inv_rms) * n[u][0]) + dot(w[u][1], (x[u][1] * inv_rms) * n[u][1]);
     }
     acc = subgroupAdd(acc);
     if (subgroupElect()) logits[e] = acc + FloatsIn(args.bias).v[e];

@@ -190,7 +190,7 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
   const uint32_t intermediate = mlp1.rows / 2;
   const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, chosen, act, mlp1.cols,
                                  intermediate, k, limit_value};
-  const uint32_t per_group = WORKGROUP_SIZE / EXPERT_LANES_PER_OUTPUT;
+  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * EXPERT_OUTPUTS_PER_SUBGROUP;
   list.dispatch(pipeline("expert_mlp1", sizeof args), args, ceil_div(intermediate, per_group), k);
 }
 
@@ -202,7 +202,7 @@ void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address
   const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,           act,
                                  chosen,                 gate_weights,           residual,       shared.partials,
                                  shared.counters,        mlp2.rows,              mlp2.cols,      k};
-  const uint32_t groups = ceil_div(mlp2.rows, WORKGROUP_SIZE / EXPERT_LANES_PER_OUTPUT);
+  const uint32_t groups = ceil_div(mlp2.rows, WORKGROUP_SIZE / ctx_.info().subgroup_size * EXPERT_OUTPUTS_PER_SUBGROUP);
   require(groups <= kCounters, "expert_mlp2", limit("output groups", groups, ">", kCounters));
   list.dispatch(pipeline("expert_mlp2", sizeof args), args, groups, k);
 }

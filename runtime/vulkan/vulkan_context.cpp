@@ -205,7 +205,7 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
   const char* split = std::getenv("GPTOSS_VK_COOP_SPLIT");
   ctx->coopmat_split_ = !split || std::string(split) != "0";
   const char* fp4 = std::getenv("GPTOSS_VK_FP4");
-  ctx->fp4_decode_ = !fp4 ? 2u : std::string(fp4) == "table" ? 0u : std::string(fp4) == "bits" ? 1u : 2u;
+  ctx->fp4_decode_ = fp4 && std::string(fp4) == "table" ? 0u : 1u;
   vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &ctx->memory_);
 
   const float priority = 1.0f;

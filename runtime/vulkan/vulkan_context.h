@@ -129,8 +129,8 @@ class Context {
   // products); GPTOSS_VK_COOP_SPLIT=0 feeds one f16 part.
   bool split_cooperative_inputs() const { return coopmat_split_; }
   bool captures_pipeline_statistics() const { return pipeline_statistics_; }
-  // How kernels decode MXFP4 codes (shaders/common.glsl FP4_*): 2, a table of code pairs
-  // (default); GPTOSS_VK_FP4=table (0) or bits (1) for the others.
+  // How kernels decode MXFP4 codes (shaders/common.glsl FP4_*): 1, f16 bit placement (default);
+  // GPTOSS_VK_FP4=table (0) to compare.
   uint32_t fp4_decode() const { return fp4_decode_; }
 
   // Records with `record`, submits once and waits (set-up work and tests).
@@ -152,7 +152,7 @@ class Context {
   bool coopmat_disabled_ = false;
   bool coopmat_split_ = true;
   bool pipeline_statistics_ = false;
-  uint32_t fp4_decode_ = 2;
+  uint32_t fp4_decode_ = 1;
   mutable std::atomic<uint64_t> allocated_{0};
   friend class Buffer;
 };
