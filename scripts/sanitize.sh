@@ -1,27 +1,24 @@
 #!/usr/bin/env bash
 # ASan + UBSan build of the test suite in build-asan/ (or $BUILD_DIR), then ctest there.
 #   scripts/sanitize.sh                        every target, every test
-#   SANITIZE_SUBSET=ci scripts/sanitize.sh     what CI (scripts/test.sh) runs: every test except
-#       the CPU/Vulkan engine, gptoss-run and tokenizer runtime tests, which read no file bytes
-#       that the tested readers have not already checked and cost most of the instrumented time
-#       (docs/robustness.md lists them and the reasons).
+#   SANITIZE_SUBSET=ci scripts/sanitize.sh     what CI (scripts/test.sh) runs: the tests labelled
+#       `hostile` (those that feed a reader crafted, corrupted, truncated or fuzzer-found bytes;
+#       tests/CMakeLists.txt, HOSTILE) and only the targets they need (gptoss_hostile_tests), plus
+#       the fuzz targets for scripts/fuzz.sh (docs/robustness.md says what is left out and why).
 # The build uses clang with libFuzzer's coverage instrumentation as well, so the same folder also
 # builds the fuzz targets (scripts/fuzz.sh with GPTOSS_FUZZ_BUILD set to it). JOBS (default
-# nproc) sets build and test parallelism. Any sanitizer report fails its test (halt_on_error;
-# UBSan is built with -fno-sanitize-recover). See docs/robustness.md.
+# nproc) sets build and test parallelism; JUNIT=FILE.xml has ctest write its results there (and
+# those of a full run's Vulkan tests to FILE.vulkan.xml). Any sanitizer report fails its test
+# (halt_on_error; UBSan is built with -fno-sanitize-recover). See docs/robustness.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-asan}
 JOBS=${JOBS:-$(nproc)}
 SUBSET=${SANITIZE_SUBSET:-all}
 
-# Test binaries left out of the CI subset (ctest lists their tests as *_NOT_BUILT) and the
-# CLIs only they run.
-CI_SKIPPED_TARGETS='^(cpu_tests|vulkan_tests|parity_tests|tokenizer_tests|gptoss-run)$'
-CI_EXCLUDE='_NOT_BUILT$'
 # The Mesa/llvmpipe Vulkan driver leaks a few bytes from a module it unloads (an unknown frame,
 # so no suppression can name it): its tests run with leak detection off.
-VULKAN_TESTS='^(Vulkan|GptossRunVulkan|Parity\.|VulkanEngine)'
+VULKAN_TESTS='^(Vulkan|GptossRunVulkan|Parity\.|VulkanEngine|EveryEngine/EngineInterface\..*/vulkan)'
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -38,9 +35,7 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" >/dev/null
 fi
 if [ "$SUBSET" = "ci" ]; then
-  mapfile -t targets < <(ninja -C "$BUILD_DIR" -t targets all | sed -n 's/^\([A-Za-z0-9_.-]*\): phony$/\1/p' |
-    grep -Ev "$CI_SKIPPED_TARGETS" | grep -E '(_tests|^gptoss-[a-z]+|^gptoss_fuzzers)$')
-  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target gptoss_hostile_tests gptoss_fuzzers
 else
   cmake --build "$BUILD_DIR" -j "$JOBS"
 fi
@@ -49,12 +44,13 @@ asan='halt_on_error=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_a
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 cd "$BUILD_DIR"
 status=0
-exclude="$VULKAN_TESTS"
-[ "$SUBSET" = "ci" ] && exclude="$VULKAN_TESTS|$CI_EXCLUDE"
+select=() junit=() junit_vulkan=()
+[ "$SUBSET" = "ci" ] && select=(-L '^hostile$')
+[ -n "${JUNIT:-}" ] && junit=(--output-junit "$JUNIT") junit_vulkan=(--output-junit "${JUNIT%.xml}.vulkan.xml")
 ASAN_OPTIONS=${ASAN_OPTIONS:-$asan:detect_leaks=1} \
-  ctest --output-on-failure -j "$JOBS" --timeout 1800 -E "$exclude" || status=$?
+  ctest --output-on-failure -j "$JOBS" --timeout 1800 "${select[@]}" -E "$VULKAN_TESTS" "${junit[@]}" || status=$?
 if [ "$SUBSET" != "ci" ]; then
   ASAN_OPTIONS=${ASAN_OPTIONS:-$asan:detect_leaks=0} \
-    ctest --output-on-failure -j "$JOBS" --timeout 1800 -R "$VULKAN_TESTS" || status=$?
+    ctest --output-on-failure -j "$JOBS" --timeout 1800 -R "$VULKAN_TESTS" "${junit_vulkan[@]}" || status=$?
 fi
 exit $status

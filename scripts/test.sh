@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Set-up, build and the whole test suite: the README's test command, and what CI runs.
-#   1. tests       the normal build (build/ or $BUILD_DIR) and ctest
-#   2. sanitizers  the whole suite again under ASan + UBSan (clang, build-asan/ or $ASAN_BUILD_DIR,
-#                  scripts/sanitize.sh; docs/robustness.md says which tests it leaves out and why)
+#   1. tests       the normal build (build/ or $BUILD_DIR) and every ctest test
+#   2. sanitizers  the tests labelled `hostile` (readers fed crafted, corrupted, truncated or
+#                  fuzzer-found bytes) under ASan + UBSan (clang, build-asan/ or $ASAN_BUILD_DIR;
+#                  SANITIZE_SUBSET=ci scripts/sanitize.sh, which builds only what they need)
 #   3. fuzz        every libFuzzer target for $GPTOSS_FUZZ_SECONDS (default 20) s on its corpus,
 #                  built in the same sanitizer folder (scripts/fuzz.sh; docs/fuzzing.md)
 # GPTOSS_QUICK=1 runs stage 1 only. Every stage runs even when an earlier one failed; the script
-# fails when any did. The last line counts the tests of every stage that ran, as ctest does.
+# fails when any did. Test results come from ctest's JUnit files (ctest --output-junit), not from
+# its log: the summary lists every failed and skipped test and ends with one line counting the
+# tests of every stage (each fuzz target counts as one). docs/robustness.md has the stages' times.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 QUICK=${GPTOSS_QUICK:-0}
@@ -16,66 +19,100 @@ FUZZ_SECONDS=${GPTOSS_FUZZ_SECONDS:-20}
 log_dir=$(mktemp -d)
 trap 'rm -rf "$log_dir"' EXIT
 stages=()   # "name: result (seconds)"
-passed=0 failed=0 status=0
+passed=0 failed=0 skipped=0 status=0
+failed_names=() skipped_names=()
 
-# ctest's own summary line of a log, if it has one.
-ctest_summary() {
-  grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1
+# junit_results FILE: one line per test of a ctest JUnit file, "passed|failed|skipped<TAB>name".
+# Skipped: a test that said so (GTEST_SKIP, which gtest_discover_tests maps to ctest's skip) or is
+# disabled. A test ctest did not run for any other reason (its fixture failed, its binary is
+# missing) counts as failed, as in ctest's own summary.
+junit_results() {
+  awk '
+    /<testcase / {
+      match($0, /name="[^"]*"/); name = substr($0, RSTART + 6, RLENGTH - 7)
+      match($0, /status="[a-z]*"/); st = substr($0, RSTART + 8, RLENGTH - 9)
+      state = st == "run" ? "passed" : st == "disabled" ? "skipped" : "failed"
+    }
+    /<failure/ { state = "failed" }
+    /<skipped message="SKIP_(RETURN_CODE|REGULAR_EXPRESSION_MATCHED)/ { state = "skipped" }
+    /<\/testcase>/ {
+      gsub(/&quot;/, "\"", name); gsub(/&lt;/, "<", name); gsub(/&gt;/, ">", name); gsub(/&amp;/, "\\&", name)
+      print state "\t" name
+    }' "$1"
 }
 
-# Adds the counts of a ctest summary line to the totals.
-add_counts() {
-  [[ "$1" =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]] || return 0
-  failed=$((failed + BASH_REMATCH[1]))
-  passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
+# add_junit NAME FILE: adds a stage's tests to the totals; prints "P passed, F failed, S skipped".
+add_junit() {
+  local results p f s
+  results=$(junit_results "$2")
+  p=$(grep -c $'^passed\t' <<<"$results")
+  f=$(grep -c $'^failed\t' <<<"$results")
+  s=$(grep -c $'^skipped\t' <<<"$results")
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  while IFS=$'\t' read -r state test; do
+    [ "$state" = failed ] && failed_names+=("$1: $test")
+    [ "$state" = skipped ] && skipped_names+=("$1: $test")
+  done <<<"$results"
+  echo "$p passed, $f failed, $s skipped"
 }
 
-# stage NAME COMMAND...: runs it with its output shown and kept, and records the result.
+# stage NAME COMMAND...: runs it with its output shown, and records the result. A ctest stage
+# leaves its JUnit file in $log_dir/NAME.xml; a stage that failed without one (its build failed)
+# counts as one failed test.
 stage() {
   local name=$1
   shift
-  local start=$SECONDS rc=0
+  local start=$SECONDS rc=0 counts=""
   echo "==== stage: $name"
-  "$@" 2>&1 | tee "$log_dir/$name.log" || rc=$?
-  local took=$((SECONDS - start)) summary=""
-  if [ "$name" = tests ] || [ "$name" = sanitizers ]; then
-    summary=$(ctest_summary "$log_dir/$name.log")
-    add_counts "$summary"
+  "$@" || rc=$?
+  local took=$((SECONDS - start))
+  if [ -s "$log_dir/$name.xml" ]; then
+    counts=$(add_junit "$name" "$log_dir/$name.xml")
+  elif ((rc != 0)) && [ "$name" != fuzz ]; then
+    failed=$((failed + 1)) failed_names+=("$name: did not get as far as running its tests")
   fi
   if ((rc == 0)); then
-    stages+=("$name: passed (${took} s)${summary:+; $summary}")
+    stages+=("$name: passed (${took} s)${counts:+; $counts}")
   else
-    stages+=("$name: FAILED, exit status $rc (${took} s)${summary:+; $summary}")
+    stages+=("$name: FAILED, exit status $rc (${took} s)${counts:+; $counts}")
     status=1
-    [ -n "$summary" ] || [ "$name" = fuzz ] || failed=$((failed + 1))  # a build that failed counts as a failed test
   fi
   return "$rc"
 }
 
+fuzz_stage() {
+  GPTOSS_FUZZ_BUILD="$ASAN_BUILD_DIR" GPTOSS_FUZZ_JOBS="$(nproc)" scripts/fuzz.sh all "$FUZZ_SECONDS" 2>&1 |
+    tee "$log_dir/fuzz.log"
+}
+
 normal_suite() {
-  scripts/setup.sh && scripts/build.sh && (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+  scripts/setup.sh && scripts/build.sh &&
+    (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" --timeout 900 --output-junit "$log_dir/tests.xml")
 }
 
 stage tests normal_suite
 if [ "$QUICK" = 1 ]; then
   stages+=("sanitizers: skipped (GPTOSS_QUICK=1)" "fuzz: skipped (GPTOSS_QUICK=1)")
 else
-  stage sanitizers env BUILD_DIR="$ASAN_BUILD_DIR" SANITIZE_SUBSET=ci scripts/sanitize.sh
-  # Each fuzz target that ran clean counts as one passed test, each finding as one failure.
-  if stage fuzz env GPTOSS_FUZZ_BUILD="$ASAN_BUILD_DIR" GPTOSS_FUZZ_JOBS="$(nproc)" \
-      scripts/fuzz.sh all "$FUZZ_SECONDS"; then
-    passed=$((passed + $(scripts/fuzz.sh list | wc -l)))
+  stage sanitizers env BUILD_DIR="$ASAN_BUILD_DIR" SANITIZE_SUBSET=ci JUNIT="$log_dir/sanitizers.xml" scripts/sanitize.sh
+  # Each fuzz target that ran clean counts as one passed test, each one with a finding as failed.
+  targets=$(scripts/fuzz.sh list | wc -l)
+  if stage fuzz fuzz_stage; then
+    passed=$((passed + targets))
   else
     crashed=$(grep -c 'FOUND A PROBLEM' "$log_dir/fuzz.log")
-    failed=$((failed + (crashed > 0 ? crashed : 1)))
-    passed=$((passed + $(scripts/fuzz.sh list | wc -l) - (crashed > 0 ? crashed : 1)))
+    ((crashed > 0)) || crashed=1
+    failed=$((failed + crashed)) passed=$((passed + targets - crashed))
+    failed_names+=("fuzz: $(grep -o '^fuzz_[a-z_0-9]*: FOUND A PROBLEM' "$log_dir/fuzz.log" | tr '\n' ' ')")
   fi
 fi
 
 echo "==== summary"
 for s in "${stages[@]}"; do echo "  $s"; done
-total=$((passed + failed))
+((${#skipped_names[@]})) && printf '  skipped: %s\n' "${skipped_names[@]}"
+((${#failed_names[@]})) && printf '  FAILED: %s\n' "${failed_names[@]}"
+ran=$((passed + failed))
 percent=100
-((total > 0)) && percent=$((passed * 100 / total))
-echo "$percent% tests passed, $failed tests failed out of $total (all stages)"
+((ran > 0)) && percent=$((passed * 100 / ran))
+echo "$percent% tests passed, $failed tests failed out of $ran (all stages); $skipped skipped"
 exit $status

@@ -4,10 +4,13 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <random>
+#include <stdexcept>
 
+#include "convert/gguf/gguf_model.h"
+#include "convert/model_io.h"
 #include "convert/safetensors_model.h"
 #include "convert/synthesize.h"
 #include "verify/sha256.h"
@@ -15,8 +18,12 @@
 namespace gptoss::test {
 namespace fs = std::filesystem;
 
+fs::path shared_dir() { return GPTOSS_SHARED_DIR; }
+
+bool shared_dir_exists() { return fs::is_directory(shared_dir()); }
+
 std::optional<fs::path> goldens_dir() {
-  const fs::path p = fs::path(GPTOSS_SHARED_DIR) / "goldens";
+  const fs::path p = shared_dir() / "goldens";
   if (fs::exists(p / "a" / "refs-a.json")) return fs::canonical(p);
   return std::nullopt;
 }
@@ -52,9 +59,16 @@ CommandResult run_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// One read of the whole file: tests read 50 MB models, which a byte-wise istreambuf_iterator
+// copy takes seconds for under ASan.
 std::vector<uint8_t> read_file_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  std::vector<uint8_t> bytes(static_cast<size_t>(in.tellg()));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  return bytes;
 }
 
 void write_file_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
@@ -73,10 +87,29 @@ std::string file_sha256(const fs::path& path) {
   return h.finish_hex();
 }
 
+namespace {
+
+// The folder the ctest fixture `fixture.preset_a` made, when this process runs under ctest.
+std::optional<fs::path> preset_a_fixture_dir() {
+  const char* dir = std::getenv("GPTOSS_PRESET_A_DIR");
+  if (!dir || !*dir) return std::nullopt;
+  if (!fs::exists(fs::path(dir) / "hf" / "model.safetensors") || !fs::exists(fs::path(dir) / "model.gguf"))
+    throw std::runtime_error(std::string("GPTOSS_PRESET_A_DIR=") + dir + " holds no complete preset-a fixture");
+  return fs::path(dir);
+}
+
+// A temp folder for what this process makes itself when it runs outside ctest.
+const TempDir& own_fixture_dir() {
+  static const TempDir dir;
+  return dir;
+}
+
+}  // namespace
+
 const fs::path& preset_a_checkpoint() {
-  static TempDir dir;
-  static std::once_flag once;
-  std::call_once(once, [] {
+  static const fs::path path = [] {
+    if (auto dir = preset_a_fixture_dir()) return *dir;
+    const fs::path dir = own_fixture_dir().path();
     const auto model = synthesize_model(synth_preset("a"));
     SafetensorsWriteOptions hf;
     write_safetensors_model(model, dir / "hf", hf);
@@ -84,8 +117,19 @@ const fs::path& preset_a_checkpoint() {
     orig.layout = CheckpointLayout::Original;
     write_safetensors_model(model, dir / "original", orig);
     if (auto tok = tokenizer_json_path()) fs::copy_file(*tok, dir / "hf" / "tokenizer.json");
-  });
-  return dir.path();
+    return dir;
+  }();
+  return path;
+}
+
+const fs::path& preset_a_bf16_gguf() {
+  static const fs::path path = [] {
+    if (auto dir = preset_a_fixture_dir()) return *dir / "model.gguf";
+    const fs::path file = own_fixture_dir() / "preset-a-bf16.gguf";
+    write_gguf_model(load_model(preset_a_checkpoint() / "hf"), file, GgufWriteOptions{});
+    return file;
+  }();
+  return path;
 }
 
 }  // namespace gptoss::test

@@ -10,8 +10,12 @@
 
 namespace gptoss::test {
 
-// ../shared/goldens when present; tests that need it call GOLDENS_OR_SKIP().
+// ../shared/goldens when it holds the goldens; tests that need them call GOLDENS_OR_SKIP().
 std::optional<std::filesystem::path> goldens_dir();
+// ../shared itself. When it exists (CI always has it) missing goldens are a failure, not a skip:
+// a broken path must not turn the conformance tests into silent skips.
+std::filesystem::path shared_dir();
+bool shared_dir_exists();
 // The real o200k_harmony tokenizer.json fetched by scripts/setup.sh, when present.
 std::optional<std::filesystem::path> tokenizer_json_path();
 std::filesystem::path tools_dir();
@@ -38,15 +42,25 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path);
 void write_file_bytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
 std::string file_sha256(const std::filesystem::path& path);
 
-// Preset-a checkpoint (hf/ and original/) synthesized once per test binary, in a temp folder.
+// Preset a's checkpoint: hf/ (with the cached tokenizer.json, when there is one) and original/.
+// Under ctest the fixture test `fixture.preset_a` makes it once per ctest run in the build tree
+// (tests/make_preset_a.cmake) and hands the folder to every test that requires the fixture in
+// GPTOSS_PRESET_A_DIR; a test binary run by hand synthesizes it once per process in a temp folder.
 const std::filesystem::path& preset_a_checkpoint();
+// Preset a's hf/ as a GGUF with BF16 dense tensors (what `gptoss-convert hf/ model.gguf --dense
+// bf16` writes): made by the same fixture, or once per process by hand.
+const std::filesystem::path& preset_a_bf16_gguf();
 
 }  // namespace gptoss::test
 
-#define GOLDENS_OR_SKIP()                                                                        \
-  const auto goldens = ::gptoss::test::goldens_dir();                                            \
-  if (!goldens) GTEST_SKIP() << "../shared/goldens is absent: conformance against the goldens " \
-                                "needs it beside the repository";
+#define GOLDENS_OR_SKIP()                                                                          \
+  const auto goldens = ::gptoss::test::goldens_dir();                                              \
+  if (!goldens) {                                                                                  \
+    if (::gptoss::test::shared_dir_exists())                                                       \
+      FAIL() << ::gptoss::test::shared_dir().string() << " exists but holds no goldens/a/refs-a.json"; \
+    GTEST_SKIP() << "../shared/goldens is absent: conformance against the goldens "               \
+                    "needs it beside the repository";                                              \
+  }
 #define TOKENIZER_OR_SKIP()                                                                      \
   const auto tokenizer_json = ::gptoss::test::tokenizer_json_path();                             \
   if (!tokenizer_json) GTEST_SKIP() << "tokenizer.json is not cached: run scripts/setup.sh";

@@ -1,13 +1,9 @@
 #include "tests/verify/verify_test_support.h"
 
-#include <mutex>
-
-#include "convert/gguf/gguf_model.h"
 #include "convert/model_io.h"
 #include "tests/test_support.h"
 
 namespace gptoss::test {
-namespace fs = std::filesystem;
 
 const Finding* find_finding(const Report& report, const std::string& check, const std::string& item_part) {
   for (const auto& f : report.findings())
@@ -30,14 +26,6 @@ const TensorComparison* find_comparison(const ModelComparison& comparison, const
 const CanonicalModel& preset_a_model() {
   static const CanonicalModel model = load_model(preset_a_checkpoint() / "hf");
   return model;
-}
-
-const fs::path& preset_a_bf16_gguf() {
-  static TempDir dir;
-  static const fs::path path = dir / "preset-a-bf16.gguf";
-  static std::once_flag once;
-  std::call_once(once, [] { write_gguf_model(preset_a_model(), path, GgufWriteOptions{}); });
-  return path;
 }
 
 std::vector<uint8_t> tensor_bytes(const CanonicalModel& model, const std::string& name) {

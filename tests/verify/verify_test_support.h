@@ -1,6 +1,6 @@
 #pragma once
 // Helpers shared by the gptoss-verify tests: finding and verdict look-ups, preset a loaded once,
-// preset a as a BF16 GGUF written once, and models with one tensor's bytes replaced.
+// and models with one tensor's bytes replaced (preset a as a BF16 GGUF is in tests/test_support.h).
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -29,8 +29,6 @@ const TensorComparison* find_comparison(const ModelComparison& comparison, const
 
 // Preset a's HF checkpoint, loaded once per test binary (with its tokenizer when cached).
 const CanonicalModel& preset_a_model();
-// Preset a written once per test binary as a GGUF with BF16 dense tensors.
-const std::filesystem::path& preset_a_bf16_gguf();
 
 std::vector<uint8_t> tensor_bytes(const CanonicalModel& model, const std::string& name);
 // A copy of `model` whose tensor `name` holds `bytes` (encoded as `dtype` when given).
