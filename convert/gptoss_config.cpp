@@ -194,8 +194,15 @@ GptOssConfig config_from_original_json(const json& j, const std::string& source)
   c.yarn_beta_slow = root.get_or<double>("rope_ntk_alpha", kDefaults.yarn_beta_slow);
   c.yarn_beta_fast = root.get_or<double>("rope_ntk_beta", kDefaults.yarn_beta_fast);
   c.yarn_truncate = false;
-  c.max_position_embeddings =
-      static_cast<uint64_t>(static_cast<double>(c.rope_original_context) * c.rope_scaling_factor);
+  // The context OpenAI's code allows; compared in double first, since converting a product past
+  // the integer range (a factor of 1e300, or a negative one) is undefined behaviour.
+  const double context = static_cast<double>(c.rope_original_context) * c.rope_scaling_factor;
+  if (!(context >= 0 && context <= UINT32_MAX)) {
+    std::ostringstream text;
+    text << "initial_context_length x rope_scaling_factor = " << context << " is not a context length (0 to 2^32 - 1)";
+    root.at("rope_scaling_factor").fail(text.str());
+  }
+  c.max_position_embeddings = static_cast<uint64_t>(context);
   c.sliding_layers = default_layer_types(c.num_layers);  // the OpenAI model slides on even layers
   c.rms_norm_eps = kDefaults.rms_norm_eps;               // hard-coded in the OpenAI reference
   c.validate(source);

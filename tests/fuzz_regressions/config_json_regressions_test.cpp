@@ -26,5 +26,29 @@ TEST(ConfigJsonFuzzRegression, RopeTypeNumberIsAFormatErrorNamingTheField) {
   EXPECT_EQ(gptoss_fuzz_config_json(bytes.data(), bytes.size()), 0);
 }
 
+// fuzz/regressions/config_json/original-huge-rope-factor: preset a's original config.json with
+// rope_scaling_factor 1e300. The reader converted 4096 x 1e300 to uint64_t, which is undefined
+// behaviour (UBSan: float-cast-overflow); found while checking the harness before the campaign.
+TEST(ConfigJsonFuzzRegression, OriginalContextProductOutOfRangeIsAFormatError) {
+  const auto bytes =
+      test::read_file_bytes(std::string(GPTOSS_FUZZ_REGRESSIONS_DIR) + "/config_json/original-huge-rope-factor");
+  auto json = nlohmann::json::parse(bytes.begin(), bytes.end());
+  for (const double factor : {1e300, -2.0, 1048577.0}) {  // 4096 x 1048577 is just past 2^32
+    json["rope_scaling_factor"] = factor;
+    try {
+      (void)config_from_original_json(json, "original/config.json");
+      FAIL() << factor;
+    } catch (const FormatError& e) {
+      EXPECT_EQ(e.field(), "rope_scaling_factor");
+      EXPECT_NE(e.message().find("is not a context length"), std::string::npos) << e.what();
+    }
+  }
+  json["rope_scaling_factor"] = 1048576.0;  // 4096 x 2^20 = 2^32: one past the largest
+  EXPECT_THROW((void)config_from_original_json(json, "original/config.json"), FormatError);
+  json["rope_scaling_factor"] = 32.0;
+  EXPECT_EQ(config_from_original_json(json, "original/config.json").max_position_embeddings, 131072u);
+  EXPECT_EQ(gptoss_fuzz_config_json(bytes.data(), bytes.size()), 0);
+}
+
 }  // namespace
 }  // namespace gptoss
