@@ -137,6 +137,25 @@ TEST(JsonReaders, GenerationConfig) {
                 ": bos_token_id: expected a non-negative integer below 2^32, found the string \"199998\"");
   folder.edit("generation_config.json", [](json& j) { j["bos_token_id"] = 7; });
   EXPECT_EQ(load_safetensors_model(folder.hf).config.bos_token_id, 7u);
+  // Earlier versions wrote "null" for a model without special ids: read as nothing set.
+  write_text(folder.hf / "generation_config.json", "null\n");
+  EXPECT_FALSE(load_safetensors_model(folder.hf).config.bos_token_id);
+  write_text(folder.hf / "generation_config.json", "[]");
+  EXPECT_STREQ(error_of([&] { (void)load_safetensors_model(folder.hf); }).message().c_str(),
+               "expected an object, found an array");
+}
+
+TEST(JsonReaders, GenerationConfigWithoutIdsIsWrittenAsAnEmptyObject) {
+  test::TempDir dir;
+  CanonicalModel model = load_safetensors_model(test::preset_a_checkpoint() / "hf");
+  model.tokenizer.reset();
+  model.config.bos_token_id.reset();
+  model.config.eos_token_id.reset();
+  model.config.pad_token_id.reset();
+  (void)write_safetensors_model(model, dir / "out", {});
+  std::ifstream in(dir / "out" / "generation_config.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{}\n");
+  EXPECT_FALSE(load_safetensors_model(dir / "out").config.eos_token_id);
 }
 
 // A byte-level tokenizer.json of three tokens with `extra` members before "model".
