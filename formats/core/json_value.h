@@ -52,7 +52,7 @@ class JsonValue {
   JsonValue at(std::string_view key) const;  // "required field is missing" when absent
 
   struct Member;
-  std::vector<Member> members() const;     // in document order
+  std::vector<Member> members() const;     // sorted by key, as nlohmann::json keeps objects
   std::vector<JsonValue> elements() const;  // "expected an array" unless this is one
   size_t size() const;                      // members or elements; "expected an array or an object" otherwise
 
