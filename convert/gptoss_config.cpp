@@ -10,38 +10,21 @@
 
 #include "formats/core/error.h"
 #include "formats/core/json_file.h"
+#include "formats/core/json_value.h"
 
 namespace gptoss {
 namespace {
 using json = nlohmann::json;
 
-uint32_t get_u32(const json& j, const char* key, const std::string& source, std::optional<uint32_t> fallback = {}) {
-  if (!j.contains(key) || j[key].is_null()) {
-    if (fallback) return *fallback;
-    throw_format_error(source, key, std::nullopt, "required key is missing");
-  }
-  const json& v = j[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > UINT32_MAX)
-    throw_format_error(source, key, std::nullopt, "must be a non-negative 32-bit integer, found " + v.dump());
-  return v.get<uint32_t>();
-}
+// gpt-oss's values, for keys a config.json leaves out.
+const GptOssConfig kDefaults;
 
-double get_f64(const json& j, const char* key, const std::string& source, std::optional<double> fallback = {}) {
-  if (!j.contains(key) || j[key].is_null()) {
-    if (fallback) return *fallback;
-    throw_format_error(source, key, std::nullopt, "required key is missing");
-  }
-  const json& v = j[key];
-  if (!v.is_number()) throw_format_error(source, key, std::nullopt, "must be a number, found " + v.dump());
-  return v.get<double>();
-}
-
-std::optional<uint32_t> first_token_id(const json& j, const char* key, const std::string& source) {
-  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-  const json& v = j[key].is_array() && !j[key].empty() ? j[key][0] : j[key];
-  if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX)  // get<uint32_t> would wrap 2^40 to 0
-    throw_format_error(source, key, std::nullopt, "must be a token id, found " + v.dump());
-  return v.get<uint32_t>();
+// "eos_token_id": 200002 or, as in generation_config.json, [200002, 199999, 200012] (the first counts).
+std::optional<uint32_t> first_token_id(const JsonValue& config, std::string_view key) {
+  const auto v = config.find(key);
+  if (!v) return std::nullopt;
+  if (v->is_array() && v->size() > 0) return v->elements().front().as_u32();
+  return v->as_u32();
 }
 
 std::vector<bool> default_layer_types(uint32_t layers) {
@@ -124,157 +107,206 @@ YarnParams compute_yarn(const GptOssConfig& c) {
 }
 
 GptOssConfig config_from_hf_json(const json& j, const std::string& source) {
-  if (!j.is_object()) throw_format_error(source, "", std::nullopt, "config must be a JSON object");
-  if (j.contains("model_type") && j["model_type"] != "gpt_oss")
-    throw_format_error(source, "model_type", std::nullopt, "expected \"gpt_oss\", found " + j["model_type"].dump());
+  const JsonValue root(j, source);
+  if (!root.is_object()) root.fail_expected("a JSON object (config.json)");
+  if (const auto type = root.find("model_type"); type && type->as_string() != "gpt_oss")
+    type->fail("expected \"gpt_oss\", found " + json_quoted(type->as_string()));
   GptOssConfig c;
-  c.num_layers = get_u32(j, "num_hidden_layers", source);
-  c.hidden_size = get_u32(j, "hidden_size", source);
-  c.intermediate_size = get_u32(j, "intermediate_size", source);
-  c.num_heads = get_u32(j, "num_attention_heads", source);
-  c.num_kv_heads = get_u32(j, "num_key_value_heads", source);
-  c.head_dim = get_u32(j, "head_dim", source, c.num_heads ? c.hidden_size / c.num_heads : 0);
-  c.num_experts = get_u32(j, "num_local_experts", source);
-  c.experts_per_token = get_u32(j, "num_experts_per_tok", source, get_u32(j, "experts_per_token", source, 4u));
-  c.vocab_size = get_u32(j, "vocab_size", source);
-  c.sliding_window = get_u32(j, "sliding_window", source, 0u);
-  c.rms_norm_eps = get_f64(j, "rms_norm_eps", source, 1e-5);
-  c.max_position_embeddings = get_u32(j, "max_position_embeddings", source, 131072u);
-  c.swiglu_limit = get_f64(j, "swiglu_limit", source, 7.0);
+  c.num_layers = root.get<uint32_t>("num_hidden_layers");
+  c.hidden_size = root.get<uint32_t>("hidden_size");
+  c.intermediate_size = root.get<uint32_t>("intermediate_size");
+  c.num_heads = root.get<uint32_t>("num_attention_heads");
+  c.num_kv_heads = root.get<uint32_t>("num_key_value_heads");
+  c.head_dim = root.get_or<uint32_t>("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
+  c.num_experts = root.get<uint32_t>("num_local_experts");
+  constexpr uint32_t kGptOssExpertsPerToken = 4;
+  c.experts_per_token =
+      root.get_or<uint32_t>("num_experts_per_tok", root.get_or<uint32_t>("experts_per_token", kGptOssExpertsPerToken));
+  c.vocab_size = root.get<uint32_t>("vocab_size");
+  c.sliding_window = root.get_or<uint32_t>("sliding_window", 0u);
+  c.rms_norm_eps = root.get_or<double>("rms_norm_eps", kDefaults.rms_norm_eps);
+  c.max_position_embeddings =
+      root.get_or<uint32_t>("max_position_embeddings", static_cast<uint32_t>(kDefaults.max_position_embeddings));
+  c.swiglu_limit = root.get_or<double>("swiglu_limit", kDefaults.swiglu_limit);
 
   // RoPE: the hub form (rope_theta + rope_scaling) or the transformers 5.x form (rope_parameters
   // with rope_theta inside).
-  const json* rope = nullptr;
-  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) rope = &j["rope_parameters"];
-  else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) rope = &j["rope_scaling"];
-  c.rope_theta = get_f64(j, "rope_theta", source, rope ? get_f64(*rope, "rope_theta", source, 150000.0) : 150000.0);
+  std::optional<JsonValue> rope = root.find("rope_parameters");
+  if (!rope) rope = root.find("rope_scaling");
+  if (rope && !rope->is_object()) rope->fail_expected("an object");
+  c.rope_theta = root.get_or<double>("rope_theta", rope ? rope->get_or<double>("rope_theta", kDefaults.rope_theta)
+                                                          : kDefaults.rope_theta);
+  const uint32_t initial_context = root.get_or<uint32_t>("initial_context_length", kDefaults.rope_original_context);
   if (rope) {
-    const std::string type = rope->value("rope_type", rope->value("type", std::string("yarn")));
-    if (type != "yarn")
-      throw_format_error(source, "rope_scaling.rope_type", std::nullopt, "GPT-OSS uses yarn, found \"" + type + "\"");
-    c.rope_scaling_factor = get_f64(*rope, "factor", source, 32.0);
-    c.yarn_beta_fast = get_f64(*rope, "beta_fast", source, 32.0);
-    c.yarn_beta_slow = get_f64(*rope, "beta_slow", source, 1.0);
-    c.rope_original_context = get_u32(*rope, "original_max_position_embeddings", source,
-                                      get_u32(j, "initial_context_length", source, 4096u));
+    auto type = rope->find("rope_type");
+    if (!type) type = rope->find("type");
+    if (type && type->as_string() != "yarn") type->fail("GPT-OSS uses yarn, found " + json_quoted(type->as_string()));
+    c.rope_scaling_factor = rope->get_or<double>("factor", kDefaults.rope_scaling_factor);
+    c.yarn_beta_fast = rope->get_or<double>("beta_fast", kDefaults.yarn_beta_fast);
+    c.yarn_beta_slow = rope->get_or<double>("beta_slow", kDefaults.yarn_beta_slow);
+    c.rope_original_context = rope->get_or<uint32_t>("original_max_position_embeddings", initial_context);
     // transformers reads a missing `truncate` as true; OpenAI's formula is truncate=false.
-    if (rope->contains("truncate")) {
-      if (!(*rope)["truncate"].is_boolean())
-        throw_format_error(source, "rope_scaling.truncate", std::nullopt, "must be true or false");
-      c.yarn_truncate = (*rope)["truncate"].get<bool>();
-    } else {
-      c.yarn_truncate = true;
-    }
+    c.yarn_truncate = rope->get_or<bool>("truncate", true);
   } else {
-    c.rope_original_context = get_u32(j, "initial_context_length", source, 4096u);
+    c.rope_original_context = initial_context;
   }
 
-  if (j.contains("layer_types")) {
-    const json& lt = j["layer_types"];
-    if (!lt.is_array()) throw_format_error(source, "layer_types", std::nullopt, "must be an array of strings");
-    if (lt.size() > kMaxConfigLayers)
-      throw_format_error(source, "layer_types", std::nullopt, "more than " + std::to_string(kMaxConfigLayers) + " layers");
-    for (const auto& v : lt) {
-      if (v == "sliding_attention") c.sliding_layers.push_back(true);
-      else if (v == "full_attention") c.sliding_layers.push_back(false);
-      else throw_format_error(source, "layer_types", std::nullopt, "unknown layer type " + v.dump());
+  if (const auto layer_types = root.find("layer_types")) {
+    if (!layer_types->is_array()) layer_types->fail_expected("an array of layer types");
+    if (layer_types->size() > kMaxConfigLayers)
+      layer_types->fail("more than " + std::to_string(kMaxConfigLayers) + " layers");
+    for (const JsonValue& type : layer_types->elements()) {
+      const std::string& name = type.as_string();
+      if (name == "sliding_attention") c.sliding_layers.push_back(true);
+      else if (name == "full_attention") c.sliding_layers.push_back(false);
+      else
+        layer_types->fail("unknown layer type " + json_quoted(name) + " (layer " +
+                          std::to_string(c.sliding_layers.size()) + "; expected sliding_attention or full_attention)");
     }
   } else {
     c.sliding_layers = default_layer_types(c.num_layers);
   }
-  c.bos_token_id = first_token_id(j, "bos_token_id", source);
-  c.eos_token_id = first_token_id(j, "eos_token_id", source);
-  c.pad_token_id = first_token_id(j, "pad_token_id", source);
+  c.bos_token_id = first_token_id(root, "bos_token_id");
+  c.eos_token_id = first_token_id(root, "eos_token_id");
+  c.pad_token_id = first_token_id(root, "pad_token_id");
   c.validate(source);
   return c;
 }
 
 GptOssConfig config_from_original_json(const json& j, const std::string& source) {
-  if (!j.is_object()) throw_format_error(source, "", std::nullopt, "config must be a JSON object");
+  const JsonValue root(j, source);
+  if (!root.is_object()) root.fail_expected("a JSON object (config.json)");
   GptOssConfig c;
-  c.num_layers = get_u32(j, "num_hidden_layers", source);
-  c.num_experts = get_u32(j, "num_experts", source);
-  c.experts_per_token = get_u32(j, "experts_per_token", source);
-  c.vocab_size = get_u32(j, "vocab_size", source);
-  c.hidden_size = get_u32(j, "hidden_size", source);
-  c.intermediate_size = get_u32(j, "intermediate_size", source);
-  c.swiglu_limit = get_f64(j, "swiglu_limit", source, 7.0);
-  c.head_dim = get_u32(j, "head_dim", source);
-  c.num_heads = get_u32(j, "num_attention_heads", source);
-  c.num_kv_heads = get_u32(j, "num_key_value_heads", source);
-  c.sliding_window = get_u32(j, "sliding_window", source);
-  c.rope_original_context = get_u32(j, "initial_context_length", source);
-  c.rope_theta = get_f64(j, "rope_theta", source);
-  c.rope_scaling_factor = get_f64(j, "rope_scaling_factor", source, 1.0);
-  c.yarn_beta_slow = get_f64(j, "rope_ntk_alpha", source, 1.0);
-  c.yarn_beta_fast = get_f64(j, "rope_ntk_beta", source, 32.0);
+  c.num_layers = root.get<uint32_t>("num_hidden_layers");
+  c.num_experts = root.get<uint32_t>("num_experts");
+  c.experts_per_token = root.get<uint32_t>("experts_per_token");
+  c.vocab_size = root.get<uint32_t>("vocab_size");
+  c.hidden_size = root.get<uint32_t>("hidden_size");
+  c.intermediate_size = root.get<uint32_t>("intermediate_size");
+  c.swiglu_limit = root.get_or<double>("swiglu_limit", kDefaults.swiglu_limit);
+  c.head_dim = root.get<uint32_t>("head_dim");
+  c.num_heads = root.get<uint32_t>("num_attention_heads");
+  c.num_kv_heads = root.get<uint32_t>("num_key_value_heads");
+  c.sliding_window = root.get<uint32_t>("sliding_window");
+  c.rope_original_context = root.get<uint32_t>("initial_context_length");
+  c.rope_theta = root.get<double>("rope_theta");
+  c.rope_scaling_factor = root.get_or<double>("rope_scaling_factor", 1.0);  // OpenAI's code: absent = no scaling
+  c.yarn_beta_slow = root.get_or<double>("rope_ntk_alpha", kDefaults.yarn_beta_slow);
+  c.yarn_beta_fast = root.get_or<double>("rope_ntk_beta", kDefaults.yarn_beta_fast);
   c.yarn_truncate = false;
-  c.max_position_embeddings =
-      static_cast<uint64_t>(static_cast<double>(c.rope_original_context) * c.rope_scaling_factor);
+  // The context OpenAI's code allows; compared in double first, since converting a product past
+  // the integer range (a factor of 1e300, or a negative one) is undefined behaviour.
+  const double context = static_cast<double>(c.rope_original_context) * c.rope_scaling_factor;
+  if (!(context >= 0 && context <= UINT32_MAX)) {
+    std::ostringstream text;
+    text << "initial_context_length x rope_scaling_factor = " << context << " is not a context length (0 to 2^32 - 1)";
+    root.at("rope_scaling_factor").fail(text.str());
+  }
+  c.max_position_embeddings = static_cast<uint64_t>(context);
   c.sliding_layers = default_layer_types(c.num_layers);  // the OpenAI model slides on even layers
-  c.rms_norm_eps = 1e-5;                                  // hard-coded in the OpenAI reference
+  c.rms_norm_eps = kDefaults.rms_norm_eps;               // hard-coded in the OpenAI reference
   c.validate(source);
   return c;
 }
 
 GptOssConfig load_config_file(const std::string& path) {
   const json j = read_json_file(path);
-  try {
-    if (j.is_object() && j.contains("num_experts") && !j.contains("num_local_experts"))
-      return config_from_original_json(j, path);
-    return config_from_hf_json(j, path);
-  } catch (const json::exception& e) {  // a value of the wrong JSON type deep inside
-    throw_format_error(path, "", std::nullopt, std::string("unexpected JSON value: ") + e.what());
+  if (j.is_object() && j.contains("num_experts") && !j.contains("num_local_experts"))
+    return config_from_original_json(j, path);
+  return config_from_hf_json(j, path);
+}
+
+namespace {
+// The files' key order and constant keys; the visitor fills in the nulls, keeping each key's place.
+const nlohmann::ordered_json& hf_config_template() {
+  static const auto t = nlohmann::ordered_json::parse(R"({
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss",
+    "hidden_size": null, "intermediate_size": null, "num_hidden_layers": null, "num_attention_heads": null,
+    "num_key_value_heads": null, "head_dim": null, "num_local_experts": null, "num_experts_per_tok": null,
+    "experts_per_token": null, "vocab_size": null, "rms_norm_eps": null, "rope_theta": null,
+    "rope_scaling": {"rope_type": "yarn", "factor": null, "beta_fast": null, "beta_slow": null,
+                     "original_max_position_embeddings": null, "truncate": null},
+    "initial_context_length": null, "max_position_embeddings": null, "sliding_window": null, "layer_types": null,
+    "swiglu_limit": null, "attention_bias": true, "attention_dropout": 0.0, "hidden_act": "silu",
+    "tie_word_embeddings": false, "bos_token_id": null, "eos_token_id": null, "pad_token_id": null,
+    "initializer_range": 0.02, "router_aux_loss_coef": 0.9, "output_router_logits": false, "use_cache": true,
+    "torch_dtype": "bfloat16",
+    "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
+      "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}})");
+  return t;
+}
+
+const nlohmann::ordered_json& original_config_template() {
+  static const auto t = nlohmann::ordered_json::parse(R"({
+    "num_hidden_layers": null, "num_experts": null, "experts_per_token": null, "vocab_size": null,
+    "hidden_size": null, "intermediate_size": null, "swiglu_limit": null, "head_dim": null,
+    "num_attention_heads": null, "num_key_value_heads": null, "sliding_window": null,
+    "initial_context_length": null, "rope_theta": null, "rope_scaling_factor": null, "rope_ntk_alpha": null,
+    "rope_ntk_beta": null})");
+  return t;
+}
+
+enum class ConfigLayout { HuggingFace, Original };
+
+// Writes each field under its key(s) of `layout`: a new key goes after the template's keys, an
+// absent token id is left out, layer_types is written as names.
+class ConfigJsonWriter {
+ public:
+  ConfigJsonWriter(nlohmann::ordered_json& out, ConfigLayout layout) : out_(out), layout_(layout) {}
+
+  template <typename T>
+  void operator()(const ConfigField& field, const T& value) const {
+    if (layout_ == ConfigLayout::Original) {
+      if (!field.original_key.empty()) put(field.original_key, value);
+      return;
+    }
+    put(field.name, value);
+    if (!field.hf_alias.empty()) put(field.hf_alias, value);
+  }
+
+ private:
+  template <typename T>
+  void put(std::string_view key, const T& value) const {
+    std::string pointer = "/" + std::string(key);
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    const nlohmann::ordered_json::json_pointer at(pointer);
+    if constexpr (std::is_same_v<T, std::optional<uint32_t>>) {
+      if (!value) {
+        out_[at.parent_pointer()].erase(at.back());
+        return;
+      }
+      out_[at] = *value;
+    } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
+      nlohmann::ordered_json types = nlohmann::ordered_json::array();
+      for (bool sliding : value) types.push_back(sliding ? "sliding_attention" : "full_attention");
+      out_[at] = std::move(types);
+    } else {
+      out_[at] = value;
+    }
+  }
+
+  nlohmann::ordered_json& out_;
+  ConfigLayout layout_;
+};
+
+// A template key that no field filled would be written as null: a field list and a template that
+// disagree are a bug here, not in the input.
+void require_filled(const nlohmann::ordered_json& j, const std::string& where) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it->is_null()) throw std::logic_error("config.json writer: no config field fills \"" + where + it.key() + "\"");
+    if (it->is_object()) require_filled(*it, where + it.key() + ".");
   }
 }
 
-nlohmann::ordered_json config_to_hf_json(const GptOssConfig& c) {
-  nlohmann::ordered_json j;
-  j["architectures"] = {"GptOssForCausalLM"};
-  j["model_type"] = "gpt_oss";
-  j["hidden_size"] = c.hidden_size;
-  j["intermediate_size"] = c.intermediate_size;
-  j["num_hidden_layers"] = c.num_layers;
-  j["num_attention_heads"] = c.num_heads;
-  j["num_key_value_heads"] = c.num_kv_heads;
-  j["head_dim"] = c.head_dim;
-  j["num_local_experts"] = c.num_experts;
-  j["num_experts_per_tok"] = c.experts_per_token;
-  j["experts_per_token"] = c.experts_per_token;
-  j["vocab_size"] = c.vocab_size;
-  j["rms_norm_eps"] = c.rms_norm_eps;
-  j["rope_theta"] = c.rope_theta;
-  j["rope_scaling"] = {{"rope_type", "yarn"},
-                       {"factor", c.rope_scaling_factor},
-                       {"beta_fast", c.yarn_beta_fast},
-                       {"beta_slow", c.yarn_beta_slow},
-                       {"original_max_position_embeddings", c.rope_original_context},
-                       {"truncate", c.yarn_truncate}};
-  j["initial_context_length"] = c.rope_original_context;
-  j["max_position_embeddings"] = c.max_position_embeddings;
-  j["sliding_window"] = c.sliding_window;
-  nlohmann::ordered_json types = nlohmann::ordered_json::array();
-  for (bool s : c.sliding_layers) types.push_back(s ? "sliding_attention" : "full_attention");
-  j["layer_types"] = types;
-  j["swiglu_limit"] = c.swiglu_limit;
-  j["attention_bias"] = true;
-  j["attention_dropout"] = 0.0;
-  j["hidden_act"] = "silu";
-  j["tie_word_embeddings"] = false;
-  if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
-  if (c.eos_token_id) j["eos_token_id"] = *c.eos_token_id;
-  if (c.pad_token_id) j["pad_token_id"] = *c.pad_token_id;
-  j["initializer_range"] = 0.02;
-  j["router_aux_loss_coef"] = 0.9;
-  j["output_router_logits"] = false;
-  j["use_cache"] = true;
-  j["torch_dtype"] = "bfloat16";
-  j["quantization_config"] = {{"quant_method", "mxfp4"},
-                              {"modules_to_not_convert",
-                               {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
-                                "lm_head"}}};
+nlohmann::ordered_json config_json(const GptOssConfig& c, ConfigLayout layout) {
+  nlohmann::ordered_json j = layout == ConfigLayout::HuggingFace ? hf_config_template() : original_config_template();
+  for_each_config_field(ConfigJsonWriter(j, layout), c);
+  require_filled(j, "");
   return j;
 }
+}  // namespace
+
+nlohmann::ordered_json config_to_hf_json(const GptOssConfig& c) { return config_json(c, ConfigLayout::HuggingFace); }
 
 nlohmann::ordered_json config_to_original_json(const GptOssConfig& c) {
   // OpenAI's config has no layer_types: its model slides on the even layers, always.
@@ -282,24 +314,7 @@ nlohmann::ordered_json config_to_original_json(const GptOssConfig& c) {
     if (c.is_sliding(l) != (l % 2 == 0))
       throw std::invalid_argument("the original layout's config.json has no layer_types (OpenAI's model slides the even "
                                   "layers only), but this model's layer " + std::to_string(l) + " differs");
-  nlohmann::ordered_json j;
-  j["num_hidden_layers"] = c.num_layers;
-  j["num_experts"] = c.num_experts;
-  j["experts_per_token"] = c.experts_per_token;
-  j["vocab_size"] = c.vocab_size;
-  j["hidden_size"] = c.hidden_size;
-  j["intermediate_size"] = c.intermediate_size;
-  j["swiglu_limit"] = c.swiglu_limit;
-  j["head_dim"] = c.head_dim;
-  j["num_attention_heads"] = c.num_heads;
-  j["num_key_value_heads"] = c.num_kv_heads;
-  j["sliding_window"] = c.sliding_window;
-  j["initial_context_length"] = c.rope_original_context;
-  j["rope_theta"] = c.rope_theta;
-  j["rope_scaling_factor"] = c.rope_scaling_factor;
-  j["rope_ntk_alpha"] = c.yarn_beta_slow;
-  j["rope_ntk_beta"] = c.yarn_beta_fast;
-  return j;
+  return config_json(c, ConfigLayout::Original);
 }
 
 }  // namespace gptoss

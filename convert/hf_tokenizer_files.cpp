@@ -11,6 +11,7 @@
 #include "formats/core/atomic_file.h"
 #include "formats/core/error.h"
 #include "formats/core/json_file.h"
+#include "formats/core/json_value.h"
 #include "formats/core/mapped_file.h"
 
 namespace gptoss {
@@ -47,9 +48,12 @@ std::shared_ptr<TokenizerData> load_hf_tokenizer_files(const fs::path& dir) {
     const fs::path config_path = folder / "tokenizer_config.json";
     if (fs::exists(config_path)) {
       tok->source_files.tokenizer_config = config_path;
-      const auto config = read_json_file(config_path);
-      if (config.is_object() && config.contains("chat_template") && config["chat_template"].is_string())
-        tok->chat_template = config["chat_template"].get<std::string>();
+      const nlohmann::json config_json = read_json_file(config_path);
+      const JsonValue config(config_json, config_path.string());
+      if (!config.is_object()) config.fail_expected("an object");
+      // A list of named templates (transformers' other form) is not one we can use: left out.
+      if (const auto chat_template = config.find("chat_template"); chat_template && !chat_template->is_array())
+        tok->chat_template = chat_template->as_string();
     }
     const fs::path jinja_path = folder / "chat_template.jinja";
     if (fs::exists(jinja_path)) {

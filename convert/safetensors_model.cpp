@@ -10,6 +10,7 @@
 #include "formats/core/checked_math.h"
 #include "formats/core/error.h"
 #include "formats/core/json_file.h"
+#include "formats/core/json_value.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
 #include "formats/safetensors/safetensors_writer.h"
 
@@ -95,10 +96,13 @@ CanonicalModel load_safetensors_model(const fs::path& path) {
   model.config = layout == CheckpointLayout::Original ? config_from_original_json(config_json, config_path.string())
                                                       : config_from_hf_json(config_json, config_path.string());
   if (layout == CheckpointLayout::HuggingFace && fs::exists(dir / "generation_config.json")) {
-    const auto gen = read_json_file(dir / "generation_config.json");
-    if (gen.is_object() && gen.contains("bos_token_id") && gen["bos_token_id"].is_number_unsigned() &&
-        !model.config.bos_token_id)
-      model.config.bos_token_id = gen["bos_token_id"].get<uint32_t>();
+    const fs::path gen_path = dir / "generation_config.json";
+    const nlohmann::json gen_json = read_json_file(gen_path);
+    const JsonValue gen(gen_json, gen_path.string());
+    // Our writer put "null" there for a model without special ids before it wrote "{}".
+    if (!gen.is_object() && !gen.is_null()) gen.fail_expected("an object");
+    if (const auto bos = gen.is_object() ? gen.find("bos_token_id") : std::nullopt; bos && !model.config.bos_token_id)
+      model.config.bos_token_id = bos->as_u32();
   }
   model.source_description = std::string(layout == CheckpointLayout::Original ? "OpenAI original" : "Hugging Face") +
                              " safetensors checkpoint " + path.string();
@@ -203,7 +207,7 @@ std::vector<std::string> write_safetensors_model(const CanonicalModel& model, co
 
   if (options.layout == CheckpointLayout::HuggingFace) {
     write_text_file(dir / "config.json", config_to_hf_json(c).dump(2) + "\n");
-    nlohmann::ordered_json gen;
+    nlohmann::ordered_json gen = nlohmann::ordered_json::object();  // "{}" without ids (was "null")
     if (c.bos_token_id) gen["bos_token_id"] = *c.bos_token_id;
     if (c.eos_token_id) gen["eos_token_id"] = *c.eos_token_id;
     if (c.pad_token_id) gen["pad_token_id"] = *c.pad_token_id;

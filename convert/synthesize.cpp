@@ -53,6 +53,8 @@ uint8_t synth_byte(uint64_t seed, uint64_t index) {
 }
 
 GptOssConfig synth_config(const SynthPreset& p) {
+  // The preset gives the sizes; every other field keeps GptOssConfig's default, gpt-oss's published
+  // value, so a field added to the config needs nothing here.
   GptOssConfig c;
   c.num_layers = p.layers;
   c.hidden_size = p.hidden;
@@ -66,15 +68,8 @@ GptOssConfig synth_config(const SynthPreset& p) {
   c.sliding_window = p.window;
   c.sliding_layers.resize(p.layers);
   for (uint32_t i = 0; i < p.layers; ++i) c.sliding_layers[i] = i % 2 == 0;
-  c.rms_norm_eps = 1e-5;
-  c.rope_theta = 150000.0;
-  c.rope_scaling_factor = 32.0;
-  c.rope_original_context = 4096;
-  c.yarn_beta_fast = 32.0;
-  c.yarn_beta_slow = 1.0;
-  c.yarn_truncate = false;
-  c.max_position_embeddings = 131072;
-  c.swiglu_limit = 7.0;
+  // o200k_harmony's <|startoftext|>, <|return|> and <|endoftext|>, as the published config.json
+  // and generation_config.json give them.
   c.bos_token_id = 199998;
   c.eos_token_id = 200002;
   c.pad_token_id = 199999;

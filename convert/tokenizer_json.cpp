@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/core/error.h"
+#include "formats/core/json_value.h"
 #include "formats/core/mapped_file.h"
 
 namespace gptoss {
@@ -159,44 +160,49 @@ TokenizerJsonParts parse_tokenizer_json(std::string_view text, const std::string
   return parts;
 }
 
+// Every value outside the streamed vocabulary and merges goes through JsonValue; those two are
+// checked in their hot loops with the same rules, a JsonValue made only to report a bad one.
 std::shared_ptr<TokenizerData> tokenizer_from_parts(const TokenizerJsonParts& parts, const std::string& source) {
-  const json& j = parts.rest;
-  if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
-    throw_format_error(source, "model", std::nullopt, "tokenizer.json has no model object");
-  const json& model = j["model"];
-  if (model.value("type", std::string()) != "BPE")
-    throw_format_error(source, "model.type", std::nullopt, "only byte-level BPE tokenizers are supported");
-  if (parts.vocab_objects != 1) throw_format_error(source, "model.vocab", std::nullopt, "missing or not an object");
+  const JsonValue root(parts.rest, source);
+  std::optional<JsonValue> model;
+  if (root.is_object()) model = root.find("model");
+  if (!model || !model->is_object()) root.named("model").fail("tokenizer.json has no model object");
+  const JsonValue type = model->at("type");
+  if (type.as_string() != "BPE")
+    type.fail("only byte-level BPE tokenizers are supported, found " + json_quoted(type.as_string()));
+  if (parts.vocab_objects != 1) model->named("model.vocab").fail("missing or not an object");
   auto tok = std::make_shared<TokenizerData>();
   constexpr uint64_t kMaxVocab = 1u << 24;
+  auto token_id = [&](const json& id, std::string_view text) {
+    if (const auto v = JsonValue::uint_within(id, kMaxVocab - 1)) return *v;
+    return JsonValue(id, source, std::nullopt, "model.vocab." + std::string(text)).as_uint(kMaxVocab - 1);  // throws
+  };
   uint64_t max_id = 0;
-  for (const auto& [text, id] : parts.vocab) {
-    if (!id.is_number_unsigned() || id.get<uint64_t>() >= kMaxVocab)
-      throw_format_error(source, "model.vocab." + text, std::nullopt, "token id must be an integer below 2^24");
-    max_id = std::max<uint64_t>(max_id, id.get<uint64_t>() + 1);
-  }
-  const bool has_added = j.contains("added_tokens") && j["added_tokens"].is_array();
-  if (has_added)
-    for (const auto& a : j["added_tokens"]) {
-      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() || a["id"].get<uint64_t>() >= kMaxVocab ||
-          !a.contains("content") || !a["content"].is_string())
-        throw_format_error(source, "added_tokens", std::nullopt, "entry needs an integer id below 2^24 and a string content");
-      max_id = std::max<uint64_t>(max_id, a["id"].get<uint64_t>() + 1);
+  for (const auto& [text, id] : parts.vocab) max_id = std::max<uint64_t>(max_id, token_id(id, text) + 1);
+  struct AddedToken {
+    uint64_t id;
+    const std::string* content;
+    bool special;
+  };
+  std::vector<AddedToken> added;
+  if (const auto list = root.find("added_tokens"))
+    for (const JsonValue& a : list->elements()) {
+      added.push_back({a.at("id").as_uint(kMaxVocab - 1), &a.at("content").as_string(), a.get_or<bool>("special", false)});
+      max_id = std::max<uint64_t>(max_id, added.back().id + 1);
     }
   // Ids are dense in every real tokenizer; a few listed tokens must not claim 2^24 slots.
-  const uint64_t listed = parts.vocab.size() + (has_added ? j["added_tokens"].size() : 0);
+  const uint64_t listed = parts.vocab.size() + added.size();
   if (max_id > 2 * listed + 1024)
-    throw_format_error(source, "model.vocab", std::nullopt,
-                       "token ids reach " + std::to_string(max_id - 1) + " but only " + std::to_string(listed) +
-                           " tokens are listed: ids must be (nearly) dense");
+    model->named("model.vocab").fail("token ids reach " + std::to_string(max_id - 1) + " but only " +
+                                     std::to_string(listed) + " tokens are listed: ids must be (nearly) dense");
   tok->tokens.assign(max_id, std::string());
   tok->types.assign(max_id, TokenType::Unused);
   for (const auto& [text, id_value] : parts.vocab) {
-    const uint64_t id = id_value.get<uint64_t>();
+    const uint64_t id = token_id(id_value, text);
     auto raw = gpt2_unicode_to_bytes(text);
-    if (!raw) throw_format_error(source, "model.vocab", std::nullopt, "token \"" + text + "\" is not byte-level BPE text");
+    if (!raw) model->named("model.vocab").fail("token " + json_quoted(text) + " is not byte-level BPE text");
     if (tok->types[id] != TokenType::Unused)
-      throw_format_error(source, "model.vocab", std::nullopt, "id " + std::to_string(id) + " is used twice");
+      model->named("model.vocab").fail("id " + std::to_string(id) + " is used twice");
     tok->tokens[id] = std::move(*raw);
     tok->types[id] = TokenType::Normal;
   }
@@ -206,43 +212,46 @@ std::shared_ptr<TokenizerData> tokenizer_from_parts(const TokenizerJsonParts& pa
     for (const auto& entry : parts.vocab) texts.push_back(entry.first);
     std::sort(texts.begin(), texts.end());
     const auto twice = std::adjacent_find(texts.begin(), texts.end());
-    if (twice != texts.end())
-      throw_format_error(source, "model.vocab", std::nullopt, "token \"" + std::string(*twice) + "\" is listed twice");
+    if (twice != texts.end()) model->named("model.vocab").fail("token " + json_quoted(*twice) + " is listed twice");
   }
-  if (has_added)
-    for (const auto& a : j["added_tokens"]) {
-      const uint64_t id = a["id"].get<uint64_t>();
-      tok->tokens[id] = a["content"].get<std::string>();
-      tok->types[id] = a.value("special", false) ? TokenType::Control : TokenType::UserDefined;
-    }
+  for (const AddedToken& a : added) {
+    tok->tokens[a.id] = *a.content;
+    tok->types[a.id] = a.special ? TokenType::Control : TokenType::UserDefined;
+  }
   tok->merges.reserve(parts.merges.size());
-  for (const auto& m : parts.merges) {
+  for (size_t i = 0; i < parts.merges.size(); ++i) {
+    const json& m = parts.merges[i];
+    auto bad_merge = [&](const std::string& what) {
+      JsonValue(m, source, std::nullopt, "model.merges").fail("merge " + std::to_string(i) + " " + what);
+    };
     std::string_view left, right;
     if (m.is_string()) {
       const std::string& s = m.get_ref<const std::string&>();
       const auto space = s.find(' ', 1);
-      if (space == std::string::npos) throw_format_error(source, "model.merges", std::nullopt, "merge \"" + s + "\" has no space");
+      if (space == std::string::npos) bad_merge(json_quoted(s) + " has no space");
       left = std::string_view(s).substr(0, space);
       right = std::string_view(s).substr(space + 1);
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       left = m[0].get_ref<const std::string&>();
       right = m[1].get_ref<const std::string&>();
     } else {
-      throw_format_error(source, "model.merges", std::nullopt, "merge must be \"a b\" or [\"a\", \"b\"]");
+      bad_merge("must be \"a b\" or [\"a\", \"b\"], found " + describe_json_value(m));
     }
     auto l = gpt2_unicode_to_bytes(left), r = gpt2_unicode_to_bytes(right);
-    if (!l || !r) throw_format_error(source, "model.merges", std::nullopt, "merge is not byte-level BPE text");
+    if (!l || !r) bad_merge("is not byte-level BPE text");
     tok->merges.emplace_back(std::move(*l), std::move(*r));
   }
-  // The o200k pre-tokenizer: a Split with a regex inside a Sequence (or alone).
-  std::function<void(const json&)> find_regex = [&](const json& node) {
+  // The o200k pre-tokenizer: a Split with a regex inside a Sequence (or alone). Other shapes of
+  // this optional tree are ignored, as before.
+  std::function<void(const JsonValue&)> find_regex = [&](const JsonValue& node) {
     if (!node.is_object()) return;
-    if (node.value("type", std::string()) == "Split" && node.contains("pattern") && node["pattern"].contains("Regex"))
-      tok->pretokenizer_regex = node["pattern"]["Regex"].get<std::string>();
-    if (node.contains("pretokenizers"))
-      for (const auto& child : node["pretokenizers"]) find_regex(child);
+    if (node.get_or<std::string>("type", "") == "Split")
+      if (const auto pattern = node.find("pattern"); pattern && pattern->is_object() && pattern->has("Regex"))
+        tok->pretokenizer_regex = pattern->get<std::string>("Regex");
+    if (const auto children = node.find("pretokenizers"); children && children->is_array())
+      for (const JsonValue& child : children->elements()) find_regex(child);
   };
-  if (j.contains("pre_tokenizer")) find_regex(j["pre_tokenizer"]);
+  if (const auto pre = root.find("pre_tokenizer")) find_regex(*pre);
   tok->bos_id = tok->find_special("<|startoftext|>");
   tok->eos_id = tok->find_special("<|return|>");
   tok->pad_id = tok->find_special("<|endoftext|>");
@@ -252,12 +261,7 @@ std::shared_ptr<TokenizerData> tokenizer_from_parts(const TokenizerJsonParts& pa
 }  // namespace
 
 std::shared_ptr<TokenizerData> tokenizer_from_json_text(std::string_view text, const std::string& source) {
-  const TokenizerJsonParts parts = parse_tokenizer_json(text, source);
-  try {
-    return tokenizer_from_parts(parts, source);
-  } catch (const json::exception& e) {  // a value of the wrong JSON type deep inside
-    throw_format_error(source, "", std::nullopt, std::string("unexpected JSON value: ") + e.what());
-  }
+  return tokenizer_from_parts(parse_tokenizer_json(text, source), source);
 }
 
 std::shared_ptr<TokenizerData> load_tokenizer_json(const std::filesystem::path& path) {

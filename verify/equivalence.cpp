@@ -1,5 +1,6 @@
 #include "verify/equivalence.h"
 
+#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -29,43 +30,48 @@ bool ModelComparison::any_different() const {
 }
 
 namespace {
+// Values as a person reads them: the shortest decimal that reads back as the double, "none" for
+// an absent token id.
+std::string config_value_text(double v) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
+  return ec == std::errc() ? std::string(text, end) : std::to_string(v);
+}
+std::string config_value_text(uint64_t v) { return std::to_string(v); }
+std::string config_value_text(uint32_t v) { return std::to_string(v); }
+std::string config_value_text(bool v) { return v ? "true" : "false"; }
+std::string config_value_text(const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : "none"; }
+// Layer lists are long (36 layers): say where they first differ instead of printing both.
+std::string config_difference_text(const std::vector<bool>& a, const std::vector<bool>& b) {
+  if (a.size() != b.size()) return std::to_string(a.size()) + " layers vs " + std::to_string(b.size());
+  for (size_t l = 0; l < a.size(); ++l)
+    if (a[l] != b[l])
+      return "layer " + std::to_string(l) + " is " + (a[l] ? "sliding" : "full") + " vs " + (b[l] ? "sliding" : "full");
+  return "equal";
+}
+template <typename T>
+std::string config_difference_text(const T& a, const T& b) {
+  return config_value_text(a) + " vs " + config_value_text(b);
+}
+
+bool within_f32_rounding(double x, double y) { return std::fabs(x - y) <= 1e-6 * std::max(1.0, std::fabs(x)); }
+
+// Every field of for_each_config_field: a field added to GptOssConfig is compared without a change here.
 void compare_config(const GptOssConfig& a, const GptOssConfig& b, ModelComparison& out) {
-  auto diff = [&](const char* name, auto x, auto y) {
-    if (x != y) {
-      std::ostringstream s;
-      s << name << ": " << x << " vs " << y;
-      out.config_differences.push_back(s.str());
-    }
-  };
-  diff("num_hidden_layers", a.num_layers, b.num_layers);
-  diff("hidden_size", a.hidden_size, b.hidden_size);
-  diff("intermediate_size", a.intermediate_size, b.intermediate_size);
-  diff("num_attention_heads", a.num_heads, b.num_heads);
-  diff("num_key_value_heads", a.num_kv_heads, b.num_kv_heads);
-  diff("head_dim", a.head_dim, b.head_dim);
-  diff("num_experts", a.num_experts, b.num_experts);
-  diff("experts_per_token", a.experts_per_token, b.experts_per_token);
-  diff("sliding_window", a.sliding_window, b.sliding_window);
-  diff("swiglu_limit", a.swiglu_limit, b.swiglu_limit);
-  diff("rope_theta", a.rope_theta, b.rope_theta);
-  diff("rope_scaling_factor", a.rope_scaling_factor, b.rope_scaling_factor);
-  diff("rope_original_context", a.rope_original_context, b.rope_original_context);
-  // Values stored as f32 by some formats compare with a relative tolerance.
-  auto close = [&](const char* name, double x, double y) {
-    if (std::fabs(x - y) > 1e-6 * std::max(1.0, std::fabs(x))) {
-      std::ostringstream s;
-      s << name << ": " << x << " vs " << y;
-      out.config_differences.push_back(s.str());
-    }
-  };
-  close("rms_norm_eps", a.rms_norm_eps, b.rms_norm_eps);
-  close("yarn_beta_fast", a.yarn_beta_fast, b.yarn_beta_fast);
-  close("yarn_beta_slow", a.yarn_beta_slow, b.yarn_beta_slow);
-  if (a.sliding_layers != b.sliding_layers) out.config_differences.push_back("layer_types differ");
-  if (a.yarn_truncate != b.yarn_truncate) out.config_differences.push_back("yarn truncate differs");
-  if (a.vocab_size != b.vocab_size)
-    out.config_notes.push_back("vocab_size " + std::to_string(a.vocab_size) + " vs " + std::to_string(b.vocab_size) +
-                               " (rows beyond the smaller vocabulary are compared as dropped)");
+  for_each_config_field(
+      [&](const ConfigField& field, const auto& x, const auto& y) {
+        bool same = x == y;
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, double>)
+          if (field.compare == ConfigCompare::F32Rounding) same = within_f32_rounding(x, y);
+        if (same) return;
+        std::string text = std::string(field.name) + ": " + config_difference_text(x, y);
+        if (field.compare == ConfigCompare::Note) {
+          out.config_notes.push_back(text + " (" + std::string(field.note) + ")");
+        } else {
+          out.config_differences.push_back(std::move(text));
+        }
+      },
+      a, b);
 }
 
 void compare_tokenizers(const CanonicalModel& a, const CanonicalModel& b, ModelComparison& out) {

@@ -13,6 +13,7 @@
 #include "formats/core/error.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/json_file.h"
+#include "formats/core/json_value.h"
 #include "formats/core/mapped_file.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_split.h"
@@ -72,15 +73,21 @@ StoredList check_safetensors_container(const fs::path& path, Report& report) {
     }
   }
   if (ck.has_index()) {
-    const auto index = read_json_file(fs::path(path) / "model.safetensors.index.json");  // the reader parsed it already
+    const fs::path index_path = fs::path(path) / "model.safetensors.index.json";
+    const auto index_json = read_json_file(index_path);  // the reader parsed it already: an object
+    const JsonValue index(index_json, index_path.string());
     uint64_t total = 0;
     for (const auto& f : ck.files())
       for (const auto& t : f->tensors()) total += t.size();
-    if (index.is_object() && index.contains("metadata") && index["metadata"].contains("total_size") &&
-        index["metadata"]["total_size"].is_number_unsigned() && index["metadata"]["total_size"].get<uint64_t>() != total)
-      report.warning("index", (fs::path(path) / "model.safetensors.index.json").string(), "metadata.total_size",
-                     "says " + std::to_string(index["metadata"]["total_size"].get<uint64_t>()) + " bytes",
-                     std::to_string(total));
+    // total_size is informative (transformers does not read it): a wrong one is a warning.
+    if (const auto metadata = index.find("metadata"); metadata && metadata->is_object())
+      if (const auto said = metadata->find("total_size")) {
+        const auto bytes = JsonValue::uint_within(said->raw(), UINT64_MAX);
+        if (bytes != total)
+          report.warning("index", index_path.string(), "metadata.total_size",
+                         "says " + (bytes ? std::to_string(*bytes) + " bytes" : describe_json_value(said->raw())),
+                         std::to_string(total));
+      }
   }
   return stored;
 }

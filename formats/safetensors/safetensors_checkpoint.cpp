@@ -8,6 +8,7 @@
 
 #include "formats/core/error.h"
 #include "formats/core/json_file.h"
+#include "formats/core/json_value.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;
@@ -26,17 +27,16 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
     if (fs::exists(index)) {
       ck.has_index_ = true;
       const nlohmann::json j = read_json_file(index);
-      if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-        throw_format_error(index.string(), "weight_map", std::nullopt, "missing or not an object");
+      const JsonValue root(j, index.string());
+      if (!root.is_object()) root.fail_expected("an object with a weight_map");
+      const JsonValue map = root.at("weight_map");
+      if (!map.is_object()) map.fail_expected("an object of tensor name -> shard file name");
       std::set<std::string> files;
-      for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-        if (!it.value().is_string())
-          throw_format_error(index.string(), "weight_map." + it.key(), std::nullopt, "shard name must be a string");
-        const std::string shard = it.value().get<std::string>();
+      for (const auto& [name, file] : map.members()) {
+        const std::string& shard = file.as_string();
         if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
-          throw_format_error(index.string(), "weight_map." + it.key(), std::nullopt,
-                             "shard name \"" + shard + "\" must be a plain file name in the folder");
-        weight_map[it.key()] = shard;
+          file.fail("shard name " + json_quoted(shard) + " must be a plain file name in the folder");
+        weight_map[std::string(name)] = shard;
         files.insert(shard);
       }
       for (const auto& f : files) shard_paths.push_back(path / f);

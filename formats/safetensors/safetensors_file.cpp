@@ -7,19 +7,20 @@
 
 #include "formats/core/checked_math.h"
 #include "formats/core/error.h"
+#include "formats/core/json_value.h"
 
 namespace gptoss {
 namespace {
 using json = nlohmann::json;
 
-std::vector<uint64_t> read_uint_array(const json& value, const std::string& file, const std::string& field) {
-  if (!value.is_array()) throw_format_error(file, field, 8, "must be an array of non-negative integers");
+std::vector<uint64_t> read_uint_array(const JsonValue& value) {
+  if (!value.is_array()) value.fail("must be an array of non-negative integers, found " + describe_json_value(value.raw()));
   std::vector<uint64_t> out;
   out.reserve(value.size());
-  for (const auto& v : value) {
-    if (!v.is_number_unsigned())
-      throw_format_error(file, field, 8, "must hold non-negative integers, found " + v.dump());
-    out.push_back(v.get<uint64_t>());
+  for (const JsonValue& v : value.elements()) {
+    const auto n = JsonValue::uint_within(v.raw(), UINT64_MAX);
+    if (!n) value.fail("must hold non-negative integers, found " + describe_json_value(v.raw()));
+    out.push_back(*n);
   }
   return out;
 }
@@ -83,38 +84,36 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const MappedFile> mapped)
   } catch (const json::exception& e) {  // e.g. out_of_range 406: a number too large for a double
     throw_format_error(file, "header", 8, std::string("invalid JSON: ") + e.what());
   }
-  if (!root.is_object()) throw_format_error(file, "header", 8, "top level of the header must be a JSON object");
-  if (!duplicate.empty()) throw_format_error(file, "header", 8, "duplicate key \"" + duplicate + "\"");
+  const JsonValue header_json(root, file, 8, "header");
+  if (!root.is_object()) header_json.fail("top level of the header must be a JSON object");
+  if (!duplicate.empty()) header_json.fail("duplicate key \"" + duplicate + "\"");
 
   // Rule 6 (and the metadata rule): field types.
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string& name = it.key();
-    const json& entry = it.value();
+  for (const auto& [name, value] : header_json.members()) {
     if (name == "__metadata__") {
-      if (entry.is_null()) continue;
-      if (!entry.is_object()) throw_format_error(file, "__metadata__", 8, "must be an object of strings");
-      for (auto m = entry.begin(); m != entry.end(); ++m) {
-        if (!m.value().is_string())
-          throw_format_error(file, "__metadata__." + m.key(), 8, "value must be a string, found " + m.value().dump());
-        st.metadata_[m.key()] = m.value().get<std::string>();
+      const JsonValue metadata = value.named("__metadata__");
+      if (metadata.is_null()) continue;
+      if (!metadata.is_object()) metadata.fail("must be an object of strings, found " + describe_json_value(metadata.raw()));
+      for (const auto& [key, item] : metadata.members()) {
+        if (!item.is_string()) item.fail("value must be a string, found " + describe_json_value(item.raw()));
+        st.metadata_[std::string(key)] = item.as_string();
       }
       continue;
     }
-    const std::string field = "tensor \"" + name + "\"";
-    if (!entry.is_object()) throw_format_error(file, field, 8, "entry must be an object");
+    const JsonValue entry = value.named("tensor \"" + std::string(name) + "\"");
+    if (!entry.is_object()) entry.fail("entry must be an object, found " + describe_json_value(entry.raw()));
     for (const char* required : {"dtype", "shape", "data_offsets"})
-      if (!entry.contains(required)) throw_format_error(file, field, 8, std::string("missing field \"") + required + "\"");
-    const json& dtype_value = entry.at("dtype");
-    if (!dtype_value.is_string()) throw_format_error(file, field + ".dtype", 8, "must be a string");
-    auto dtype = dtype_from_safetensors_name(dtype_value.get<std::string>());
-    if (!dtype)
-      throw_format_error(file, field + ".dtype", 8, "unknown dtype \"" + dtype_value.get<std::string>() + "\"");
+      if (!entry.has(required)) entry.fail(std::string("missing field \"") + required + "\"");
+    const JsonValue dtype_value = entry.at("dtype");
+    auto dtype = dtype_from_safetensors_name(dtype_value.as_string());
+    if (!dtype) dtype_value.fail("unknown dtype " + json_quoted(dtype_value.as_string()));
     SafetensorsTensor t;
     t.name = name;
     t.dtype = *dtype;
-    t.shape = read_uint_array(entry.at("shape"), file, field + ".shape");
-    auto offsets = read_uint_array(entry.at("data_offsets"), file, field + ".data_offsets");
-    if (offsets.size() != 2) throw_format_error(file, field + ".data_offsets", 8, "must hold exactly 2 integers");
+    t.shape = read_uint_array(entry.at("shape"));
+    const JsonValue offsets_value = entry.at("data_offsets");
+    auto offsets = read_uint_array(offsets_value);
+    if (offsets.size() != 2) offsets_value.fail("must hold exactly 2 integers");
     t.begin = offsets[0];
     t.end = offsets[1];
     st.tensors_.push_back(std::move(t));
