@@ -1,0 +1,180 @@
+#include "runtime/eval/distribution_math.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+// GCC builds each hot pass twice and picks the AVX2 one at load time where the CPU has it; the
+// binaries stay runnable on any x86-64 (they are carried to other machines).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GPTOSS_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define GPTOSS_HOT
+#endif
+
+// The 8-lane vector helpers below stay inside this file (anonymous namespace), so the ABI note
+// GCC gives for passing 32-byte vectors without AVX concerns no caller.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace gptoss::eval {
+namespace {
+
+using f8 = float __attribute__((vector_size(32)));
+using i8 = int32_t __attribute__((vector_size(32)));
+using d4 = double __attribute__((vector_size(32)));
+constexpr size_t kLanes = 8;
+
+inline f8 load8(const float* p) {
+  f8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline f8 splat(float x) { return f8{} + x; }
+inline f8 select(i8 mask, f8 a, f8 b) {
+  // A cast between vector types of one size keeps the bits (GCC and clang vector extensions).
+  return (f8)((mask & (i8)a) | (~mask & (i8)b));
+}
+
+// Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, then exp(r) by its Taylor series to r^7
+// (truncation error < 6e-9 relative) and 2^n through the exponent bits. The same steps as the
+// scalar exp_nonpositive below, lane by lane.
+constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+constexpr float kFloor = -87.0f;
+constexpr int32_t kRoundBits = 0x4B400000;
+
+inline f8 exp8(f8 x) {
+  const i8 under = x < kFloor;
+  const f8 c = select(under, splat(kFloor), x);
+  const f8 t = c * kLog2e + kRound;
+  const f8 n = t - kRound;
+  const f8 r = (c - n * kLn2Hi) - n * kLn2Lo;
+  f8 p = r * (1.0f / 5040) + (1.0f / 720);
+  p = p * r + (1.0f / 120);
+  p = p * r + (1.0f / 24);
+  p = p * r + (1.0f / 6);
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const i8 exponent = (((i8)t - kRoundBits) + 127) << 23;
+  const f8 v = p * (f8)exponent;
+  return select(under, f8{}, v);
+}
+
+inline float exp1(float x) {
+  if (x < kFloor) return 0.0f;
+  const float t = x * kLog2e + kRound;
+  const float n = t - kRound;
+  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
+  float p = r * (1.0f / 5040) + (1.0f / 720);
+  p = p * r + (1.0f / 120);
+  p = p * r + (1.0f / 24);
+  p = p * r + (1.0f / 6);
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t exponent = ((std::bit_cast<int32_t>(t) - kRoundBits) + 127) << 23;
+  return p * std::bit_cast<float>(exponent);
+}
+
+inline void add_to(d4& lo, d4& hi, f8 v) {
+  lo += __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), d4);
+  hi += __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), d4);
+}
+inline double total(d4 lo, d4 hi) {
+  const d4 s = lo + hi;
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+GPTOSS_HOT float row_max(const float* v, size_t n) {
+  if (n == 0) throw std::invalid_argument("an empty row of logits");
+  size_t i = 0;
+  float best = v[0];
+  if (n >= kLanes) {
+    f8 m = load8(v);
+    for (i = kLanes; i + kLanes <= n; i += kLanes) {
+      const f8 x = load8(v + i);
+      m = select(x > m, x, m);
+    }
+    for (size_t l = 0; l < kLanes; ++l) best = std::max(best, m[l]);
+  }
+  for (; i < n; ++i) best = std::max(best, v[i]);
+  return best;
+}
+
+uint32_t first_index_of(const float* v, size_t n, float value) {
+  for (size_t i = 0; i < n; ++i)
+    if (v[i] == value) return static_cast<uint32_t>(i);
+  // Only a NaN can leave the maximum unmatched: answer 0 and let the NaN surface in the sums.
+  return 0;
+}
+
+// sum_i exp(v_i - shift).
+GPTOSS_HOT double sum_exp(const float* v, size_t n, float shift) {
+  d4 lo{}, hi{};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) add_to(lo, hi, exp8(load8(v + i) - shift));
+  double sum = total(lo, hi);
+  for (; i < n; ++i) sum += exp1(v[i] - shift);
+  return sum;
+}
+
+// sum_i e_i and sum_i e_i (x_i - y_i) with e_i = exp(x_i - shift).
+GPTOSS_HOT void weighted_difference(const float* x, const float* y, size_t n, float shift, double& sum_e,
+                                    double& sum_e_diff) {
+  d4 s_lo{}, s_hi{}, a_lo{}, a_hi{};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const f8 xv = load8(x + i);
+    const f8 e = exp8(xv - shift);
+    add_to(s_lo, s_hi, e);
+    add_to(a_lo, a_hi, e * (xv - load8(y + i)));
+  }
+  sum_e = total(s_lo, s_hi);
+  sum_e_diff = total(a_lo, a_hi);
+  for (; i < n; ++i) {
+    const float e = exp1(x[i] - shift);
+    sum_e += e;
+    sum_e_diff += static_cast<double>(e * (x[i] - y[i]));
+  }
+}
+
+}  // namespace
+
+float exp_nonpositive(float x) { return exp1(x); }
+
+RowSummary summarize_row(std::span<const float> logits) {
+  RowSummary s;
+  s.max = row_max(logits.data(), logits.size());
+  s.argmax = first_index_of(logits.data(), logits.size(), s.max);
+  s.log_norm = s.max + std::log(sum_exp(logits.data(), logits.size(), s.max));
+  return s;
+}
+
+PositionComparison compare_position(std::span<const float> reference, std::span<const float> candidate) {
+  if (reference.size() != candidate.size())
+    throw std::invalid_argument("compare_position: rows of different lengths");
+  const size_t n = reference.size();
+  const float* x = reference.data();
+  const float* y = candidate.data();
+  const float mx = row_max(x, n), my = row_max(y, n);
+  PositionComparison c;
+  c.ref_top = first_index_of(x, n, mx);
+  c.cand_top = first_index_of(y, n, my);
+  // KL = sum P_i (x_i - y_i) - (log Zx - log Zy), P_i = e_i / sum e: one pass over x and y for the
+  // first term, one over y for Zy. The same computed e_i make P and Zx, so identical rows give 0.
+  double sum_e = 0, sum_e_diff = 0;
+  weighted_difference(x, y, n, mx, sum_e, sum_e_diff);
+  const double sum_y = sum_exp(y, n, my);
+  c.ref_log_norm = mx + std::log(sum_e);
+  c.cand_log_norm = my + std::log(sum_y);
+  const double kl = sum_e_diff / sum_e - (c.ref_log_norm - c.cand_log_norm);
+  c.kl = kl > 0 ? kl : (std::isnan(kl) ? kl : 0.0);
+  c.p_ref_top = std::exp(static_cast<double>(x[c.ref_top]) - c.ref_log_norm);
+  c.q_ref_top = std::exp(static_cast<double>(y[c.ref_top]) - c.cand_log_norm);
+  return c;
+}
+
+}  // namespace gptoss::eval
