@@ -24,6 +24,7 @@ namespace {
 using f8 = float __attribute__((vector_size(32)));
 using i8 = int32_t __attribute__((vector_size(32)));
 using d4 = double __attribute__((vector_size(32)));
+using f4 = float __attribute__((vector_size(16)));
 constexpr size_t kLanes = 8;
 
 inline f8 load8(const float* p) {
@@ -45,9 +46,13 @@ constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an int
 constexpr float kFloor = -87.0f;
 constexpr int32_t kRoundBits = 0x4B400000;
 
+constexpr float kCeiling = 80.0f;  // exp(80) ~ 5.5e34: finite in f32
+
+// exp(x) for x in [-87, 80] (0 below, exp(80) above).
 inline f8 exp8(f8 x) {
   const i8 under = x < kFloor;
-  const f8 c = select(under, splat(kFloor), x);
+  f8 c = select(under, splat(kFloor), x);
+  c = select(c > kCeiling, splat(kCeiling), c);
   const f8 t = c * kLog2e + kRound;
   const f8 n = t - kRound;
   const f8 r = (c - n * kLn2Hi) - n * kLn2Lo;
@@ -77,6 +82,33 @@ inline float exp1(float x) {
   p = p * r + 1.0f;
   const int32_t exponent = ((std::bit_cast<int32_t>(t) - kRoundBits) + 127) << 23;
   return p * std::bit_cast<float>(exponent);
+}
+
+// g(t) = exp(t) - 1 - t, the part of expm1 beyond first order: for |t| <= 1/2 the Taylor series
+// t^2 (1/2 + t/6 + ... + t^6/8!) (truncation < 1e-8 relative), exp(t) - 1 - t beyond. The first
+// order is summed apart in f64, so the rounding of f32 scales g, not t.
+constexpr float kSmall = 0.5f;
+inline f8 expm1_beyond_linear8(f8 t) {
+  f8 p = t * (1.0f / 40320) + (1.0f / 5040);
+  p = p * t + (1.0f / 720);
+  p = p * t + (1.0f / 120);
+  p = p * t + (1.0f / 24);
+  p = p * t + (1.0f / 6);
+  p = p * t + 0.5f;
+  const f8 series = p * t * t;
+  const f8 magnitude = select(t < 0.0f, -t, t);
+  return select(magnitude <= kSmall, series, (exp8(t) - 1.0f) - t);
+}
+
+inline float expm1_beyond_linear1(float t) {
+  if (t < -kSmall || t > kSmall) return (exp1(std::min(t, kCeiling)) - 1.0f) - t;
+  float p = t * (1.0f / 40320) + (1.0f / 5040);
+  p = p * t + (1.0f / 720);
+  p = p * t + (1.0f / 120);
+  p = p * t + (1.0f / 24);
+  p = p * t + (1.0f / 6);
+  p = p * t + 0.5f;
+  return p * t * t;
 }
 
 inline void add_to(d4& lo, d4& hi, f8 v) {
@@ -121,24 +153,60 @@ GPTOSS_HOT double sum_exp(const float* v, size_t n, float shift) {
   return sum;
 }
 
-// sum_i e_i and sum_i e_i (x_i - y_i) with e_i = exp(x_i - shift).
+// sum_i e_i and sum_i e_i d_i with e_i = exp(x_i - shift), d_i = y_i - x_i (in f64).
 GPTOSS_HOT void weighted_difference(const float* x, const float* y, size_t n, float shift, double& sum_e,
-                                    double& sum_e_diff) {
+                                    double& sum_e_d) {
   d4 s_lo{}, s_hi{}, a_lo{}, a_hi{};
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    const f8 xv = load8(x + i);
+    const f8 xv = load8(x + i), yv = load8(y + i);
     const f8 e = exp8(xv - shift);
     add_to(s_lo, s_hi, e);
-    add_to(a_lo, a_hi, e * (xv - load8(y + i)));
+    const d4 e_lo = __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3), d4);
+    const d4 e_hi = __builtin_convertvector(__builtin_shufflevector(e, e, 4, 5, 6, 7), d4);
+    const d4 d_lo = __builtin_convertvector(__builtin_shufflevector(yv, yv, 0, 1, 2, 3), d4) -
+                    __builtin_convertvector(__builtin_shufflevector(xv, xv, 0, 1, 2, 3), d4);
+    const d4 d_hi = __builtin_convertvector(__builtin_shufflevector(yv, yv, 4, 5, 6, 7), d4) -
+                    __builtin_convertvector(__builtin_shufflevector(xv, xv, 4, 5, 6, 7), d4);
+    a_lo += e_lo * d_lo;
+    a_hi += e_hi * d_hi;
   }
   sum_e = total(s_lo, s_hi);
-  sum_e_diff = total(a_lo, a_hi);
+  sum_e_d = total(a_lo, a_hi);
   for (; i < n; ++i) {
-    const float e = exp1(x[i] - shift);
+    const double e = exp1(x[i] - shift);
     sum_e += e;
-    sum_e_diff += static_cast<double>(e * (x[i] - y[i]));
+    sum_e_d += e * (static_cast<double>(y[i]) - x[i]);
   }
+}
+
+// sum_i e_i expm1(t_i), t_i = d_i - mean, e_i = exp(x_i - shift), d_i = y_i - x_i: the first
+// order sum_i e_i t_i (0 up to rounding when mean = E_P[d]) in f64 from t_i formed in f64, the
+// rest sum_i e_i g(t_i) in f32 products, so each part is as precise as its own size allows.
+GPTOSS_HOT double weighted_expm1(const float* x, const float* y, size_t n, float shift, double mean) {
+  d4 first_lo{}, first_hi{}, rest_lo{}, rest_hi{};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const f8 xv = load8(x + i), yv = load8(y + i);
+    const f8 e = exp8(xv - shift);
+    const d4 t_lo = __builtin_convertvector(__builtin_shufflevector(yv, yv, 0, 1, 2, 3), d4) -
+                    __builtin_convertvector(__builtin_shufflevector(xv, xv, 0, 1, 2, 3), d4) - mean;
+    const d4 t_hi = __builtin_convertvector(__builtin_shufflevector(yv, yv, 4, 5, 6, 7), d4) -
+                    __builtin_convertvector(__builtin_shufflevector(xv, xv, 4, 5, 6, 7), d4) - mean;
+    first_lo += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3), d4) * t_lo;
+    first_hi += __builtin_convertvector(__builtin_shufflevector(e, e, 4, 5, 6, 7), d4) * t_hi;
+    const f8 t = __builtin_shufflevector(__builtin_convertvector(t_lo, f4), __builtin_convertvector(t_hi, f4), 0, 1, 2, 3,
+                                         4, 5, 6, 7);
+    add_to(rest_lo, rest_hi, e * expm1_beyond_linear8(t));
+  }
+  double first = total(first_lo, first_hi), rest = total(rest_lo, rest_hi);
+  for (; i < n; ++i) {
+    const double t = static_cast<double>(y[i]) - x[i] - mean;
+    const double e = exp1(x[i] - shift);
+    first += e * t;
+    rest += e * expm1_beyond_linear1(static_cast<float>(t));
+  }
+  return first + rest;
 }
 
 }  // namespace
@@ -163,14 +231,16 @@ PositionComparison compare_position(std::span<const float> reference, std::span<
   PositionComparison c;
   c.ref_top = first_index_of(x, n, mx);
   c.cand_top = first_index_of(y, n, my);
-  // KL = sum P_i (x_i - y_i) - (log Zx - log Zy), P_i = e_i / sum e: one pass over x and y for the
-  // first term, one over y for Zy. The same computed e_i make P and Zx, so identical rows give 0.
-  double sum_e = 0, sum_e_diff = 0;
-  weighted_difference(x, y, n, mx, sum_e, sum_e_diff);
-  const double sum_y = sum_exp(y, n, my);
+  // With d_i = y_i - x_i: log(Zy / Zx) = log E_P[exp(d)], so KL = E_P[-d] + log E_P[exp(d)]
+  // = log E_P[exp(d - E_P[d])] = log1p(E_P[expm1(d - E_P[d])]). Written so, the rounding of the
+  // f32 exp in the weights P_i scales the (small) result instead of adding to it, and identical
+  // rows give exactly 0.
+  double sum_e = 0, sum_e_d = 0;
+  weighted_difference(x, y, n, mx, sum_e, sum_e_d);
+  const double mean_d = sum_e_d / sum_e;
+  const double kl = std::log1p(weighted_expm1(x, y, n, mx, mean_d) / sum_e);
   c.ref_log_norm = mx + std::log(sum_e);
-  c.cand_log_norm = my + std::log(sum_y);
-  const double kl = sum_e_diff / sum_e - (c.ref_log_norm - c.cand_log_norm);
+  c.cand_log_norm = my + std::log(sum_exp(y, n, my));
   c.kl = kl > 0 ? kl : (std::isnan(kl) ? kl : 0.0);
   c.p_ref_top = std::exp(static_cast<double>(x[c.ref_top]) - c.ref_log_norm);
   c.q_ref_top = std::exp(static_cast<double>(y[c.ref_top]) - c.cand_log_norm);
