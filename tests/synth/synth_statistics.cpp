@@ -162,8 +162,11 @@ std::string statistics_table(const ModelStatistics& s) {
   out << "| layer | residual RMS | residual max abs | router entropy / log E | top expert weight | load entropy / log E | max load x E | experts used |\n"
          "|---|---|---|---|---|---|---|---|\n";
   for (const auto& l : s.layers) {
-    std::snprintf(line, sizeof line, "| %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %u |\n", l.layer, l.residual_rms,
-                  l.residual_max, l.router_entropy, l.top_weight, l.load_entropy, l.load_max, l.experts_used);
+    if (l.experts_used == 0)  // router statistics not measured
+      std::snprintf(line, sizeof line, "| %d | %.3f | %.3f | - | - | - | - | - |\n", l.layer, l.residual_rms, l.residual_max);
+    else
+      std::snprintf(line, sizeof line, "| %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %u |\n", l.layer, l.residual_rms,
+                    l.residual_max, l.router_entropy, l.top_weight, l.load_entropy, l.load_max, l.experts_used);
     out << line;
   }
   std::snprintf(line, sizeof line, "\nlogits: std %.3f per position; next-token entropy %.3f nats; top probability %.4f\n",
