@@ -108,12 +108,19 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
         CandidateResult& cr = result.candidates[k];
         const auto y = std::span<const float>(cand_logits[k]).subspan(row * cr.vocab_size, cr.vocab_size);
         PositionComparison c = compare_position(x.first(cr.shared_rows), y.first(cr.shared_rows));
-        if (record && cr.shared_rows == ref_vocab && c.ref_top != record->top) {
-          // An f16 rounding tie moved the argmax: the stored top is exact.
+        if (record && record->top < cr.shared_rows) {
+          // The file's top and log P(top) are exact (the f16 row is not): the argmax over every row
+          // lies in the shared ones, so it is theirs too, with P renormalized over them.
+          double shared_mass = 1;
+          if (cr.shared_rows < ref_vocab) {
+            double tail = 0;
+            for (size_t i = cr.shared_rows; i < ref_vocab; ++i) tail += std::exp(x[i] - ref_full().log_norm);
+            shared_mass = 1 - tail;
+          }
           c.ref_top = record->top;
+          c.p_ref_top = std::exp(record->log_p_top) / shared_mass;
           c.q_ref_top = std::exp(static_cast<double>(y[c.ref_top]) - c.cand_log_norm);
         }
-        if (record && cr.shared_rows == ref_vocab) c.p_ref_top = std::exp(record->log_p_top);
         cr.positions[global] = c;
         const double cand_log_norm = cr.shared_rows == cr.vocab_size ? c.cand_log_norm : summarize_row(y).log_norm;
         cand_nll[k][global] = cand_log_norm - y[target];

@@ -49,10 +49,17 @@ std::vector<uint8_t> encode_reference_record(std::span<const float> logits, cons
   put_f32(record.data(), static_cast<float>(nll));
   put_u32(record.data() + 4, summary.argmax);
   put_f32(record.data() + 8, static_cast<float>(log_p_top));
+  // H(P) = -E_P[log P]: log P(i) + H is near 0 for the tokens that carry the mass, where f16 is
+  // finest (11 significant bits: 2^-11 absolute below 1, 2^-7 between 8 and 16).
+  double entropy = 0;
+  for (size_t i = 0; i < vocab; ++i) {
+    const double log_p = static_cast<double>(logits[i]) - summary.log_norm;
+    entropy -= static_cast<double>(exp_nonpositive(static_cast<float>(log_p))) * log_p;
+  }
   uint8_t* low = record.data() + kRecordPrefix;
   uint8_t* high = low + vocab;
   for (size_t i = 0; i < vocab; ++i) {
-    const uint16_t h = f32_to_f16(logits[i] - summary.max);
+    const uint16_t h = f32_to_f16(static_cast<float>(static_cast<double>(logits[i]) - summary.log_norm + entropy));
     low[i] = static_cast<uint8_t>(h);
     high[i] = static_cast<uint8_t>(h >> 8);
   }
@@ -77,8 +84,8 @@ ReferenceLogitsWriter::ReferenceLogitsWriter(const std::filesystem::path& path, 
   j["computed_by"] = {{"engine", h.engine}, {"device", h.device}};
   j["record"] = {{"bytes", h.record_bytes()},
                  {"layout",
-                  "f32 nll, u32 top, f32 log_p_top, then vocab_size f16 values of log P(i) - log P(top): "
-                  "every low byte, then every high byte; little-endian"},
+                  "f32 nll, u32 top, f32 log_p_top, then vocab_size f16 values of log P(i) + H(P) (H: the "
+                  "entropy): every low byte, then every high byte; little-endian"},
                  {"compression", "one zstd frame per scored position, level " + std::to_string(level)}};
   j["positions"] = expected_;
   j["tokens"] = h.tokens;

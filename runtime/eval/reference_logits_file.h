@@ -11,10 +11,11 @@
 //   f32 nll         -log P(next token), computed in f64 from the f32 logits
 //   u32 top         argmax of the logits (the lowest index of equal values)
 //   f32 log_p_top   log P(top)
-//   vocab x f16     log P(i) - log P(top) for every row i (<= 0; f16 keeps 11 significant bits, so
-//                   the tokens that carry the mass are the most precise), stored as two byte
-//                   planes (every low byte, then every high byte) because the high bytes compress
-//                   far better on their own.
+//   vocab x f16     log P(i) + H(P) for every row i, H(P) = -E_P[log P] the entropy: the tokens
+//                   that carry the mass sit near 0, where f16's 11 significant bits are finest
+//                   (the distribution is softmax of these values: any offset would do, this one
+//                   puts the precision where KL needs it). Stored as two byte planes (every low
+//                   byte, then every high byte): the high bytes compress better on their own.
 // nll, top and log_p_top are what the reference's perplexity, top-1 agreement and P(top) need,
 // kept exact; the f16 row is what KL divergence needs (the full distribution). docs/eval.md gives
 // the measured size per token and the error the f16 rows introduce.
@@ -53,7 +54,7 @@ struct ReferenceRecord {
   double nll = 0;
   uint32_t top = 0;
   double log_p_top = 0;
-  // log P(i) - log P(top) decoded to f32: a row of logits for the distribution (offset-free).
+  // log P(i) + H(P) decoded to f32: a row of logits for the distribution (softmax gives P).
   std::span<const float> relative_log_probs;
 };
 
@@ -63,7 +64,7 @@ std::vector<uint8_t> encode_reference_record(std::span<const float> logits, cons
 class ReferenceLogitsWriter {
  public:
   // Writes the header now; the file appears at commit() only (AtomicFileWriter).
-  ReferenceLogitsWriter(const std::filesystem::path& path, const ReferenceLogitsHeader& header, int level = 3);
+  ReferenceLogitsWriter(const std::filesystem::path& path, const ReferenceLogitsHeader& header, int level = 1);
   int level() const { return level_; }
   // The next position's record, compressed with zstd_compress_frame(record, level()).
   void write_frame(std::span<const uint8_t> frame);

@@ -58,7 +58,7 @@ struct Options {
   uint32_t ctx = 512;
   std::optional<uint32_t> chunks, device;
   unsigned threads = 0;
-  int level = 3;
+  int level = 1;
   bool json_output = false;
   std::vector<std::string> traces;
   double tolerance = 1e-3;
