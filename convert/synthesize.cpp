@@ -112,7 +112,8 @@ TensorSourcePtr generated(uint64_t seed, TensorRecipe t, uint64_t elements, uint
       [=](uint64_t first_row, uint64_t count, uint8_t* out) {
         const uint64_t begin = first_row * row_elements, n = count * row_elements;
         for (uint64_t i = 0; i < n; ++i) {
-          const uint8_t r = synth_byte(seed, begin + i);
+          const uint64_t w = synth_word(seed, begin + i);
+          const auto r = static_cast<uint8_t>(w);  // synth_byte
           switch (t.recipe) {
             case Recipe::Uniform:
               store_u16(out + 2 * i, f32_to_bf16(static_cast<float>(static_cast<int>(r) - 128) * scale));
@@ -127,7 +128,6 @@ TensorSourcePtr generated(uint64_t seed, TensorRecipe t, uint64_t elements, uint
               out[i] = static_cast<uint8_t>(r % t.scale_span + t.param - 1);
               break;
             case Recipe::Bell: {
-              const uint64_t w = synth_word(seed, begin + i);
               const int sum = static_cast<int>(w & 0xFF) + static_cast<int>(w >> 8 & 0xFF) +
                               static_cast<int>(w >> 16 & 0xFF) + static_cast<int>(w >> 24 & 0xFF);
               store_u16(out + 2 * i, f32_to_bf16(static_cast<float>(sum - 510) * bell_unit));

@@ -3,7 +3,7 @@
 # compilers there). Two halves:
 #
 #   scripts/eval_h100.sh pack            here: stripped tools + tokenizer.json into build-h100/
-#                                        (~12 MB; carry build-h100 with the working tree)
+#                                        (34 MB; carry build-h100 with the working tree)
 #   scripts/eval_h100.sh OUTDIR [STEP]   there: one step per call (each fits a 10-minute command),
 #                                        or every step in order without STEP
 #
