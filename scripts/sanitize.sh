@@ -2,7 +2,8 @@
 # ASan + UBSan build of the test suite in build-asan/ (or $BUILD_DIR), then ctest there.
 #   scripts/sanitize.sh                        every target, every test
 #   SANITIZE_SUBSET=ci scripts/sanitize.sh     what CI (scripts/test.sh) runs: every test except
-#       the CPU/Vulkan engine, gptoss-run and tokenizer runtime tests, which read no file bytes
+#       the CPU/Vulkan engine, gptoss-run, gptoss-eval end-to-end, synthesized-model statistics
+#       and tokenizer runtime tests, which read no file bytes
 #       that the tested readers have not already checked and cost most of the instrumented time
 #       (docs/robustness.md lists them and the reasons).
 # The build uses clang with libFuzzer's coverage instrumentation as well, so the same folder also
@@ -17,7 +18,7 @@ SUBSET=${SANITIZE_SUBSET:-all}
 
 # Test binaries left out of the CI subset (ctest lists their tests as *_NOT_BUILT) and the
 # CLIs only they run.
-CI_SKIPPED_TARGETS='^(cpu_tests|vulkan_tests|parity_tests|tokenizer_tests|gptoss-run)$'
+CI_SKIPPED_TARGETS='^(cpu_tests|vulkan_tests|parity_tests|tokenizer_tests|eval_tests|synth_statistics_tests|gptoss-run)$'
 CI_EXCLUDE='_NOT_BUILT$'
 # The Mesa/llvmpipe Vulkan driver leaks a few bytes from a module it unloads (an unknown frame,
 # so no suppression can name it): its tests run with leak detection off.

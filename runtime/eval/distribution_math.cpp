@@ -80,7 +80,8 @@ inline float exp1(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t exponent = ((std::bit_cast<int32_t>(t) - kRoundBits) + 127) << 23;
+  // Unsigned: a NaN input must not make the shift undefined (its result is NaN-polluted anyway).
+  const uint32_t exponent = ((std::bit_cast<uint32_t>(t) - static_cast<uint32_t>(kRoundBits)) + 127u) << 23;
   return p * std::bit_cast<float>(exponent);
 }
 

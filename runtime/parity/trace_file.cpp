@@ -124,7 +124,7 @@ TraceComparison compare_traces(const TraceFile& a, const TraceFile& b, double to
         for (size_t col = 0; col < d.cols; ++col) {
           const double va = sa.values[(r - sa.first_row) * sa.cols + col];
           const double vb = sb->values[(r - sb->first_row) * sb->cols + col];
-          const double diff = std::fabs(va - vb);
+          const double diff = va == vb ? 0.0 : std::fabs(va - vb);  // equal infinities agree
           if (std::isnan(diff)) nan = true;
           d.largest = std::max(d.largest, std::fabs(va));
           if (diff > d.max_abs_diff) {

@@ -1,6 +1,6 @@
-// Traces on disk: a trace round-trips exactly, gptoss-eval --compare-traces finds nothing between
-// two runs of one model and names the right stage when one layer's weights were changed, and
-// gptoss-run refuses --trace where it cannot record one run.
+// Traces end to end (the file format alone: tests/eval_formats): gptoss-eval --compare-traces finds
+// nothing between two runs of one model and names the right stage when one layer's weights were
+// changed, and gptoss-run refuses --trace where it cannot record one run.
 #include <gtest/gtest.h>
 
 #include "convert/model_io.h"
@@ -13,35 +13,6 @@ namespace gptoss::test {
 namespace {
 
 constexpr const char* kPrompt = "200006,1428,200008,4827,382,220,17,10,17,30,200007,200006,173781";
-
-TEST(TraceFile, RoundTripsExactly) {
-  const auto model = load_model(preset_a_checkpoint() / "hf");
-  const std::vector<uint32_t> ids = {12194, 13225, 11, 2375};
-  const auto trace = parity::trace_model(runtime::EngineKind::Cpu, model, ids, "cpu: hf");
-  TempDir dir;
-  const parity::TraceHeader header{"digest", "hf", "cpu", "CPU (f32)", ids};
-  parity::write_trace_file(dir / "t.trace", header, trace);
-  const auto read = parity::read_trace_file(dir / "t.trace");
-  EXPECT_EQ(read.header.model_digest, "digest");
-  EXPECT_EQ(read.header.device, "CPU (f32)");
-  EXPECT_EQ(read.header.prompt_tokens, ids);
-  EXPECT_EQ(read.trace.label, "cpu: hf");
-  ASSERT_EQ(read.trace.stages.size(), trace.stages.size());
-  for (size_t i = 0; i < trace.stages.size(); ++i) {
-    const auto& a = trace.stages[i];
-    const auto& b = read.trace.stages[i];
-    EXPECT_EQ(a.name, b.name);
-    EXPECT_EQ(a.rows, b.rows);
-    EXPECT_EQ(a.cols, b.cols);
-    EXPECT_EQ(a.first_row, b.first_row);
-    EXPECT_EQ(a.values, b.values) << a.name;  // bit for bit
-  }
-  const auto same = parity::compare_traces(read, read, 0);
-  EXPECT_FALSE(same.first_parting);
-  auto other = read;
-  other.header.prompt_tokens.pop_back();
-  EXPECT_THROW(parity::compare_traces(read, other, 1e-3), std::invalid_argument);
-}
 
 // A copy of preset a's HF checkpoint whose layer-2 attention output bias is 1.0 everywhere.
 std::filesystem::path perturbed_checkpoint(const TempDir& dir) {
@@ -62,7 +33,7 @@ std::filesystem::path perturbed_checkpoint(const TempDir& dir) {
   return copy;
 }
 
-TEST(TraceFile, CompareTracesNamesThePerturbedLayer) {
+TEST(TraceCli, CompareTracesNamesThePerturbedLayer) {
   TempDir dir;
   const auto hf = (preset_a_checkpoint() / "hf").string();
   const auto perturbed = perturbed_checkpoint(dir).string();
@@ -93,7 +64,7 @@ TEST(TraceFile, CompareTracesNamesThePerturbedLayer) {
   EXPECT_EQ(json["a"]["engine"], "cpu");
 }
 
-TEST(TraceFile, GptossRunRefusesTraceWhereItCannotRecordOneRun) {
+TEST(TraceCli, GptossRunRefusesTraceWhereItCannotRecordOneRun) {
   const auto hf = (preset_a_checkpoint() / "hf").string();
   const auto r = run_command(gptoss_run() + " " + hf + " --parity " + hf + " --prompt-tokens 1,2 --trace x 2>&1");
   EXPECT_EQ(r.exit_code, 2) << r.output;

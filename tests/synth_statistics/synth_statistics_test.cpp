@@ -9,7 +9,7 @@
 #include <string>
 
 #include "convert/synthesize.h"
-#include "tests/synth/synth_statistics.h"
+#include "tests/synth_statistics/synth_statistics.h"
 #include "tests/test_support.h"
 
 namespace gptoss::test {

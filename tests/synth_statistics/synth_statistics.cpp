@@ -1,4 +1,4 @@
-#include "tests/synth/synth_statistics.h"
+#include "tests/synth_statistics/synth_statistics.h"
 
 #include <algorithm>
 #include <cmath>
