@@ -38,7 +38,7 @@ GenerationResult generate(runtime::Engine& engine, sampling::Sampler& sampler, c
   } else if (request.max_tokens > 0) {
     token = next_token(request.prompt);
   } else {
-    engine.forward(request.prompt, runtime::LogitRows::None, request.prefill_observer);
+    engine.forward(request.prompt, runtime::LogitRows::None);
   }
   result.prompt_seconds = seconds_since(prefill_start);
   if (request.max_tokens == 0) return result;
