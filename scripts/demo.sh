@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the embedded default model (a synthesized tiny GPT-OSS, preset a): convert it to
 # every format, verify each, check they hold the same weights, run each on the CPU and Vulkan engines
-# and print the parity tables.
+# and print the parity tables, then evaluate every format against the HF checkpoint over a text.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -66,3 +66,10 @@ echo "== 7. generate (harmony chat, greedy; the tiny model's weights are random,
 "$BIN"/gptoss-run "$OUT/model.bin" -p "What is 2+2?" --max-tokens 12 --raw
 "$BIN"/gptoss-run "$OUT/model.bin" -p "What is 2+2?" --max-tokens 12 --raw --engine vulkan \
   || echo "(no usable Vulkan device)"
+
+echo
+echo "== 8. does each format still compute the same model? gptoss-eval against the HF checkpoint over a text"
+text=/usr/share/common-licenses/GPL-3
+[ -f "$text" ] || text=data/eval/gnu-licenses.txt
+"$BIN"/gptoss-eval "$OUT/ckpt/hf" "$OUT/original" "$OUT/model-bf16.gguf" "$OUT/model-q8_0.gguf" "$OUT/model.bin" \
+  "$OUT/from-modelbin" --text "$text" --ctx 128 --chunks 4

@@ -16,10 +16,8 @@ const Stage* Trace::find(const std::string& name) const {
   return nullptr;
 }
 
-Trace trace_engine(runtime::Engine& engine, std::span<const uint32_t> tokens, std::string label) {
-  Trace trace;
-  trace.label = std::move(label);
-  auto observer = [&](const runtime::ActivationView& v) {
+runtime::ActivationObserver TraceRecorder::observer() {
+  return [this](const runtime::ActivationView& v) {
     Stage s;
     s.name = v.stage == runtime::Stage::Embedding   ? "embedding"
              : v.stage == runtime::Stage::FinalNorm ? "final norm"
@@ -28,13 +26,20 @@ Trace trace_engine(runtime::Engine& engine, std::span<const uint32_t> tokens, st
     s.cols = v.cols;
     s.first_row = v.first_position;
     s.values.assign(v.values.begin(), v.values.end());
-    trace.stages.push_back(std::move(s));
+    trace_.stages.push_back(std::move(s));
   };
+}
+
+void TraceRecorder::add_logits(std::vector<float> values, size_t rows, size_t cols, uint64_t first_row) {
+  trace_.stages.push_back(Stage{"logits", rows, cols, first_row, std::move(values)});
+}
+
+Trace trace_engine(runtime::Engine& engine, std::span<const uint32_t> tokens, std::string label) {
+  TraceRecorder recorder(std::move(label));
   engine.reset();
-  auto logits = engine.forward(tokens, runtime::LogitRows::All, observer);
-  Stage s{"logits", tokens.size(), engine.vocab_size(), 0, std::move(logits)};
-  trace.stages.push_back(std::move(s));
-  return trace;
+  auto logits = engine.forward(tokens, runtime::LogitRows::All, recorder.observer());
+  recorder.add_logits(std::move(logits), tokens.size(), engine.vocab_size(), 0);
+  return recorder.take();
 }
 
 Trace trace_model(runtime::EngineKind kind, const CanonicalModel& model, std::span<const uint32_t> tokens,
@@ -98,22 +103,43 @@ double max_abs_difference(const Stage& a, const Stage& b) {
   return worst;
 }
 
+double max_abs_value(const Stage& stage, const Stage& other) {
+  const uint64_t first = std::max(stage.first_row, other.first_row);
+  const uint64_t end = std::min(stage.first_row + stage.rows, other.first_row + other.rows);
+  const size_t cols = std::min(stage.cols, other.cols);
+  double largest = 0;
+  for (uint64_t r = first; r < end; ++r)
+    for (size_t c = 0; c < cols; ++c)
+      largest = std::max(largest, std::fabs(static_cast<double>(stage.values[(r - stage.first_row) * stage.cols + c])));
+  return largest;
+}
+
 std::string parity_table(const Trace& reference, const std::vector<Trace>& others) {
   std::ostringstream out;
   out << "| stage (max abs diff vs " << reference.label << ") |";
   for (const auto& t : others) out << " " << t.label << " |";
+  for (const auto& t : others) out << " " << t.label << " (relative) |";
   out << "\n|---|";
-  for (size_t i = 0; i < others.size(); ++i) out << "---|";
+  for (size_t i = 0; i < 2 * others.size(); ++i) out << "---|";
   out << "\n";
   for (const auto& stage : reference.stages) {
     out << "| " << stage.name << " |";
-    for (const auto& t : others) {
-      const Stage* s = t.find(stage.name);
-      char cell[32];
-      if (!s) std::snprintf(cell, sizeof cell, "-");
-      else std::snprintf(cell, sizeof cell, "%.2e", max_abs_difference(stage, *s));
-      out << " " << cell << " |";
-    }
+    for (int relative = 0; relative < 2; ++relative)
+      for (const auto& t : others) {
+        const Stage* s = t.find(stage.name);
+        char cell[32];
+        if (!s) {
+          std::snprintf(cell, sizeof cell, "-");
+        } else {
+          double d = max_abs_difference(stage, *s);
+          if (relative) {
+            const double largest = max_abs_value(stage, *s);
+            d = largest > 0 ? d / largest : (d == 0 ? 0.0 : INFINITY);
+          }
+          std::snprintf(cell, sizeof cell, "%.2e", d);
+        }
+        out << " " << cell << " |";
+      }
     out << "\n";
   }
   return out.str();

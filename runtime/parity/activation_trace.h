@@ -27,6 +27,21 @@ struct Trace {
   const Stage* find(const std::string& name) const;
 };
 
+// Records the stages an engine's forward shows its observer (embedding, layers, final norm) and
+// then its logits: what trace_engine and gptoss-run --trace build a Trace from.
+class TraceRecorder {
+ public:
+  explicit TraceRecorder(std::string label) { trace_.label = std::move(label); }
+  // Valid while the recorder lives.
+  runtime::ActivationObserver observer();
+  // `rows` rows of logits starting at position `first_row`, row-major [rows, cols].
+  void add_logits(std::vector<float> values, size_t rows, size_t cols, uint64_t first_row);
+  Trace take() { return std::move(trace_); }
+
+ private:
+  Trace trace_;
+};
+
 // Runs `tokens` as one prefill on `engine` (from an empty cache) and records every stage.
 Trace trace_engine(runtime::Engine& engine, std::span<const uint32_t> tokens, std::string label);
 // The same on a new engine of `kind` whose KV cache holds just the prompt. Throws
@@ -42,8 +57,12 @@ Trace trace_from_refs(const SafetensorsFile& refs, const std::string& prompt, st
 // columns; references hold only the last position's logits). NaN if they share nothing.
 double max_abs_difference(const Stage& a, const Stage& b);
 
-// Markdown table: one row per stage of `reference`, one column per other trace, each cell the max
-// abs difference against the reference.
+// The largest |value| of a stage over the rows and columns it shares with `other` (0 if none).
+double max_abs_value(const Stage& stage, const Stage& other);
+
+// Markdown table: one row per stage of `reference`, one column per other trace with the max abs
+// difference against the reference, then one per other trace with that difference relative to
+// the reference stage's largest |value| (max_abs_value).
 std::string parity_table(const Trace& reference, const std::vector<Trace>& others);
 
 }  // namespace gptoss::parity

@@ -15,6 +15,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 GenerationResult generate(runtime::Engine& engine, sampling::Sampler& sampler, const GenerationRequest& request) {
   if (request.prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
+  if (request.prefill_observer && !request.prompt_logits)
+    throw std::invalid_argument("generate: a prefill observer needs prompt_logits (the prefill must return every row)");
   GenerationResult result;
   engine.reset();
   // Greedy decoding asks the engine for the argmax alone (a device engine then never copies the
@@ -30,7 +32,7 @@ GenerationResult generate(runtime::Engine& engine, sampling::Sampler& sampler, c
   const auto prefill_start = std::chrono::steady_clock::now();
   if (request.prompt_logits) {
     // Keep every row for the caller; sampling only needs the last one.
-    logits = engine.forward(request.prompt, runtime::LogitRows::All);
+    logits = engine.forward(request.prompt, runtime::LogitRows::All, request.prefill_observer);
     *request.prompt_logits = logits;
     logits.erase(logits.begin(), logits.end() - static_cast<std::ptrdiff_t>(engine.vocab_size()));
   } else if (request.max_tokens > 0) {

@@ -24,6 +24,9 @@ struct GenerationRequest {
   sampling::StopCondition stop;
   // When set, receives the logits of every prompt position: [prompt.size(), vocab] row-major.
   std::vector<float>* prompt_logits = nullptr;
+  // When set, sees every stage of the prompt's forward (embedding, layers, final norm): --trace.
+  // Only with prompt_logits (a greedy prefill otherwise asks the engine for the argmax alone).
+  runtime::ActivationObserver prefill_observer;
   std::function<void(uint32_t)> on_token;  // called as each token is chosen (streaming)
 };
 

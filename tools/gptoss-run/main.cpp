@@ -16,10 +16,12 @@
 #include "runtime/engine.h"
 #include "runtime/harmony/harmony_messages.h"
 #include "runtime/parity/activation_trace.h"
+#include "runtime/parity/trace_file.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/gptoss-run/generation.h"
 #include "tools/gptoss-run/token_display.h"
+#include "verify/canonical_digest.h"
 
 namespace {
 
@@ -46,12 +48,17 @@ constexpr const char* kDescription =
     "MODEL, or against golden activations with --refs FILE --refs-prompt NAME (the prompt's ids are\n"
     "then taken from the references). --engines cpu,vulkan runs every model on each engine listed\n"
     "(one column per model and engine); with --prompt-tokens alone it compares MODEL across them.\n"
+    "Each difference is shown absolute, then relative to the reference stage's largest |value|.\n"
+    "\n"
+    "--trace FILE records the prompt's forward pass (embedding, every layer's residual stream, final\n"
+    "norm, the logits of every prompt position) zstd-compressed, with the model's canonical digest,\n"
+    "the engine, the device and the prompt ids; gptoss-eval --compare-traces A B compares two.\n"
     "\n"
     "An option the chosen mode cannot honour (a sampling option under greedy decoding, a harmony\n"
     "option without harmony rendering, --device on the CPU engine, ...) is an error.";
 
 struct Options {
-  std::string model_path, prompt_text, prompt_tokens, dump_logits, engine_name = "cpu", effort = "medium";
+  std::string model_path, prompt_text, prompt_tokens, dump_logits, trace_path, engine_name = "cpu", effort = "medium";
   std::string developer, date;
   uint64_t max_tokens = 128;
   gptoss::sampling::SamplingParams sampling;
@@ -90,7 +97,7 @@ constexpr std::initializer_list<const char*> kHarmonyOptions = {"--reasoning-eff
 
 void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
   if (o.list_devices) {
-    refuse_if_given(app, {"model", "--parity", "--refs", "--engines", "-p", "--prompt-tokens", "--device"},
+    refuse_if_given(app, {"model", "--parity", "--refs", "--engines", "-p", "--prompt-tokens", "--device", "--trace"},
                     "cannot be combined with --list-devices, which only lists the Vulkan devices");
     return;
   }
@@ -99,6 +106,9 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
   if (parity) {
     refuse_if_given(app, kGenerationOptions,
                     "does not apply to --parity, which runs one prefill per model and engine (engines: --engines)");
+    refuse_if_given(app, {"--trace"},
+                    "records one run, and --parity runs several: trace each run on its own "
+                    "(gptoss-run MODEL --trace FILE --engine E) and compare them with gptoss-eval --compare-traces");
     const bool any_vulkan = std::count(o.parity_engines.begin(), o.parity_engines.end(), "vulkan") > 0;
     if (o.device && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add vulkan to --engines");
     return;
@@ -146,6 +156,11 @@ int list_devices(bool json_output) {
   return 0;
 }
 
+// "GGUF model-q8_0.gguf": the format and file name, as tables label a model.
+std::string model_label(const std::string& path) {
+  return gptoss::format_name(gptoss::detect_input_format(path)) + " " + std::filesystem::path(path).filename().string();
+}
+
 // ---- --parity ----
 
 int parity(const Options& o) {
@@ -165,8 +180,7 @@ int parity(const Options& o) {
   all.insert(all.end(), o.parity_models.begin(), o.parity_models.end());
   for (const auto& path : all) {
     const auto model = gptoss::load_model(path);
-    const std::string label = gptoss::format_name(gptoss::detect_input_format(path)) + " " +
-                              std::filesystem::path(path).filename().string();
+    const std::string label = model_label(path);
     for (const auto& name : o.parity_engines) {
       gptoss::runtime::EngineOptions options;
       options.max_context = std::max<size_t>(ids.size(), 1);
@@ -283,12 +297,23 @@ int generate(const Options& o) {
   request.max_tokens = o.max_tokens;
   request.stop.stop_tokens = stop_tokens(o, model, tok);
   std::vector<float> prompt_logits;
-  if (!o.dump_logits.empty()) request.prompt_logits = &prompt_logits;
+  if (!o.dump_logits.empty() || !o.trace_path.empty()) request.prompt_logits = &prompt_logits;
+  std::optional<gptoss::parity::TraceRecorder> recorder;
+  if (!o.trace_path.empty()) {
+    recorder.emplace(o.engine_name + ": " + model_label(o.model_path));
+    request.prefill_observer = recorder->observer();
+  }
   request.on_token = [&](uint32_t id) { print(display.push(id)); };
   gptoss::sampling::Sampler sampler(o.sampling);
   const auto result = gptoss::run::generate(*engine, sampler, request);
   print(display.finish());
   if (!o.dump_logits.empty()) write_logits(o.dump_logits, prompt_logits);
+  if (recorder) {
+    recorder->add_logits(std::move(prompt_logits), prompt.size(), engine->vocab_size(), 0);
+    const gptoss::parity::TraceHeader header{gptoss::model_digest(gptoss::canonical_digests(model)), o.model_path,
+                                             o.engine_name, engine->device_description(), prompt};
+    gptoss::parity::write_trace_file(o.trace_path, header, recorder->take());
+  }
 
   const double prompt_rate = static_cast<double>(prompt.size()) / result.prompt_seconds;
   const double generation_rate =
@@ -312,6 +337,7 @@ int generate(const Options& o) {
     j["prompt_tokens_per_second"] = prompt_rate;
     j["generation_tokens_per_second"] = generation_rate;
     if (!o.dump_logits.empty()) j["dump_logits"] = o.dump_logits;
+    if (!o.trace_path.empty()) j["trace"] = o.trace_path;
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
@@ -324,6 +350,7 @@ int generate(const Options& o) {
                prompt.size(), prompt_rate, result.tokens.size(), generation_rate, stop_reason_name(result.stop));
   if (!o.dump_logits.empty())
     std::fprintf(stderr, "wrote %zu x %u logits to %s\n", prompt.size(), engine->vocab_size(), o.dump_logits.c_str());
+  if (!o.trace_path.empty()) std::fprintf(stderr, "wrote the trace of the prompt's forward pass to %s\n", o.trace_path.c_str());
   return 0;
 }
 
@@ -345,6 +372,7 @@ int main(int argc, char** argv) {
   app.add_option("--stop-token", o.extra_stops, "extra stop token id (repeatable)");
   app.add_flag("--no-default-stops", o.no_default_stops, "do not stop at EOS, <|return|> or <|call|>");
   app.add_option("--dump-logits", o.dump_logits, "write every prompt position's logits (see above)");
+  app.add_option("--trace", o.trace_path, "write every stage of the prompt's forward pass to FILE (see above)");
   app.add_flag("--json", o.json_output, "print one JSON object at the end instead of streaming text");
   app.add_flag("--no-harmony", o.no_harmony, "plain completion: encode -p text as is");
   app.add_flag("--raw", o.raw, "show every generated token as text, specials included");

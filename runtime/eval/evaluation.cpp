@@ -1,0 +1,144 @@
+#include "runtime/eval/evaluation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+#include "formats/core/zstd_frames.h"
+#include "verify/parallel_for.h"
+
+namespace gptoss::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
+  if ((r.reference == nullptr) == (r.reference_file == nullptr))
+    throw std::invalid_argument("evaluate: give exactly one reference (an engine or a reference logits file)");
+  if (r.save && !r.reference) throw std::invalid_argument("evaluate: saving needs a reference run live");
+  if (r.tokens.size() < r.plan.evaluated_tokens())
+    throw std::invalid_argument("evaluate: " + std::to_string(r.tokens.size()) + " tokens for " +
+                                std::to_string(r.plan.chunks) + " chunks of " + std::to_string(r.plan.ctx));
+  std::vector<uint32_t> vocabs = {reference_vocab};
+  for (const auto* c : r.candidates) vocabs.push_back(c->vocab_size());
+  const uint32_t smallest = *std::min_element(vocabs.begin(), vocabs.end());
+  for (uint64_t i = 0; i < r.plan.evaluated_tokens(); ++i)
+    if (r.tokens[i] >= smallest)
+      throw std::invalid_argument("token " + std::to_string(r.tokens[i]) + " at position " + std::to_string(i) +
+                                  " of the text is outside a model's vocabulary of " + std::to_string(smallest) + " rows");
+}
+
+// One chunk's reference: rows of live logits, or decoded records.
+struct ChunkReference {
+  const std::vector<float>* logits = nullptr;  // live: [ctx, vocab]
+  std::vector<ZstdFrameReader::Frame> frames;  // from a file: one per scored position
+};
+
+}  // namespace
+
+EvaluationResult evaluate(const EvaluationRequest& r) {
+  const auto start = Clock::now();
+  const uint32_t ref_vocab = r.reference ? r.reference->vocab_size() : r.reference_file->header().vocab_size;
+  check_request(r, ref_vocab);
+  const ChunkPlan& plan = r.plan;
+  const uint32_t scored = plan.scored_per_chunk();
+  const uint64_t total_scored = plan.scored_tokens();
+
+  EvaluationResult result;
+  result.reference_vocab = ref_vocab;
+  std::vector<double> ref_nll(total_scored);
+  std::vector<std::vector<double>> cand_nll(r.candidates.size(), std::vector<double>(total_scored));
+  for (const auto* c : r.candidates) {
+    CandidateResult cr;
+    cr.vocab_size = c->vocab_size();
+    cr.shared_rows = std::min(ref_vocab, cr.vocab_size);
+    cr.positions.resize(total_scored);
+    result.candidates.push_back(std::move(cr));
+  }
+  std::vector<std::vector<uint8_t>> saved_frames(r.save ? scored : 0);
+
+  std::vector<float> ref_logits;
+  std::vector<std::vector<float>> cand_logits(r.candidates.size());
+  for (uint32_t chunk = 0; chunk < plan.chunks; ++chunk) {
+    const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
+    const auto forward_start = Clock::now();
+    ChunkReference ref;
+    if (r.reference) {
+      r.reference->reset();
+      ref_logits = r.reference->forward(ids, runtime::LogitRows::All);
+      ref.logits = &ref_logits;
+    } else {
+      ref.frames = r.reference_file->next_chunk();
+    }
+    for (size_t k = 0; k < r.candidates.size(); ++k) {
+      r.candidates[k]->reset();
+      cand_logits[k] = r.candidates[k]->forward(ids, runtime::LogitRows::All);
+    }
+    result.forward_seconds += seconds_since(forward_start);
+
+    const auto stats_start = Clock::now();
+    const uint64_t first_global = uint64_t{chunk} * scored;
+    parallel_for(scored, r.threads, [&](size_t j) {
+      const size_t row = plan.first_scored() + j;
+      const uint32_t target = ids[row + 1];
+      const uint64_t global = first_global + j;
+      thread_local std::vector<uint8_t> raw;
+      thread_local std::vector<float> decoded;
+      std::span<const float> x;
+      std::optional<ReferenceRecord> record;
+      if (ref.logits) {
+        x = std::span<const float>(*ref.logits).subspan(row * ref_vocab, ref_vocab);
+      } else {
+        decoded.resize(ref_vocab);
+        record = r.reference_file->decode(ref.frames[j], raw, decoded);
+        x = record->relative_log_probs;
+      }
+      std::optional<RowSummary> ref_summary;
+      auto ref_full = [&]() -> const RowSummary& {
+        if (!ref_summary) ref_summary = summarize_row(x);
+        return *ref_summary;
+      };
+      if (r.save) saved_frames[j] = zstd_compress_frame(encode_reference_record(x, ref_full(), target), r.save->level());
+      std::optional<double> nll;
+      if (record) nll = record->nll;
+      for (size_t k = 0; k < r.candidates.size(); ++k) {
+        CandidateResult& cr = result.candidates[k];
+        const auto y = std::span<const float>(cand_logits[k]).subspan(row * cr.vocab_size, cr.vocab_size);
+        PositionComparison c = compare_position(x.first(cr.shared_rows), y.first(cr.shared_rows));
+        if (record && record->top < cr.shared_rows) {
+          // The file's top and log P(top) are exact (the f16 row is not): the argmax over every row
+          // lies in the shared ones, so it is theirs too, with P renormalized over them.
+          double shared_mass = 1;
+          if (cr.shared_rows < ref_vocab) {
+            double tail = 0;
+            for (size_t i = cr.shared_rows; i < ref_vocab; ++i) tail += std::exp(x[i] - ref_full().log_norm);
+            shared_mass = 1 - tail;
+          }
+          c.ref_top = record->top;
+          c.p_ref_top = std::exp(record->log_p_top) / shared_mass;
+          c.q_ref_top = std::exp(static_cast<double>(y[c.ref_top]) - c.cand_log_norm);
+        }
+        cr.positions[global] = c;
+        const double cand_log_norm = cr.shared_rows == cr.vocab_size ? c.cand_log_norm : summarize_row(y).log_norm;
+        cand_nll[k][global] = cand_log_norm - y[target];
+        if (!nll && cr.shared_rows == ref_vocab) nll = c.ref_log_norm - x[target];
+      }
+      ref_nll[global] = nll ? *nll : ref_full().log_norm - x[target];
+    });
+    if (r.save)
+      for (auto& frame : saved_frames) r.save->write_frame(frame);
+    result.statistics_seconds += seconds_since(stats_start);
+    if (r.progress) r.progress(uint64_t{chunk + 1} * plan.ctx, plan.evaluated_tokens());
+  }
+  if (r.reference_file) r.reference_file->expect_end();
+  for (double v : ref_nll) result.reference.add(v);
+  for (size_t k = 0; k < r.candidates.size(); ++k)
+    for (double v : cand_nll[k]) result.candidates[k].nll.add(v);
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace gptoss::eval

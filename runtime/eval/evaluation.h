@@ -1,0 +1,54 @@
+#pragma once
+// One pass over a text's chunks (chunk_plan.h): each chunk runs through the reference (an engine,
+// or records read from a reference logits file) and every candidate engine as one forward with
+// the logits of every position, then the scored positions are reduced on all cores: the
+// reference's perplexity, each candidate's perplexity and its per-position comparison with the
+// reference (distribution_math.h). Sums are added in position order after each parallel pass, so
+// the results do not depend on the thread count.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "runtime/engine.h"
+#include "runtime/eval/chunk_plan.h"
+#include "runtime/eval/distribution_math.h"
+#include "runtime/eval/reference_logits_file.h"
+#include "runtime/eval/statistics.h"
+
+namespace gptoss::eval {
+
+struct EvaluationRequest {
+  std::span<const uint32_t> tokens;  // the text's ids: at least plan.chunks * plan.ctx
+  ChunkPlan plan;
+  runtime::Engine* reference = nullptr;             // the reference run live, or
+  ReferenceLogitsReader* reference_file = nullptr;  // its distributions read from a file
+  std::vector<runtime::Engine*> candidates;
+  ReferenceLogitsWriter* save = nullptr;  // stores the live reference's records as they are made
+  unsigned threads = 0;                   // 0: one per core
+  // After every chunk: text tokens run so far and in all (chunks x ctx).
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+struct CandidateResult {
+  uint32_t vocab_size = 0;
+  uint32_t shared_rows = 0;  // rows compared: min(reference vocab, candidate vocab)
+  NllStats nll;
+  std::vector<PositionComparison> positions;  // every scored position, in text order
+  ComparisonSummary summary() const { return summarize_comparisons(positions); }
+};
+
+struct EvaluationResult {
+  uint32_t reference_vocab = 0;
+  NllStats reference;
+  std::vector<CandidateResult> candidates;
+  double seconds = 0;             // the whole pass
+  double forward_seconds = 0;     // inside engine forwards
+  double statistics_seconds = 0;  // the parallel reductions (and compressing saved records)
+};
+
+// Throws std::invalid_argument for a request that cannot run (no reference, a scored token
+// outside a model's vocabulary, too few tokens), FormatError for a damaged reference file.
+EvaluationResult evaluate(const EvaluationRequest& request);
+
+}  // namespace gptoss::eval

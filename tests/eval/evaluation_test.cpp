@@ -1,0 +1,201 @@
+// gptoss-eval end to end on preset a: a model against itself on every engine, the HF checkpoint
+// against its Q8_0 GGUF checked against a direct computation from gptoss-run --dump-logits, and
+// the reference logits file (round trip, and refusals naming the field that differs).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "convert/model_io.h"
+#include "runtime/eval/evaluation.h"
+#include "runtime/tokenizer/tokenizer.h"
+#include "tests/eval/eval_fixture.h"
+
+namespace gptoss::test {
+namespace {
+
+std::vector<uint32_t> fixed_ids(size_t n) {
+  std::vector<uint32_t> ids;
+  for (size_t i = 0; i < n; ++i) ids.push_back(static_cast<uint32_t>((i * 7919 + 13) % 199998));
+  return ids;
+}
+
+// A model against itself on `kind`: exactly zero divergence, full agreement, equal perplexity.
+void expect_same_model_gives_zero(runtime::EngineKind kind) {
+  const auto model = load_model(preset_a_checkpoint() / "hf");
+  const auto ids = fixed_ids(32);
+  const auto plan = eval::plan_chunks(ids.size(), 16, std::nullopt);
+  ASSERT_EQ(plan.chunks, 2u);
+  runtime::EngineOptions options;
+  options.max_context = 16;
+  std::unique_ptr<runtime::Engine> reference, candidate;
+  try {
+    reference = runtime::make_engine(kind, model, options);
+    candidate = runtime::make_engine(kind, model, options);
+  } catch (const std::runtime_error& e) {
+    ASSERT_EQ(kind, runtime::EngineKind::Vulkan) << e.what();
+    GTEST_SKIP() << "no usable Vulkan device: " << e.what();
+  }
+  eval::EvaluationRequest request;
+  request.tokens = ids;
+  request.plan = plan;
+  request.reference = reference.get();
+  request.candidates = {candidate.get()};
+  const auto result = eval::evaluate(request);
+  ASSERT_EQ(result.candidates.size(), 1u);
+  const auto& c = result.candidates[0];
+  const auto s = c.summary();
+  EXPECT_EQ(s.positions, 14u);  // 2 chunks x (16 - 1 - 8)
+  EXPECT_EQ(s.kl_max, 0.0);
+  EXPECT_EQ(s.kl_mean, 0.0);
+  EXPECT_EQ(s.top1_agreement, 1.0);
+  EXPECT_EQ(s.dp_rms, 0.0);
+  EXPECT_EQ(c.nll.perplexity(), result.reference.perplexity());
+  EXPECT_GT(result.reference.perplexity(), 1.0);
+}
+
+TEST(Evaluation, SameModelAgainstItselfIsZeroOnTheCpuEngine) { expect_same_model_gives_zero(runtime::EngineKind::Cpu); }
+TEST(Evaluation, SameModelAgainstItselfIsZeroOnTheCpuF64Engine) {
+  expect_same_model_gives_zero(runtime::EngineKind::CpuF64);
+}
+// Named Vulkan*: the sanitizer runs these with leak detection off (Mesa's driver leaks).
+TEST(VulkanEvaluation, SameModelAgainstItselfIsZero) { expect_same_model_gives_zero(runtime::EngineKind::Vulkan); }
+
+std::vector<float> read_f32(const std::filesystem::path& path) {
+  const auto bytes = read_file_bytes(path);
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+struct DirectRow {
+  std::vector<double> log_p;
+  uint32_t top = 0;
+};
+DirectRow log_softmax(const float* x, size_t n) {
+  DirectRow r;
+  double m = -INFINITY;
+  for (size_t i = 0; i < n; ++i)
+    if (x[i] > m) m = x[r.top = static_cast<uint32_t>(i)];
+  double z = 0;
+  for (size_t i = 0; i < n; ++i) z += std::exp(x[i] - m);
+  for (size_t i = 0; i < n; ++i) r.log_p.push_back(x[i] - m - std::log(z));
+  return r;
+}
+
+TEST(EvaluationCli, Q8GgufAgainstHfMatchesTheDumpedLogits) {
+  TOKENIZER_OR_SKIP();
+  const auto hf = (preset_a_checkpoint() / "hf").string();
+  const auto q8 = preset_a_q8_gguf().string();
+  const auto j = eval_json(hf + " " + q8 + " --text " + eval_text().string() + " --ctx 16 --chunks 2 --engine cpu-f64");
+  ASSERT_TRUE(j.contains("candidates"));
+  const auto& c = j["candidates"][0];
+
+  // The same chunks through gptoss-run --dump-logits, and the statistics written out here.
+  std::ifstream in(eval_text(), std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto ids = Tokenizer(*load_model(hf).tokenizer).encode(text, false);
+  TempDir dir;
+  double kl_sum = 0, kl_max = 0, dp_sum = 0, nll_ref = 0, nll_cand = 0;
+  int same = 0, n = 0;
+  for (int chunk = 0; chunk < 2; ++chunk) {
+    const std::vector<uint32_t> chunk_ids(ids.begin() + chunk * 16, ids.begin() + (chunk + 1) * 16);
+    std::vector<std::vector<float>> logits;
+    for (const auto& model : {hf, q8}) {
+      const auto path = dir / ("logits-" + std::to_string(logits.size()));
+      const auto r = run_command(gptoss_run() + " " + model + " --prompt-tokens " + join_ids(chunk_ids) +
+                                 " -n 0 --engine cpu-f64 --dump-logits " + path.string() + " 2>&1");
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      logits.push_back(read_f32(path));
+    }
+    const size_t vocab = logits[0].size() / 16;
+    ASSERT_EQ(logits[1].size(), logits[0].size());
+    for (size_t row = 8; row <= 14; ++row) {
+      const auto p = log_softmax(logits[0].data() + row * vocab, vocab);
+      const auto q = log_softmax(logits[1].data() + row * vocab, vocab);
+      double kl = 0;
+      for (size_t i = 0; i < vocab; ++i) kl += std::exp(p.log_p[i]) * (p.log_p[i] - q.log_p[i]);
+      kl_sum += kl;
+      kl_max = std::max(kl_max, kl);
+      dp_sum += std::exp(q.log_p[p.top]) - std::exp(p.log_p[p.top]);
+      same += p.top == q.top;
+      nll_ref -= p.log_p[chunk_ids[row + 1]];
+      nll_cand -= q.log_p[chunk_ids[row + 1]];
+      ++n;
+    }
+  }
+  ASSERT_EQ(n, 14);
+  ASSERT_EQ(c["tokens"], 14);
+  const double kl_mean = kl_sum / n;
+  EXPECT_GT(kl_mean, 1e-4);  // Q8_0 is lossy: a small positive divergence
+  EXPECT_LT(kl_mean, 0.1);
+  EXPECT_NEAR(c["kl"]["mean"].get<double>(), kl_mean, 1e-5 * kl_mean);
+  EXPECT_NEAR(c["kl"]["max"].get<double>(), kl_max, 1e-5 * kl_max);
+  EXPECT_DOUBLE_EQ(c["top1_agreement"].get<double>(), same / 14.0);
+  EXPECT_NEAR(c["dp_mean"].get<double>(), dp_sum / n, 1e-9);
+  EXPECT_NEAR(j["reference"]["perplexity"].get<double>(), std::exp(nll_ref / n), 1e-6 * std::exp(nll_ref / n));
+  EXPECT_NEAR(c["perplexity"].get<double>(), std::exp(nll_cand / n), 1e-6 * std::exp(nll_cand / n));
+}
+
+TEST(EvaluationCli, LogitsFileGivesTheLiveNumbersAndRefusesAnotherModelTextOrChunking) {
+  TOKENIZER_OR_SKIP();
+  const auto hf = (preset_a_checkpoint() / "hf").string();
+  const auto q8 = preset_a_q8_gguf().string();
+  const std::string text = " --text " + eval_text().string();
+  TempDir dir;
+  const auto saved = (dir / "ref.logits").string();
+  const auto live = eval_json(hf + " " + q8 + text + " --ctx 16 --chunks 2 --save-logits " + saved);
+  ASSERT_TRUE(live.contains("saved_logits"));
+  const auto file = eval_json(hf + " " + q8 + text + " --ctx 16 --chunks 2 --against-logits " + saved);
+  ASSERT_TRUE(file.contains("candidates"));
+  // nll is stored exactly; KL comes from f16 log-probabilities (docs/eval.md: ~1e-6 at most).
+  EXPECT_NEAR(file["reference"]["perplexity"].get<double>(), live["reference"]["perplexity"].get<double>(),
+              1e-6 * live["reference"]["perplexity"].get<double>());
+  EXPECT_NEAR(file["candidates"][0]["kl"]["mean"].get<double>(), live["candidates"][0]["kl"]["mean"].get<double>(), 2e-6);
+  EXPECT_EQ(file["candidates"][0]["top1_agreement"], live["candidates"][0]["top1_agreement"]);
+  EXPECT_EQ(file["candidates"][0]["perplexity"], live["candidates"][0]["perplexity"]);
+
+  auto refused = [&](const std::string& arguments, const std::string& field) {
+    const auto r = run_command(gptoss_eval() + " " + arguments + " --against-logits " + saved + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(saved + ": " + field), std::string::npos) << field << "\n" << r.output;
+  };
+  refused(q8 + " " + hf + text + " --ctx 16 --chunks 2", "model.digest");
+  refused(hf + " " + q8 + text + " --ctx 32 --chunks 2", "chunking.ctx");
+  refused(hf + " " + q8 + text + " --ctx 16 --chunks 3", "chunking.chunks");
+  const auto other_text = dir / "other.txt";
+  {
+    std::ofstream out(other_text);
+    for (int i = 0; i < 40; ++i) out << "A different text, long enough for two chunks of sixteen tokens. ";
+  }
+  refused(hf + " " + q8 + " --text " + other_text.string() + " --ctx 16 --chunks 2", "text.sha256");
+
+  // A damaged file: its last record cut short.
+  auto bytes = read_file_bytes(saved);
+  bytes.resize(bytes.size() - 100);
+  const auto cut = dir / "cut.logits";
+  write_file_bytes(cut, bytes);
+  const auto r = run_command(gptoss_eval() + " " + hf + " " + q8 + text + " --ctx 16 --chunks 2 --against-logits " +
+                             cut.string() + " 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(cut.string() + ": chunk 1 position 6 at byte"), std::string::npos) << r.output;
+}
+
+TEST(EvaluationCli, RefusesWhatAModeCannotHonour) {
+  const auto hf = (preset_a_checkpoint() / "hf").string();
+  auto refused = [&](const std::string& arguments, const std::string& message) {
+    const auto r = run_command(gptoss_eval() + " " + arguments + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  };
+  refused(hf + " --text x --save-logits a --against-logits b", "exclude each other");
+  refused(hf + " --text x --device 0", "--device picks a Vulkan device");
+  refused(hf + " --text x --tolerance 1", "--tolerance applies to --compare-traces");
+  refused(hf + " --compare-traces a b", "does not apply to --compare-traces");
+  refused(hf + " --text x --level 5", "--level sets the zstd level of --save-logits");
+  refused(hf, "--text FILE");
+}
+
+}  // namespace
+}  // namespace gptoss::test
