@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "convert/gptoss_config.h"
-#include "convert/tensor_source.h"
+#include "formats/core/tensor_source.h"
 #include "convert/tokenizer_data.h"
 #include "formats/core/dtype.h"
 

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "convert/tensor_source.h"
+#include "formats/core/tensor_source.h"
 #include "formats/core/dtype.h"
 
 namespace gptoss {

@@ -75,9 +75,11 @@ GptOssConfig synth_config(const SynthPreset& p) {
   c.yarn_truncate = false;
   c.max_position_embeddings = 131072;
   c.swiglu_limit = 7.0;
-  c.bos_token_id = 199998;
-  c.eos_token_id = 200002;
-  c.pad_token_id = 199999;
+  if (p.vocab > 200002) {  // o200k_harmony's special ids, where the vocabulary holds them
+    c.bos_token_id = 199998;
+    c.eos_token_id = 200002;
+    c.pad_token_id = 199999;
+  }
   c.validate("preset " + p.name);
   return c;
 }
@@ -86,7 +88,7 @@ namespace {
 enum class Recipe { Uniform, Norm, Bytes, Scales };
 
 // One generated tensor: element i is a function of (seed, i) alone, so any byte range can be
-// produced independently.
+// produced independently (on any thread).
 TensorSourcePtr generated(uint64_t seed, Recipe recipe, int exp2_or_base, uint64_t elements, uint64_t row_elements) {
   const bool bf16 = recipe == Recipe::Uniform || recipe == Recipe::Norm;
   const uint64_t elem_bytes = bf16 ? 2 : 1;
@@ -95,22 +97,17 @@ TensorSourcePtr generated(uint64_t seed, Recipe recipe, int exp2_or_base, uint64
       elements / row_elements, row_elements * elem_bytes,
       [=](uint64_t first_row, uint64_t count, uint8_t* out) {
         const uint64_t begin = first_row * row_elements, n = count * row_elements;
-        for (uint64_t i = 0; i < n; ++i) {
-          const uint8_t r = synth_byte(seed, begin + i);
-          switch (recipe) {
-            case Recipe::Uniform:
-              store_u16(out + 2 * i, f32_to_bf16(static_cast<float>(static_cast<int>(r) - 128) * scale));
-              break;
-            case Recipe::Norm:
-              store_u16(out + 2 * i, f32_to_bf16(1.0f + static_cast<float>(static_cast<int>(r % 64) - 32) / 128.0f));
-              break;
-            case Recipe::Bytes:
-              out[i] = r;
-              break;
-            case Recipe::Scales:
-              out[i] = static_cast<uint8_t>(r % 3 + exp2_or_base - 1);
-              break;
-          }
+        if (bf16) {
+          // An element is a function of its random byte alone: look the 256 encodings up.
+          uint16_t encoding[256];
+          for (int r = 0; r < 256; ++r)
+            encoding[r] = f32_to_bf16(recipe == Recipe::Uniform ? static_cast<float>(r - 128) * scale
+                                                                : 1.0f + static_cast<float>(r % 64 - 32) / 128.0f);
+          for (uint64_t i = 0; i < n; ++i) store_u16(out + 2 * i, encoding[synth_byte(seed, begin + i)]);
+        } else if (recipe == Recipe::Bytes) {
+          for (uint64_t i = 0; i < n; ++i) out[i] = synth_byte(seed, begin + i);
+        } else {
+          for (uint64_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(synth_byte(seed, begin + i) % 3 + exp2_or_base - 1);
         }
       });
 }

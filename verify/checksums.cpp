@@ -12,7 +12,7 @@
 #include "formats/core/mapped_file.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
 #include "verify/stored_tensors.h"
-#include "verify/parallel_for.h"
+#include "formats/core/parallel_for.h"
 #include "verify/sha256.h"
 
 namespace gptoss {

@@ -63,4 +63,16 @@ void encode_from_f32(DType type, const float* in, size_t n, uint8_t* out) {
   }
 }
 
+uint64_t scale_bf16_in_place(uint8_t* bf16, size_t n, float scale) {
+  const float inverse = 1.0f / scale;
+  uint64_t inexact = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float x = bf16_to_f32(load_u16(bf16 + 2 * i));
+    const uint16_t result = f32_to_bf16(x * scale);
+    inexact += x == x && bf16_to_f32(result) * inverse != x;  // NaN stays NaN: not counted
+    store_u16(bf16 + 2 * i, result);
+  }
+  return inexact;
+}
+
 }  // namespace gptoss
