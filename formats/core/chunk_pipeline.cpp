@@ -112,6 +112,7 @@ void OrderedChunkPipeline::produce(const Chunk& chunk, Slot& slot) const {
   slot.buffer.resize(chunk.size);
   source.read(chunk.offset, slot.buffer);
   slot.bytes = std::span<const uint8_t>(slot.buffer.data(), chunk.size);
+  source.release_range(chunk.offset, chunk.size);  // its input is consumed: only the buffer stays
 }
 
 void OrderedChunkPipeline::write_next(AtomicFileWriter& out) {
@@ -132,7 +133,7 @@ void OrderedChunkPipeline::write_next(AtomicFileWriter& out) {
       if (slot->error) std::rethrow_exception(slot->error);
     }
     out.write(slot->bytes);
-    source.release_range(chunk.offset, chunk.size);
+    if (slot->bytes.data() != slot->buffer.data()) source.release_range(chunk.offset, chunk.size);  // a view
     if (!inline_slot_) {
       Workers& w = *workers_;
       {

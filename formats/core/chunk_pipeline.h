@@ -8,11 +8,13 @@
 // - The output bytes are the same for any number of threads: every chunk's bytes are a function
 //   of its source range alone, and the writer puts them in place in order.
 // - Memory is bounded by the chunks in flight, not by a tensor per thread: a worker takes a chunk
-//   only while fewer than chunks_in_flight() chunks are produced and not yet written.
-// - A chunk whose bytes lie in memory (a mapped input tensor written as stored) is not copied:
-//   its worker only fetches and maps the pages ahead of the writer (TensorSource::will_need),
-//   which writes straight from the mapping.
-// - Input pages behind the writer are released (TensorSource::release_range).
+//   only while fewer than chunks_in_flight() chunks are produced and not yet written. Each holds
+//   a buffer of at most chunk_bytes, or, for a chunk whose bytes lie in memory (a mapped input
+//   tensor written as stored), the mapped pages of its view: such a chunk is not copied, its
+//   worker only fetches and maps the pages ahead of the writer (TensorSource::will_need), which
+//   writes straight from the mapping.
+// - Input pages are released as soon as they are used (TensorSource::release_range): a produced
+//   chunk's inputs when it is produced, a view's pages once written.
 // - The first error in output order is rethrown by write_next(), as a single thread would have
 //   thrown it; the workers are stopped by the destructor.
 #include <cstdint>

@@ -2,7 +2,8 @@
 // Where a tensor's bytes come from. Conversion streams every tensor through read(offset, out) in
 // bounded chunks, so a transform (QKV split, gate/up interleave, MXFP4 repack, dtype change) is a
 // source wrapping another source, never a copy of the whole model. Sources are immutable once
-// built: read() of different ranges may run on several threads at once (OrderedChunkPipeline).
+// built: every member may run on several threads at once, for different ranges
+// (OrderedChunkPipeline).
 #include <cstdint>
 #include <functional>
 #include <memory>
