@@ -44,8 +44,7 @@ class ConvertSource final : public TransformRowSource {
     std::span<const uint8_t> whole;
     if (src_->contiguous()) whole = view_or_read(*src_, first_row * from_row_bytes_, count * from_row_bytes_, scratch);
     float values[kTileElements], back[kTileElements];
-    uint64_t changed = 0;
-    double max_error = 0, max_value = 0;
+    ValueDifferences differences;
     for (uint64_t done = 0; done < elements; done += kTileElements) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kTileElements, elements - done));
       const uint64_t in_at = *dtype_byte_size(from_, done), in_bytes = *dtype_byte_size(from_, n);
@@ -57,14 +56,9 @@ class ConvertSource final : public TransformRowSource {
       encode_from_f32(to_, values, n, dst);
       if (!stats_) continue;
       decode_to_f32(to_, dst, n, back);
-      for (size_t i = 0; i < n; ++i) {
-        const double e = std::fabs(static_cast<double>(back[i]) - values[i]);
-        changed += !(e <= 0);  // NaN counts as changed
-        max_error = e > max_error ? e : max_error;
-        max_value = std::max(max_value, static_cast<double>(std::fabs(values[i])));
-      }
+      measure_differences(values, back, n, differences);
     }
-    if (stats_) stats_->merge(elements, changed, max_error, max_value);
+    if (stats_) stats_->merge(elements, differences.changed, differences.max_abs_error, differences.max_abs_value);
   }
 
  private:
