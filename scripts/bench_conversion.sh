@@ -41,6 +41,9 @@ seconds_of() {  # "Elapsed (wall clock) time (h:mm:ss or m:ss): 1:02.5" -> 62.5
   awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$1"
 }
 rss_mb_of() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$1"; }
+cpu_of() {  # "user + sys" seconds: shows where a command spends its time (sys: the kernel's copies)
+  awk -F': ' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.0f + %.0f s", u, s}' "$1"
+}
 
 # timed NAME OUTPUT_BYTES_PATHS -- COMMAND...: runs the command under /usr/bin/time -v after a
 # sync (so earlier steps' dirty pages do not land on this one), logs to OUTDIR/logs/NAME.log.
@@ -51,14 +54,15 @@ timed() {
   "$timer" -v "$@" >"$out/logs/$name.log" 2>&1 || { echo "bench_conversion: $name failed:" >&2; tail -5 "$out/logs/$name.log" >&2; exit 1; }
   last_seconds=$(seconds_of "$out/logs/$name.log")
   last_rss=$(rss_mb_of "$out/logs/$name.log")
+  last_cpu=$(cpu_of "$out/logs/$name.log")
   last_command=$shown
 }
 
 row() {  # row BYTES: a table row for the last timed command, its output of BYTES bytes
   local bytes=$1 floor
   floor=$(awk -v b="$bytes" -v cb="$copy_bytes" -v cs="$copy_seconds" 'BEGIN {printf "%.2f", (cb > 0 ? cs * b / cb : 0)}')
-  rows+=("$(awk -v c="$last_command" -v s="$last_seconds" -v r="$last_rss" -v b="$bytes" -v f="$floor" 'BEGIN {
-    printf "| `%s` | %.1f s | %d MB | %.2f GB (%.2f GB/s) | %.1f s | %s |", c, s, r, b / 1e9, (s > 0 ? b / 1e9 / s : 0), f, (f > 0 ? sprintf("%.2fx", s / f) : "—") }')")
+  rows+=("$(awk -v c="$last_command" -v s="$last_seconds" -v r="$last_rss" -v u="$last_cpu" -v b="$bytes" -v f="$floor" 'BEGIN {
+    printf "| `%s` | %.1f s | %d MB | %s | %.2f GB (%.2f GB/s) | %.1f s | %s |", c, s, r, u, b / 1e9, (s > 0 ? b / 1e9 / s : 0), f, (f > 0 ? sprintf("%.2fx", s / f) : "—") }')")
 }
 
 machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2 / 1e6}' /proc/meminfo) RAM, $(df -h --output=avail "$out" | tail -1 | tr -d ' ') free in $out"
@@ -68,7 +72,7 @@ if [ ! -f "$model/hf/config.json" ]; then
   rm -rf "$model"
   timed synth "gptoss-synth s$preset --preset $preset --layouts hf" \
     "$bin/gptoss-synth" "$model" --preset "$preset" --layouts hf --tokenizer "$tokenizer" "${jobs[@]}"
-  synth_seconds=$last_seconds synth_rss=$last_rss
+  synth_seconds=$last_seconds synth_rss=$last_rss synth_cpu=$last_cpu
 else
   synth_seconds=""
 fi
@@ -78,11 +82,11 @@ input_bytes=$(bytes_of "$model/hf")
 # 2. The floor: copying the checkpoint's weights file (in the page cache, like every input here)
 # to a new file on the same disk, then sync. Other byte counts scale it linearly.
 timed copy "cat model.safetensors > copy; sync" sh -c "cat $input > $out/copy.bin; sync"
-copy_seconds=$last_seconds copy_bytes=$(bytes_of "$input")
+copy_seconds=$last_seconds copy_bytes=$(bytes_of "$input") copy_cpu=$last_cpu
 rm -f "$out/copy.bin"
-rows+=("$(awk -v s="$copy_seconds" -v b="$copy_bytes" 'BEGIN {printf "| `cat model.safetensors > copy; sync` (the floor) | %.1f s | — | %.2f GB (%.2f GB/s) | %.1f s | 1.00x |", s, b / 1e9, (s > 0 ? b / 1e9 / s : 0), s}')")
+rows+=("$(awk -v s="$copy_seconds" -v b="$copy_bytes" -v u="$copy_cpu" 'BEGIN {printf "| `cat model.safetensors > copy; sync` (the floor) | %.1f s | — | %s | %.2f GB (%.2f GB/s) | %.1f s | 1.00x |", s, u, b / 1e9, (s > 0 ? b / 1e9 / s : 0), s}')")
 if [ -n "$synth_seconds" ]; then
-  last_seconds=$synth_seconds last_rss=$synth_rss last_command="gptoss-synth s$preset --preset $preset --layouts hf"
+  last_seconds=$synth_seconds last_rss=$synth_rss last_cpu=$synth_cpu last_command="gptoss-synth s$preset --preset $preset --layouts hf"
   row "$input_bytes"
 fi
 
@@ -107,8 +111,8 @@ rm -rf "$out/out.gguf" "$out/back-hf"
 
 # 4. Verification: read-only, so the GB/s column is the checkpoint's bytes over the wall time.
 verify_row() {
-  rows+=("$(awk -v c="$last_command" -v s="$last_seconds" -v r="$last_rss" -v b="$input_bytes" 'BEGIN {
-    printf "| `%s` | %.1f s | %d MB | reads %.2f GB (%.2f GB/s) | — | — |", c, s, r, b / 1e9, (s > 0 ? b / 1e9 / s : 0) }')")
+  rows+=("$(awk -v c="$last_command" -v s="$last_seconds" -v r="$last_rss" -v u="$last_cpu" -v b="$input_bytes" 'BEGIN {
+    printf "| `%s` | %.1f s | %d MB | %s | reads %.2f GB (%.2f GB/s) | — | — |", c, s, r, u, b / 1e9, (s > 0 ? b / 1e9 / s : 0) }')")
 }
 timed manifest "gptoss-verify s$preset/hf --write-manifest m.txt" \
   "$bin/gptoss-verify" "$model/hf" --write-manifest "$out/m.txt" -q "${jobs[@]}"
@@ -122,6 +126,6 @@ echo
 echo "$machine; preset $preset; -j ${JOBS:-default (one thread per core)}; SHA-256 of one stream (openssl speed, 16 KiB blocks): ${sha:-n/a}."
 echo "Floor: the time of \`cat\` + \`sync\` of $(awk -v b="$copy_bytes" 'BEGIN {printf "%.2f GB", b / 1e9}') on this disk, scaled to each output's bytes."
 echo
-echo "| command | wall | max RSS | output | floor | vs floor |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| command | wall | max RSS | CPU user + sys | output | floor | vs floor |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"

@@ -61,6 +61,7 @@ OrderedChunkPipeline::OrderedChunkPipeline(std::vector<PipelineItem> items, cons
   Workers& w = *workers_;
   w.slots.resize(std::min(chunks_in_flight(threads), chunks_.size()));
   auto run = [this, &w] {
+    leave_signals_to_the_main_thread();
     std::unique_lock lock(w.mutex);
     for (;;) {
       w.work.wait(lock, [&] {

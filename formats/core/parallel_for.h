@@ -1,6 +1,8 @@
 #pragma once
 // The one way the toolkit spreads independent items (hashing, digests, value scans) over threads.
 // Streams that must keep an order (writing a file) use OrderedChunkPipeline (chunk_pipeline.h).
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -14,6 +16,17 @@ namespace gptoss {
 // `-j N` as every tool takes it: 0 means one thread per core.
 inline unsigned resolve_threads(unsigned requested) {
   return requested != 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
+}
+
+// For a worker thread's first line: signals sent to the process (Ctrl-C, kill) go to the thread
+// that started the workers, whose handler (remove_temp_files_on_signals) and signal masks
+// (commit_together) then behave as in a single-threaded program. Faults (SIGBUS of a shrunk
+// mapped input, SIGSEGV) still go to the thread that caused them.
+inline void leave_signals_to_the_main_thread() {
+  sigset_t set;
+  sigfillset(&set);
+  for (int fault : {SIGBUS, SIGSEGV, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&set, fault);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 // Calls fn(i) for every i in [0, count) on `threads` threads (0: one per core), each thread taking
@@ -37,7 +50,11 @@ void parallel_for(size_t count, unsigned threads, Fn&& fn) {
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back([&] {
+      leave_signals_to_the_main_thread();
+      worker();
+    });
   worker();
   for (auto& thread : pool) thread.join();
   if (error) std::rethrow_exception(error);
