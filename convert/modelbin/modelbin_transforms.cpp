@@ -1,10 +1,12 @@
 #include "convert/modelbin/modelbin_transforms.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "formats/codecs/float_codec.h"
+#include "formats/codecs/lanes.h"
 #include "formats/core/error.h"
 #include "formats/core/float16.h"
 #include "formats/core/mapped_file.h"
@@ -64,14 +66,24 @@ class ScaleOffsetSource final : public TensorSource {
     source_->read(offset, out);
     // Bytes that leave 0..255 are rare: add first (wrapping), look for one only when any wrapped.
     const auto delta = static_cast<uint8_t>(delta_);
-    uint8_t wrapped = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const auto v = static_cast<uint8_t>(out[i] + delta);
-      wrapped |= static_cast<uint8_t>(delta_ > 0 ? v < out[i] : v > out[i]);
-      out[i] = v;
+    // A byte wrapped when it is at or beyond the limit: 256 - delta going up, |delta| going down.
+    const auto limit = static_cast<uint8_t>(delta_ > 0 ? 256 - delta_ : -delta_);
+    using lanes::u8x16;
+    u8x16 wrapped{};
+    size_t i = 0;
+    for (; i + 16 <= out.size(); i += 16) {
+      const u8x16 v = lanes::load<u8x16>(out.data() + i);
+      wrapped |= std::bit_cast<u8x16>(delta_ > 0 ? v >= limit : v < limit);
+      lanes::store(out.data() + i, static_cast<u8x16>(v + delta));
     }
-    if (!wrapped) return;
-    for (size_t i = 0; i < out.size(); ++i) {
+    bool any_wrapped = false;
+    for (int l = 0; l < 16; ++l) any_wrapped |= wrapped[l] != 0;
+    for (; i < out.size(); ++i) {
+      any_wrapped |= delta_ > 0 ? out[i] >= limit : out[i] < limit;
+      out[i] = static_cast<uint8_t>(out[i] + delta);
+    }
+    if (!any_wrapped) return;
+    for (i = 0; i < out.size(); ++i) {
       const int original = static_cast<uint8_t>(out[i] - delta);
       if (const int v = original + delta_; v >= 0 && v <= 255) continue;
       throw_format_error(file_, field_, base_ ? std::optional<uint64_t>(*base_ + offset + i) : std::nullopt,

@@ -18,6 +18,7 @@ using u32x4 = uint32_t __attribute__((vector_size(16)));
 using u16x4 = uint16_t __attribute__((vector_size(8)));
 using i8x4 = int8_t __attribute__((vector_size(4)));
 using i8x16 = int8_t __attribute__((vector_size(16)));
+using u8x16 = uint8_t __attribute__((vector_size(16)));
 using i16x8 = int16_t __attribute__((vector_size(16)));
 using f32x2 = float __attribute__((vector_size(8)));
 using f64x2 = double __attribute__((vector_size(16)));

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     else if (a == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
     else filter = a;
   }
-  const uint64_t elements = mib * (1u << 20) / 2 / kRow * kRow;  // whole rows of BF16
+  const uint64_t elements = mib * (1u << 20) / 2 / kRow / 64 * 64 * kRow;  // whole heads of 64 rows of BF16
   const auto bf16 = bf16_values(elements);
   const auto f32 = encoded(bf16, DType::F32);
   const auto q8 = encoded(bf16, DType::Q8_0);
