@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "convert/gptoss_config.h"
-#include "convert/tensor_source.h"
 #include "convert/tokenizer_data.h"
 #include "formats/core/dtype.h"
+#include "formats/core/tensor_source.h"
 
 namespace gptoss {
 

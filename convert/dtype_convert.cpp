@@ -1,5 +1,6 @@
 #include "convert/dtype_convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -23,52 +24,48 @@ bool conversion_is_exact(DType from, DType to) {
 }
 
 namespace {
-class ConvertSource final : public RowSource {
+// Values go through f32 a tile at a time, small enough that the decoded values, the encoding and
+// the decoded-back values for the error measurement stay in the first-level cache.
+constexpr size_t kTileElements = 4096;  // a multiple of every block size
+
+class ConvertSource final : public TransformRowSource {
  public:
   ConvertSource(TensorSourcePtr src, DType from, DType to, uint64_t row_elements, std::shared_ptr<ConversionStats> stats)
-      : RowSource(src->size() / *dtype_byte_size(from, row_elements), *dtype_byte_size(to, row_elements)),
+      : TransformRowSource(src->size() / *dtype_byte_size(from, row_elements), *dtype_byte_size(to, row_elements), {src}),
         src_(std::move(src)), from_(from), to_(to), row_elements_(row_elements),
-        from_row_bytes_(*dtype_byte_size(from, row_elements)), stats_(std::move(stats)) {}
-
-  void release_pages() const override { src_->release_pages(); }
+        from_row_bytes_(*dtype_byte_size(from, row_elements)),
+        stats_(conversion_is_exact(from, to) ? nullptr : std::move(stats)) {}
 
  protected:
   void produce(uint64_t first_row, uint64_t count, uint8_t* out) const override {
-    // Bounded work per call: at most a few MB of f32 at a time.
-    const uint64_t rows_per_step = std::max<uint64_t>(1, (4u << 20) / (row_elements_ * 4));
-    std::vector<uint8_t> in;
-    std::vector<float> values, back;
-    for (uint64_t done = 0; done < count; done += rows_per_step) {
-      const uint64_t rows = std::min(rows_per_step, count - done);
-      const size_t n = static_cast<size_t>(rows * row_elements_);
-      in.resize(rows * from_row_bytes_);
-      src_->read((first_row + done) * from_row_bytes_, in);
-      src_->release_range((first_row + done) * from_row_bytes_, in.size());  // rows map 1:1
-      values.resize(n);
-      decode_to_f32(from_, in.data(), n, values.data());
-      uint8_t* dst = out + done * row_bytes();
-      encode_from_f32(to_, values.data(), n, dst);
-      if (stats_) {
-        back.resize(n);
-        decode_to_f32(to_, dst, n, back.data());
-        uint64_t changed = 0;
-        double err = 0, vmax = 0;
-        for (size_t i = 0; i < n; ++i) {
-          const double e = std::fabs(static_cast<double>(back[i]) - values[i]);
-          if (e > 0 || std::isnan(e)) ++changed;
-          if (e > err) err = e;
-          vmax = std::max(vmax, static_cast<double>(std::fabs(values[i])));
-        }
-        stats_->merge(n, changed, err, vmax);
-      }
+    // Rows are whole blocks on both sides, so the rows are one run of elements.
+    const uint64_t elements = count * row_elements_;
+    std::vector<uint8_t> scratch;
+    std::span<const uint8_t> whole;
+    if (src_->contiguous()) whole = view_or_read(*src_, first_row * from_row_bytes_, count * from_row_bytes_, scratch);
+    float values[kTileElements], back[kTileElements];
+    ValueDifferences differences;
+    for (uint64_t done = 0; done < elements; done += kTileElements) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kTileElements, elements - done));
+      const uint64_t in_at = *dtype_byte_size(from_, done), in_bytes = *dtype_byte_size(from_, n);
+      const std::span<const uint8_t> in =
+          whole.empty() ? view_or_read(*src_, first_row * from_row_bytes_ + in_at, in_bytes, scratch)
+                        : whole.subspan(in_at, in_bytes);
+      uint8_t* dst = out + *dtype_byte_size(to_, done);
+      decode_to_f32(from_, in.data(), n, values);
+      encode_from_f32(to_, values, n, dst);
+      if (!stats_) continue;
+      decode_to_f32(to_, dst, n, back);
+      measure_differences(values, back, n, differences);
     }
+    if (stats_) stats_->merge(elements, differences.changed, differences.max_abs_error, differences.max_abs_value);
   }
 
  private:
   TensorSourcePtr src_;
   DType from_, to_;
   uint64_t row_elements_, from_row_bytes_;
-  std::shared_ptr<ConversionStats> stats_;
+  std::shared_ptr<ConversionStats> stats_;  // null for exact conversions: nothing to measure
 };
 }  // namespace
 

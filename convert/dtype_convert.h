@@ -7,8 +7,8 @@
 #include <mutex>
 #include <string>
 
-#include "convert/tensor_source.h"
 #include "formats/core/dtype.h"
+#include "formats/core/tensor_source.h"
 
 namespace gptoss {
 

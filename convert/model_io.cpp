@@ -121,11 +121,13 @@ std::vector<std::string> write_model(const CanonicalModel& model, const fs::path
       GgufWriteOptions o;
       o.dense_dtype = options.dense_dtype.value_or(DType::BF16);
       o.split_max_bytes = options.max_shard_bytes;
+      o.threads = options.threads;
       o.progress = per_item;
       return write_gguf_model(model, path, o);
     }
     case ModelFormat::ModelBin: {
       ModelBinWriteOptions o;
+      o.threads = options.threads;
       o.progress = per_item;
       return write_modelbin_model(model, path, o);
     }
@@ -135,6 +137,7 @@ std::vector<std::string> write_model(const CanonicalModel& model, const fs::path
   o.layout = options.layout.value_or(CheckpointLayout::HuggingFace);
   o.dense_dtype = options.dense_dtype.value_or(DType::BF16);
   o.max_shard_bytes = options.max_shard_bytes;
+  o.threads = options.threads;
   o.progress = per_item;
   // The folder appears only when complete: shards, index, config and tokenizer files as one set.
   AtomicDirectory folder(path, is_checkpoint_file);

@@ -33,6 +33,7 @@ struct WriteOptions {
   std::optional<CheckpointLayout> layout;  // safetensors only (default HuggingFace)
   std::optional<DType> dense_dtype;  // GGUF: BF16/F16/F32/Q8_0; safetensors: BF16/F16/F32; model.bin: BF16
   uint64_t max_shard_bytes = 0;      // safetensors --max-shard-size / GGUF --split-max-size
+  unsigned threads = 0;              // -j: workers producing the output's bytes; 0 = one per core
   std::function<void(const ProgressEvent&)> progress;
 };
 

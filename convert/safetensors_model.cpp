@@ -176,15 +176,7 @@ std::vector<std::string> write_safetensors_model(const CanonicalModel& model, co
     e.name = std::move(name);
     e.dtype = dtype;
     e.shape = std::move(shape);
-    const std::string label = e.name;
-    e.write_data = [src, label, &options](AtomicFileWriter& out) {
-      uint64_t done = 0;
-      stream_source(*src, [&](std::span<const uint8_t> chunk) {
-        out.write(chunk);
-        done += chunk.size();
-        if (options.progress) options.progress(label, done, src->size());
-      });
-    };
+    e.data = std::move(src);
     entries.push_back(std::move(e));
   };
 
@@ -230,7 +222,10 @@ std::vector<std::string> write_safetensors_model(const CanonicalModel& model, co
       write_hf_tokenizer_files(tok, dir, notes);
     }
   }
-  write_sharded_safetensors(dir, entries, options.max_shard_bytes);
+  PipelineOptions stream;
+  stream.threads = options.threads;
+  stream.progress = options.progress;
+  write_sharded_safetensors(dir, entries, options.max_shard_bytes, {{"format", "pt"}}, {}, stream);
 
   for (const auto& l : lossy) {
     std::ostringstream s;

@@ -21,6 +21,7 @@ struct SafetensorsWriteOptions {
   CheckpointLayout layout = CheckpointLayout::HuggingFace;
   DType dense_dtype = DType::BF16;  // encoding of every non-expert tensor
   uint64_t max_shard_bytes = 0;     // 0 = one file
+  unsigned threads = 0;             // workers producing the tensor data; 0 = one per core
   std::function<void(const std::string&, uint64_t done, uint64_t total)> progress;  // per tensor
 };
 

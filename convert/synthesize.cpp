@@ -70,10 +70,12 @@ GptOssConfig synth_config(const SynthPreset& p) {
   c.sliding_layers.resize(p.layers);
   for (uint32_t i = 0; i < p.layers; ++i) c.sliding_layers[i] = i % 2 == 0;
   // o200k_harmony's <|startoftext|>, <|return|> and <|endoftext|>, as the published config.json
-  // and generation_config.json give them.
-  c.bos_token_id = 199998;
-  c.eos_token_id = 200002;
-  c.pad_token_id = 199999;
+  // and generation_config.json give them, where the vocabulary holds them (gptoss-synth --vocab).
+  if (p.vocab > 200002) {
+    c.bos_token_id = 199998;
+    c.eos_token_id = 200002;
+    c.pad_token_id = 199999;
+  }
   c.validate("preset " + p.name);
   return c;
 }
@@ -96,7 +98,7 @@ struct TensorRecipe {
 };
 
 // One generated tensor: element i is a function of (seed, i) alone, so any byte range can be
-// produced independently.
+// produced independently (on any thread).
 TensorSourcePtr generated(uint64_t seed, TensorRecipe t, uint64_t elements, uint64_t row_elements) {
   const bool bf16 = t.recipe == Recipe::Uniform || t.recipe == Recipe::Norm || t.recipe == Recipe::Bell;
   const uint64_t elem_bytes = bf16 ? 2 : 1;

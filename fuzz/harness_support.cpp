@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "convert/tensor_source.h"
+#include "formats/core/tensor_source.h"
 
 #ifndef GPTOSS_FUZZ_CACHE_DIR
 #define GPTOSS_FUZZ_CACHE_DIR ".cache"

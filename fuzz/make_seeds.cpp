@@ -185,7 +185,7 @@ void safetensors_seeds(const fs::path& out, const fs::path& work, const Canonica
   }
   // Hand-made: every dtype the reader knows, empty tensors, zero-dim shapes, metadata.
   std::vector<SafetensorsEntry> entries;
-  auto zeros = [](uint64_t count) { return [count](AtomicFileWriter& w) { w.write_zeros(count); }; };
+  auto zeros = [](uint64_t count) { return owned_bytes(std::vector<uint8_t>(count)); };
   entries.push_back({"scalar", DType::F32, {}, zeros(4)});
   entries.push_back({"empty", DType::BF16, {0, 3}, zeros(0)});
   entries.push_back({"vector.f64", DType::F64, {3}, zeros(24)});
@@ -238,7 +238,7 @@ void gguf_seeds(const fs::path& out, const fs::path& work, const CanonicalModel&
   md.add_i32_array("t.i32s", ints);
   md.add_string_array("t.strings", {"a", "", "gpt-oss"});
   std::vector<GgufTensorEntry> tensors;
-  auto zeros = [](uint64_t count) { return [count](AtomicFileWriter& w) { w.write_zeros(count); }; };
+  auto zeros = [](uint64_t count) { return owned_bytes(std::vector<uint8_t>(count)); };
   tensors.push_back({"f32", 0, {4}, zeros(16)});
   tensors.push_back({"q8_0", 8, {32, 2}, zeros(68)});
   tensors.push_back({"mxfp4", 39, {32, 1, 2}, zeros(34)});
@@ -266,14 +266,11 @@ void modelbin_seeds(const fs::path& out, const fs::path& work, const fs::path& g
   section.regex = kO200kRegex;
   for (int b = 0; b < 256; ++b) section.text_tokens.push_back(tokenizer->tokens[static_cast<size_t>(b)]);
   modelbin::ModelBinWriter writer(work / "tiny.bin", header, section);
+  std::vector<TensorSourcePtr> tensors;
   uint8_t fill = 1;
-  while (!writer.next_name().empty()) {
-    const uint64_t size = writer.next_size();
-    writer.write_next(size, [&](AtomicFileWriter& w) {
-      std::vector<uint8_t> bytes(size, fill++);
-      w.write(bytes);
-    });
-  }
+  for (const auto& region : writer.layout().write_order())
+    tensors.push_back(owned_bytes(std::vector<uint8_t>(region.region.size, fill++)));
+  writer.write_tensors(tensors);
   writer.commit();
   save(dir / "tiny", read_bytes(work / "tiny.bin"));
   if (const fs::path golden = goldens / "a" / "model.bin"; fs::exists(golden))

@@ -3,7 +3,7 @@
 
 #include "formats/codecs/float_codec.h"
 #include "formats/core/mapped_file.h"
-#include "verify/parallel_for.h"
+#include "formats/core/parallel_for.h"
 #include "verify/sha256.h"
 
 namespace gptoss {

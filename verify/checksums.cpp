@@ -1,8 +1,6 @@
 #include "verify/checksums.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -10,25 +8,13 @@
 
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"
+#include "formats/core/parallel_for.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
-#include "verify/stored_tensors.h"
-#include "verify/parallel_for.h"
 #include "verify/sha256.h"
+#include "verify/stored_tensors.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;
-
-namespace {
-// Hashed pages are dropped from the process (they stay in the page cache), so hashing a 60 GB
-// model does not grow the resident set to 60 GB.
-void release_whole_pages(const MappedFile& file, std::span<const uint8_t> range) {
-  if (!file.is_mapped() || range.empty()) return;
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(range.data()) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(range.data()) + range.size()) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-}  // namespace
 
 std::vector<StoredItem> list_stored_items(const fs::path& model_path) {
   std::vector<StoredItem> items;
@@ -49,7 +35,14 @@ std::vector<ItemChecksum> compute_checksums(const std::vector<StoredItem>& items
     if (!maps.count(i.file)) maps[i.file] = MappedFile::open(i.file);
   std::atomic<uint64_t> done{0};
   std::mutex progress_mutex;
-  parallel_for(items.size(), threads, [&](size_t k) {
+  // Largest first (the whole files, then the large tensors): the longest hashes start at once and
+  // the small ones fill the other threads' gaps, so a model of one big file takes about as long
+  // as hashing that file on one core.
+  std::vector<size_t> order(items.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].size > items[b].size; });
+  parallel_for(items.size(), threads, [&](size_t index) {
+    const size_t k = order[index];
     const auto& item = items[k];
     const auto& map = maps.at(item.file);
     const auto bytes = map->slice(item.offset, item.size, item.tensor.empty() ? "file" : item.tensor);
@@ -57,8 +50,11 @@ std::vector<ItemChecksum> compute_checksums(const std::vector<StoredItem>& items
     constexpr size_t kChunk = 16u << 20;
     for (size_t off = 0; off < bytes.size(); off += kChunk) {
       const size_t n = std::min(kChunk, bytes.size() - off);
+      // Pages fetched and mapped in one call before hashing, dropped from the process after it
+      // (they stay in the page cache), so hashing a 60 GB model does not grow the resident set.
+      map->will_need(bytes.subspan(off, n));
       h.update(bytes.subspan(off, n));
-      release_whole_pages(*map, bytes.subspan(off, n));
+      map->release(bytes.subspan(off, n));
       const uint64_t now = done += n;
       if (progress) {
         std::lock_guard lock(progress_mutex);

@@ -6,8 +6,8 @@
 #include "formats/core/error.h"
 #include "formats/core/float16.h"
 #include "formats/core/mapped_file.h"
+#include "formats/core/parallel_for.h"
 #include "verify/canonical_digest.h"
-#include "verify/parallel_for.h"
 #include "verify/tensor_locations.h"
 
 namespace gptoss {

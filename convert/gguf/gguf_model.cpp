@@ -152,15 +152,7 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
     e.name = name;
     e.ggml_type = *ggml_type_of(type);
     e.ne = std::move(ne);
-    const auto& progress = options.progress;
-    e.write_data = [source, name, progress](AtomicFileWriter& out) {
-      uint64_t done = 0;
-      stream_source(*source, [&](std::span<const uint8_t> chunk) {
-        out.write(chunk);
-        done += chunk.size();
-        if (progress) progress(name, done, source->size());
-      });
-    };
+    e.data = std::move(source);
     entries.push_back(std::move(e));
   };
 
@@ -199,7 +191,10 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
   }
 
   const GgufMetadata metadata = gguf_metadata(model, dense, options.name);
-  write_gguf_split(path, metadata, entries, options.split_max_bytes);
+  PipelineOptions stream;
+  stream.threads = options.threads;
+  stream.progress = options.progress;
+  write_gguf_split(path, metadata, entries, options.split_max_bytes, 32, stream);
 
   for (const auto& l : lossy) {
     std::ostringstream s;

@@ -16,6 +16,7 @@ struct GgufWriteOptions {
   DType dense_dtype = DType::BF16;  // token_embd, output, attn q/k/v/o: BF16, F16, F32 or Q8_0
   uint64_t split_max_bytes = 0;     // 0 = one file
   std::string name;                 // general.name; empty = "gpt-oss"
+  unsigned threads = 0;             // workers producing the tensor data; 0 = one per core
   std::function<void(const std::string& item, uint64_t done, uint64_t total)> progress;
 };
 

@@ -10,30 +10,27 @@
 
 namespace gptoss {
 namespace {
-// Work per step of a produce() call, so a 16 MB read of a transform never buffers more than this.
-constexpr uint64_t kStepBytes = 4u << 20;
+// Input bytes per step of a produce() call that has to copy its input (an input not in memory), so
+// a chunk of a transform never buffers more than this per thread.
+constexpr uint64_t kStepBytes = 256u << 10;
 
 uint64_t units_per_step(uint64_t unit_bytes) { return std::max<uint64_t>(1, kStepBytes / unit_bytes); }
 
-class StridedUnits final : public RowSource {
+class StridedUnits final : public TransformRowSource {
  public:
   StridedUnits(TensorSourcePtr src, uint64_t unit_bytes, uint64_t stride, uint64_t phase)
-      : RowSource(src->size() / unit_bytes / stride, unit_bytes),
+      : TransformRowSource(src->size() / unit_bytes / stride, unit_bytes, {src}),
         src_(std::move(src)), stride_(stride), phase_(phase) {}
-
-  void release_pages() const override { src_->release_pages(); }
 
  protected:
   void produce(uint64_t first, uint64_t count, uint8_t* out) const override {
     const uint64_t ub = row_bytes();
-    std::vector<uint8_t> buffer;
+    std::vector<uint8_t> scratch;
     for (uint64_t done = 0; done < count;) {
       const uint64_t n = std::min(units_per_step(ub * stride_), count - done);
       const uint64_t first_src = stride_ * (first + done) + phase_;
-      const uint64_t span_units = stride_ * (n - 1) + 1;
-      buffer.resize(span_units * ub);
-      src_->read(first_src * ub, buffer);
-      for (uint64_t k = 0; k < n; ++k) std::memcpy(out + (done + k) * ub, buffer.data() + k * stride_ * ub, ub);
+      const auto in = view_or_read(*src_, first_src * ub, (stride_ * (n - 1) + 1) * ub, scratch);
+      for (uint64_t k = 0; k < n; ++k) std::memcpy(out + (done + k) * ub, in.data() + k * stride_ * ub, ub);
       done += n;
     }
   }
@@ -43,24 +40,20 @@ class StridedUnits final : public RowSource {
   uint64_t stride_, phase_;
 };
 
-class InterleavedUnits final : public RowSource {
+class InterleavedUnits final : public TransformRowSource {
  public:
   InterleavedUnits(TensorSourcePtr a, TensorSourcePtr b, uint64_t unit_bytes)
-      : RowSource(2 * (a->size() / unit_bytes), unit_bytes), a_(std::move(a)), b_(std::move(b)) {}
-
-  void release_pages() const override { a_->release_pages(); b_->release_pages(); }
+      : TransformRowSource(2 * (a->size() / unit_bytes), unit_bytes, {a, b}), a_(std::move(a)), b_(std::move(b)) {}
 
  protected:
   void produce(uint64_t first, uint64_t count, uint8_t* out) const override {
     const uint64_t ub = row_bytes();
-    std::vector<uint8_t> from_a, from_b;
+    std::vector<uint8_t> scratch_a, scratch_b;
     for (uint64_t done = 0; done < count;) {
       const uint64_t n = std::min(2 * units_per_step(ub), count - done);
       const uint64_t lo = (first + done) / 2, hi = (first + done + n - 1) / 2;  // pair indices, inclusive
-      from_a.resize((hi - lo + 1) * ub);
-      from_b.resize((hi - lo + 1) * ub);
-      a_->read(lo * ub, from_a);
-      b_->read(lo * ub, from_b);
+      const auto from_a = view_or_read(*a_, lo * ub, (hi - lo + 1) * ub, scratch_a);
+      const auto from_b = view_or_read(*b_, lo * ub, (hi - lo + 1) * ub, scratch_b);
       for (uint64_t k = 0; k < n; ++k) {
         const uint64_t unit = first + done + k;
         const auto& side = unit % 2 == 0 ? from_a : from_b;
@@ -74,34 +67,31 @@ class InterleavedUnits final : public RowSource {
   TensorSourcePtr a_, b_;
 };
 
-class GgmlFromOai final : public RowSource {
+class GgmlFromOai final : public TransformRowSource {
  public:
   GgmlFromOai(TensorSourcePtr blocks, TensorSourcePtr scales, uint64_t bpr, uint64_t stride, uint64_t phase)
-      : RowSource(scales->size() / bpr / stride, bpr * kMxfp4GgmlBlockBytes),
+      : TransformRowSource(scales->size() / bpr / stride, bpr * kMxfp4GgmlBlockBytes, {blocks, scales}),
         blocks_(std::move(blocks)), scales_(std::move(scales)), bpr_(bpr), stride_(stride), phase_(phase) {
     if (blocks_->size() != scales_->size() * kMxfp4OaiBlockBytes)
       throw std::invalid_argument("MXFP4 blocks and scales disagree in size");
   }
 
-  void release_pages() const override { blocks_->release_pages(); scales_->release_pages(); }
-
  protected:
   void produce(uint64_t first, uint64_t count, uint8_t* out) const override {
-    std::vector<uint8_t> blocks, scales;
+    std::vector<uint8_t> blocks_scratch, scales_scratch;
     for (uint64_t done = 0; done < count;) {
-      const uint64_t n = std::min(units_per_step(stride_ * row_bytes()), count - done);
+      const uint64_t n = std::min(units_per_step(stride_ * bpr_ * kMxfp4OaiBlockBytes), count - done);
       const uint64_t first_src = stride_ * (first + done) + phase_;
       const uint64_t span_rows = stride_ * (n - 1) + 1;
-      blocks.resize(span_rows * bpr_ * kMxfp4OaiBlockBytes);
-      scales.resize(span_rows * bpr_);
-      blocks_->read(first_src * bpr_ * kMxfp4OaiBlockBytes, blocks);
-      scales_->read(first_src * bpr_, scales);
-      for (uint64_t k = 0; k < n; ++k) {
-        const uint64_t src_row = k * stride_;
-        uint8_t* dst = out + (done + k) * row_bytes();
-        for (uint64_t b = 0; b < bpr_; ++b)
-          mxfp4::oai_block_to_ggml(blocks.data() + (src_row * bpr_ + b) * kMxfp4OaiBlockBytes,
-                                   scales[src_row * bpr_ + b], dst + b * kMxfp4GgmlBlockBytes);
+      const auto blocks = view_or_read(*blocks_, first_src * bpr_ * kMxfp4OaiBlockBytes,
+                                       span_rows * bpr_ * kMxfp4OaiBlockBytes, blocks_scratch);
+      const auto scales = view_or_read(*scales_, first_src * bpr_, span_rows * bpr_, scales_scratch);
+      if (stride_ == 1) {
+        mxfp4::oai_blocks_to_ggml(blocks.data(), scales.data(), n * bpr_, out + done * row_bytes());
+      } else {
+        for (uint64_t k = 0; k < n; ++k)
+          mxfp4::oai_blocks_to_ggml(blocks.data() + k * stride_ * bpr_ * kMxfp4OaiBlockBytes,
+                                    scales.data() + k * stride_ * bpr_, bpr_, out + (done + k) * row_bytes());
       }
       done += n;
     }
@@ -112,34 +102,22 @@ class GgmlFromOai final : public RowSource {
   uint64_t bpr_, stride_, phase_;
 };
 
-class OaiFromGgml final : public RowSource {
+class OaiFromGgml final : public TransformRowSource {
  public:
   OaiFromGgml(TensorSourcePtr ggml, uint64_t bpr, bool scales)
-      : RowSource(ggml->size() / (bpr * kMxfp4GgmlBlockBytes), scales ? bpr : bpr * kMxfp4OaiBlockBytes),
+      : TransformRowSource(ggml->size() / (bpr * kMxfp4GgmlBlockBytes), scales ? bpr : bpr * kMxfp4OaiBlockBytes, {ggml}),
         ggml_(std::move(ggml)), bpr_(bpr), scales_(scales) {}
-
-  void release_pages() const override { ggml_->release_pages(); }
 
  protected:
   void produce(uint64_t first, uint64_t count, uint8_t* out) const override {
     const uint64_t ggml_row = bpr_ * kMxfp4GgmlBlockBytes;
-    std::vector<uint8_t> rows;
-    uint8_t oai[kMxfp4OaiBlockBytes];
+    std::vector<uint8_t> scratch;
     for (uint64_t done = 0; done < count;) {
       const uint64_t n = std::min(units_per_step(ggml_row), count - done);
-      rows.resize(n * ggml_row);
-      ggml_->read((first + done) * ggml_row, rows);
-      for (uint64_t b = 0; b < n * bpr_; ++b) {
-        const uint8_t* block = rows.data() + b * kMxfp4GgmlBlockBytes;
-        uint8_t* dst = out + done * row_bytes();
-        if (scales_) {
-          dst[b] = block[0];
-        } else {
-          uint8_t scale;
-          mxfp4::ggml_block_to_oai(block, oai, &scale);
-          std::memcpy(dst + b * kMxfp4OaiBlockBytes, oai, kMxfp4OaiBlockBytes);
-        }
-      }
+      const auto rows = view_or_read(*ggml_, (first + done) * ggml_row, n * ggml_row, scratch);
+      uint8_t* dst = out + done * row_bytes();
+      if (scales_) mxfp4::ggml_scales(rows.data(), n * bpr_, dst);
+      else mxfp4::ggml_blocks_to_oai(rows.data(), n * bpr_, dst);
       done += n;
     }
   }

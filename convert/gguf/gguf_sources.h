@@ -7,7 +7,7 @@
 //     bytes); GGUF = ggml 17-byte blocks (scale byte, then byte j = element j | element j+16 << 4).
 #include <cstdint>
 
-#include "convert/tensor_source.h"
+#include "formats/core/tensor_source.h"
 
 namespace gptoss {
 

@@ -70,17 +70,8 @@ std::vector<std::string> write_modelbin_model(const CanonicalModel& model, const
     const auto& t = model.get(role, layer);
     return as_bf16(t, t.spec.shape.front());
   };
-  auto emit = [&](const TensorSourcePtr& src) {
-    const std::string name = writer.next_name();
-    writer.write_next(src->size(), [&](AtomicFileWriter& out) {
-      uint64_t done = 0;
-      stream_source(*src, [&](std::span<const uint8_t> chunk) {
-        out.write(chunk);
-        done += chunk.size();
-        if (options.progress) options.progress(name, done, src->size());
-      });
-    });
-  };
+  std::vector<TensorSourcePtr> in_write_order;
+  auto emit = [&](TensorSourcePtr src) { in_write_order.push_back(std::move(src)); };
   const uint64_t H = c.hidden_size, row_bytes = H * 2;
 
   emit(as_bf16(model.get(TensorRole::Embedding), kModelBinVocabulary));
@@ -123,6 +114,10 @@ std::vector<std::string> write_modelbin_model(const CanonicalModel& model, const
         emit(src);
       }
   }
+  PipelineOptions stream;
+  stream.threads = options.threads;
+  stream.progress = options.progress;
+  writer.write_tensors(in_write_order, stream);
   writer.commit();
 
   for (const auto& l : lossy) {

@@ -20,6 +20,7 @@ CanonicalModel load_modelbin_model(const std::filesystem::path& path);
 CanonicalModel canonical_from_modelbin(const std::shared_ptr<const modelbin::ModelBinFile>& file);
 
 struct ModelBinWriteOptions {
+  unsigned threads = 0;  // workers producing the tensor data; 0 = one per core
   std::function<void(const std::string& item, uint64_t done, uint64_t total)> progress;
 };
 

@@ -1,9 +1,12 @@
 #include "convert/modelbin/modelbin_transforms.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "formats/codecs/float_codec.h"
+#include "formats/codecs/lanes.h"
 #include "formats/core/error.h"
 #include "formats/core/float16.h"
 #include "formats/core/mapped_file.h"
@@ -11,23 +14,26 @@
 namespace gptoss {
 namespace {
 
-class QkTransformSource final : public RowSource {
+class QkTransformSource final : public TransformRowSource {
  public:
   QkTransformSource(TensorSourcePtr source, uint64_t rows, uint64_t row_bytes, uint32_t head_dim, QkDirection direction,
                     float scale, std::shared_ptr<std::atomic<uint64_t>> inexact)
-      : RowSource(rows, row_bytes),
+      : TransformRowSource(rows, row_bytes, {source}),
         source_(std::move(source)),
         head_dim_(head_dim),
         direction_(direction),
         scale_(scale),
         inexact_(std::move(inexact)) {}
 
-  void release_pages() const override { source_->release_pages(); }
-
  protected:
   void produce(uint64_t first_row, uint64_t count, uint8_t* out) const override {
     const uint64_t rb = row_bytes();
     const uint64_t half = head_dim_ / 2;
+    // The rows of the heads this range touches, as one view where the source is in memory.
+    const uint64_t first_head = first_row / head_dim_, end_head = (first_row + count + head_dim_ - 1) / head_dim_;
+    std::vector<uint8_t> scratch;
+    const auto heads = view_or_read(*source_, first_head * head_dim_ * rb,
+                                    std::min(end_head * head_dim_, rows()) * rb - first_head * head_dim_ * rb, scratch);
     for (uint64_t k = 0; k < count; ++k) {
       const uint64_t row = first_row + k;
       const uint64_t head = row / head_dim_, j = row % head_dim_;
@@ -36,17 +42,9 @@ class QkTransformSource final : public RowSource {
         from = (j >> 1) + (j & 1) * half;  // model.bin row 2i <- i, 2i+1 <- i + D/2
       else
         from = j < half ? 2 * j : 2 * (j - half) + 1;
-      source_->read((head * head_dim_ + from) * rb, std::span<uint8_t>(out + k * rb, rb));
+      std::memcpy(out + k * rb, heads.data() + ((head - first_head) * head_dim_ + from) * rb, rb);
     }
-    uint64_t lossy = 0;
-    const float inverse = 1.0f / scale_;
-    for (uint64_t i = 0; i < count * rb; i += 2) {
-      const uint16_t in = load_u16(out + i);
-      const float x = bf16_to_f32(in);
-      const uint16_t result = f32_to_bf16(x * scale_);
-      if (!std::isnan(x) && bf16_to_f32(result) * inverse != x) ++lossy;
-      store_u16(out + i, result);
-    }
+    const uint64_t lossy = scale_bf16_in_place(out, count * rb / 2, scale_);
     if (lossy && inexact_) *inexact_ += lossy;
   }
 
@@ -66,19 +64,37 @@ class ScaleOffsetSource final : public TensorSource {
   uint64_t size() const override { return source_->size(); }
   void read(uint64_t offset, std::span<uint8_t> out) const override {
     source_->read(offset, out);
-    for (size_t i = 0; i < out.size(); ++i) {
-      const int v = out[i] + delta_;
-      if (v < 0 || v > 255)
-        throw_format_error(file_, field_, base_ ? std::optional<uint64_t>(*base_ + offset + i) : std::nullopt,
-                           "MXFP4 scale byte " + std::to_string(out[i]) + " at element " + std::to_string(offset + i) +
-                               (delta_ > 0 ? ": model.bin stores scale + 14 in one byte, so scales >= 242 cannot be written"
-                                           : ": a model.bin scale below 14 (stored = checkpoint scale + 14) has no "
-                                             "checkpoint value"));
-      out[i] = static_cast<uint8_t>(v);
+    // Bytes that leave 0..255 are rare: add first (wrapping), look for one only when any wrapped.
+    const auto delta = static_cast<uint8_t>(delta_);
+    // A byte wrapped when it is at or beyond the limit: 256 - delta going up, |delta| going down.
+    const auto limit = static_cast<uint8_t>(delta_ > 0 ? 256 - delta_ : -delta_);
+    using lanes::u8x16;
+    u8x16 wrapped{};
+    size_t i = 0;
+    for (; i + 16 <= out.size(); i += 16) {
+      const u8x16 v = lanes::load<u8x16>(out.data() + i);
+      wrapped |= std::bit_cast<u8x16>(delta_ > 0 ? v >= limit : v < limit);
+      lanes::store(out.data() + i, static_cast<u8x16>(v + delta));
+    }
+    bool any_wrapped = false;
+    for (int l = 0; l < 16; ++l) any_wrapped |= wrapped[l] != 0;
+    for (; i < out.size(); ++i) {
+      any_wrapped |= delta_ > 0 ? out[i] >= limit : out[i] < limit;
+      out[i] = static_cast<uint8_t>(out[i] + delta);
+    }
+    if (!any_wrapped) return;
+    for (i = 0; i < out.size(); ++i) {
+      const int original = static_cast<uint8_t>(out[i] - delta);
+      if (const int v = original + delta_; v >= 0 && v <= 255) continue;
+      throw_format_error(file_, field_, base_ ? std::optional<uint64_t>(*base_ + offset + i) : std::nullopt,
+                         "MXFP4 scale byte " + std::to_string(original) + " at element " + std::to_string(offset + i) +
+                             (delta_ > 0 ? ": model.bin stores scale + 14 in one byte, so scales >= 242 cannot be written"
+                                         : ": a model.bin scale below 14 (stored = checkpoint scale + 14) has no "
+                                           "checkpoint value"));
     }
   }
-
-  void release_pages() const override { source_->release_pages(); }
+  void will_need(uint64_t offset, uint64_t size) const override { source_->will_need(offset, size); }
+  void release_range(uint64_t offset, uint64_t size) const override { source_->release_range(offset, size); }
 
  private:
   TensorSourcePtr source_;

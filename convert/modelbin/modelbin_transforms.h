@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "convert/tensor_source.h"
+#include "formats/core/tensor_source.h"
 
 namespace gptoss {
 

@@ -35,6 +35,11 @@ inline uint8_t ggml_code(const uint8_t* qs16, unsigned index) {
 // Repack one block between the layouts. The scale byte is copied unchanged.
 void oai_block_to_ggml(const uint8_t* oai_block16, uint8_t scale_byte, uint8_t* ggml_block17);
 void ggml_block_to_oai(const uint8_t* ggml_block17, uint8_t* oai_block16, uint8_t* scale_byte);
+// The same for `n_blocks` consecutive blocks: OpenAI blocks + their scale bytes -> ggml blocks;
+// ggml blocks -> OpenAI blocks; ggml blocks -> their scale bytes.
+void oai_blocks_to_ggml(const uint8_t* oai_blocks16, const uint8_t* scales, size_t n_blocks, uint8_t* ggml_blocks17);
+void ggml_blocks_to_oai(const uint8_t* ggml_blocks17, size_t n_blocks, uint8_t* oai_blocks16);
+void ggml_scales(const uint8_t* ggml_blocks17, size_t n_blocks, uint8_t* scales);
 
 // Dequantize `n_blocks` consecutive blocks (32 * n_blocks floats).
 void dequantize_oai(const uint8_t* blocks, const uint8_t* scales, size_t n_blocks, float* out);

@@ -1,6 +1,6 @@
 #include "formats/core/atomic_file.h"
 
-#include <fcntl.h>
+#include <fcntl.h>  // sync_file_range
 #include <signal.h>
 #include <stdio.h>  // renameat2
 #include <sys/stat.h>
@@ -230,16 +230,29 @@ void AtomicFileWriter::fail(const std::string& what, int err) {
   throw_format_error(target_.string(), "", std::nullopt, what + ": " + errno_reason(err));
 }
 
-void AtomicFileWriter::flush_buffer() {
+void AtomicFileWriter::write_fully(const uint8_t* data, size_t size) {
   size_t done = 0;
-  while (done < buffered_) {
-    ssize_t n = ::write(fd_, buffer_.data() + done, buffered_ - done);
+  while (done < size) {
+    ssize_t n = ::write(fd_, data + done, size - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       fail("write failed", errno);
     }
     done += static_cast<size_t>(n);
   }
+  written_ += size;
+  // Have the kernel start writing what we wrote to the disk now, without waiting for it, so the
+  // disk works while we compute and the one fsync at the end finds little left to do (otherwise
+  // writeback starts only once gigabytes are dirty). Errors surface at that fsync.
+  if (written_ - writeback_from_ >= kWritebackStepBytes) {
+    ::sync_file_range(fd_, static_cast<off_t>(writeback_from_), static_cast<off_t>(written_ - writeback_from_),
+                      SYNC_FILE_RANGE_WRITE);
+    writeback_from_ = written_;
+  }
+}
+
+void AtomicFileWriter::flush_buffer() {
+  write_fully(buffer_.data(), buffered_);
   buffered_ = 0;
 }
 
@@ -247,17 +260,9 @@ void AtomicFileWriter::write(std::span<const uint8_t> bytes) {
   if (fd_ < 0) throw_format_error(target_.string(), "", std::nullopt, "write after the file was closed");
   if (bytes.empty()) return;  // an empty span may have a null data(): memcpy from null is undefined
   position_ += bytes.size();
-  if (bytes.size() >= buffer_.size()) {
+  if (bytes.size() >= std::min(kDirectWriteBytes, buffer_.size())) {  // large: no copy through the buffer
     flush_buffer();
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail("write failed", errno);
-      }
-      done += static_cast<size_t>(n);
-    }
+    write_fully(bytes.data(), bytes.size());
     return;
   }
   if (buffered_ + bytes.size() > buffer_.size()) flush_buffer();

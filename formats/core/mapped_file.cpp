@@ -209,11 +209,21 @@ std::span<const uint8_t> MappedFile::slice(uint64_t offset, uint64_t size, std::
   return {data_ + offset, static_cast<size_t>(size)};
 }
 
-void MappedFile::advise_sequential(uint64_t offset, uint64_t size) const {
-  if (!mapped_ || size == 0) return;
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  uint64_t start = offset / page * page;
-  ::madvise(const_cast<uint8_t*>(data_) + start, size + (offset - start), MADV_SEQUENTIAL | MADV_WILLNEED);
+void MappedFile::will_need(std::span<const uint8_t> range) const {
+  if (!mapped_ || range.empty()) return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(range.data()) / g_page_size * g_page_size;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(range.data()) + range.size();
+#ifdef MADV_POPULATE_READ
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
+#endif
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+}
+
+void MappedFile::release(std::span<const uint8_t> range) const {
+  if (!mapped_ || range.empty()) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(range.data()) + g_page_size - 1) / g_page_size * g_page_size;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(range.data()) + range.size()) / g_page_size * g_page_size;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 void ByteReader::seek(uint64_t pos, std::string_view field) {

@@ -37,8 +37,14 @@ class MappedFile {
   // [offset, offset+size) of the file, or a FormatError naming `field` when it is out of range.
   std::span<const uint8_t> slice(uint64_t offset, uint64_t size, std::string_view field) const;
 
-  // Tells the kernel we will read the range once, front to back (large sequential copies).
-  void advise_sequential(uint64_t offset, uint64_t size) const;
+  // Read-ahead for a range of this file's bytes about to be read: the kernel fetches the pages
+  // and maps them (MADV_POPULATE_READ; MADV_WILLNEED where the kernel lacks it) on the calling
+  // thread, so the reader does not fault on them. No-op for in-memory images.
+  void will_need(std::span<const uint8_t> range) const;
+  // Drops the whole pages inside a range of this file's bytes from the process (MADV_DONTNEED:
+  // they stay in the page cache), so reading a large file does not grow the resident set to its
+  // size. No-op for in-memory images, where it would zero the bytes.
+  void release(std::span<const uint8_t> range) const;
 
   // True once an access faulted because the file shrank after it was mapped (one atomic load).
   bool shrank() const;

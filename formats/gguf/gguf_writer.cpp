@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "formats/core/atomic_file.h"
 #include "formats/core/checked_math.h"
 #include "formats/gguf/ggml_types.h"
 #include "formats/gguf/gguf_file.h"
@@ -104,7 +105,8 @@ namespace {
 // Writes the whole file into its temp file and finishes it (fsync'd, not yet renamed): the caller
 // commits it alone or together with the other files of a split set.
 std::unique_ptr<AtomicFileWriter> write_gguf_unpublished(const std::filesystem::path& path, const GgufMetadata& metadata,
-                                                         const std::vector<GgufTensorEntry>& tensors, uint32_t alignment) {
+                                                         const std::vector<GgufTensorEntry>& tensors, uint32_t alignment,
+                                                         OrderedChunkPipeline& data) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
     throw std::invalid_argument("GGUF alignment must be a power of two");
   // Everything before the data is known up front: build the tensor infos with their offsets.
@@ -141,7 +143,7 @@ std::unique_ptr<AtomicFileWriter> write_gguf_unpublished(const std::filesystem::
     const uint64_t before = out.position();
     if (before - data_start != align_up(before - data_start, alignment))
       throw std::logic_error("GGUF writer lost alignment before " + tensors[i].name);
-    tensors[i].write_data(out);
+    data.write_next(out);
     if (out.position() - before != sizes[i])
       throw std::logic_error("GGUF tensor " + tensors[i].name + " wrote " + std::to_string(out.position() - before) +
                              " bytes, its infos say " + std::to_string(sizes[i]));
@@ -150,11 +152,26 @@ std::unique_ptr<AtomicFileWriter> write_gguf_unpublished(const std::filesystem::
   out.finish();
   return writer;
 }
+
+// The tensors' data in file order, for one pipeline over every file of a set; checked first, so a
+// wrong size is an error before anything is produced or written.
+std::vector<PipelineItem> pipeline_items(const std::vector<GgufTensorEntry>& tensors) {
+  std::vector<PipelineItem> items;
+  for (const auto& t : tensors) {
+    const uint64_t size = gguf_tensor_bytes(t);
+    if (!t.data || t.data->size() != size)
+      throw std::invalid_argument("GGUF tensor " + t.name + " has " + std::to_string(t.data ? t.data->size() : 0) +
+                                  " bytes of data, its type and shape need " + std::to_string(size));
+    items.push_back({t.name, t.data});
+  }
+  return items;
+}
 }  // namespace
 
 void write_gguf(const std::filesystem::path& path, const GgufMetadata& metadata,
-                const std::vector<GgufTensorEntry>& tensors, uint32_t alignment) {
-  write_gguf_unpublished(path, metadata, tensors, alignment)->commit();
+                const std::vector<GgufTensorEntry>& tensors, uint32_t alignment, const PipelineOptions& stream) {
+  OrderedChunkPipeline data(pipeline_items(tensors), stream);
+  write_gguf_unpublished(path, metadata, tensors, alignment, data)->commit();
 }
 
 std::filesystem::path gguf_split_path(const std::filesystem::path& path, uint32_t index, uint32_t count) {
@@ -165,7 +182,7 @@ std::filesystem::path gguf_split_path(const std::filesystem::path& path, uint32_
 
 std::vector<std::string> write_gguf_split(const std::filesystem::path& path, const GgufMetadata& metadata,
                                           const std::vector<GgufTensorEntry>& tensors, uint64_t max_shard_bytes,
-                                          uint32_t alignment) {
+                                          uint32_t alignment, const PipelineOptions& stream) {
   std::vector<std::vector<GgufTensorEntry>> shards(1);
   uint64_t current = 0;
   for (const auto& t : tensors) {
@@ -178,7 +195,7 @@ std::vector<std::string> write_gguf_split(const std::filesystem::path& path, con
     current += size;
   }
   if (shards.size() == 1) {
-    write_gguf(path, metadata, tensors, alignment);
+    write_gguf(path, metadata, tensors, alignment, stream);
     return {path.filename().string()};
   }
   if (shards.size() > 65535) throw std::invalid_argument("GGUF split sets hold at most 65535 files");
@@ -188,13 +205,14 @@ std::vector<std::string> write_gguf_split(const std::filesystem::path& path, con
   // set (or nothing), never a mix of old and new files.
   std::vector<std::string> names;
   std::vector<std::unique_ptr<AtomicFileWriter>> finished;
+  OrderedChunkPipeline data(pipeline_items(tensors), stream);  // the shards hold the tensors in order
   for (uint32_t i = 0; i < count; ++i) {
     GgufMetadata shard_metadata = i == 0 ? metadata : GgufMetadata();
     shard_metadata.add_u16("split.no", static_cast<uint16_t>(i));
     shard_metadata.add_u16("split.count", static_cast<uint16_t>(count));
     shard_metadata.add_i32("split.tensors.count", static_cast<int32_t>(tensors.size()));
     const auto shard_path = gguf_split_path(path, i, count);
-    finished.push_back(write_gguf_unpublished(shard_path, shard_metadata, shards[i], alignment));
+    finished.push_back(write_gguf_unpublished(shard_path, shard_metadata, shards[i], alignment, data));
     names.push_back(shard_path.filename().string());
   }
   commit_together(finished);

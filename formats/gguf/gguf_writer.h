@@ -1,6 +1,7 @@
 #pragma once
 // Streaming GGUF v3 writer. Metadata and tensor infos are small and built in memory; tensor data
-// come from callbacks, one tensor at a time, so a file of any size needs bounded memory. Layout as
+// come from TensorSources through the ordered chunk pipeline (chunk_pipeline.h: produced on every
+// core, written in order), so a file of any size needs bounded memory. Layout as
 // ggml's own writers: infos in data order, offsets = running sum of aligned sizes, data start
 // aligned, zero padding after every tensor including the last. Split sets
 // (<stem>-00001-of-0000N.gguf with split.no / split.count / split.tensors.count) as gguf-split does.
@@ -12,7 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "formats/core/atomic_file.h"
+#include "formats/core/chunk_pipeline.h"
+#include "formats/core/tensor_source.h"
 #include "formats/gguf/gguf_value.h"
 
 namespace gptoss {
@@ -58,17 +60,18 @@ struct GgufTensorEntry {
   std::string name;            // < 64 bytes
   uint32_t ggml_type = 0;
   std::vector<uint64_t> ne;    // ne[0] innermost
-  // Must write exactly the tensor's byte size (from ne and the type) to the writer.
-  std::function<void(AtomicFileWriter&)> write_data;
+  TensorSourcePtr data;        // exactly the tensor's byte size (from ne and the type)
 };
 
 // Bytes of the entry's data; throws std::invalid_argument for an unknown type, bad ne[0] or overflow.
 uint64_t gguf_tensor_bytes(const GgufTensorEntry& entry);
 
 // Writes one GGUF file through AtomicFileWriter; throws std::invalid_argument for bad entries
-// (name too long or repeated, unknown type, more than 4 dims) before anything is written.
+// (name too long or repeated, unknown type, more than 4 dims, data of another size) before
+// anything is written.
 void write_gguf(const std::filesystem::path& path, const GgufMetadata& metadata,
-                const std::vector<GgufTensorEntry>& tensors, uint32_t alignment = 32);
+                const std::vector<GgufTensorEntry>& tensors, uint32_t alignment = 32,
+                const PipelineOptions& stream = {});
 
 // "<stem>-00001-of-00003.gguf" for path "<dir>/<stem>.gguf", shard 0 of 3.
 std::filesystem::path gguf_split_path(const std::filesystem::path& path, uint32_t index, uint32_t count);
@@ -78,6 +81,6 @@ std::filesystem::path gguf_split_path(const std::filesystem::path& path, uint32_
 // shard 0 holds all metadata, every shard the split.* keys. Returns the file names written.
 std::vector<std::string> write_gguf_split(const std::filesystem::path& path, const GgufMetadata& metadata,
                                           const std::vector<GgufTensorEntry>& tensors, uint64_t max_shard_bytes,
-                                          uint32_t alignment = 32);
+                                          uint32_t alignment = 32, const PipelineOptions& stream = {});
 
 }  // namespace gptoss

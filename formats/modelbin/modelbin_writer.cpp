@@ -58,30 +58,36 @@ ModelBinWriter::ModelBinWriter(const std::filesystem::path& path, const ModelHea
                            ", the layout says " + std::to_string(layout_.tokenizer_end));
 }
 
-std::string ModelBinWriter::next_name() const { return next_ < order_.size() ? order_[next_].name : std::string(); }
-uint64_t ModelBinWriter::next_size() const { return next_ < order_.size() ? order_[next_].region.size : 0; }
-
-void ModelBinWriter::write_next(uint64_t size, const std::function<void(AtomicFileWriter&)>& emit) {
-  if (next_ >= order_.size())
-    throw std::logic_error("model.bin writer: all " + std::to_string(order_.size()) + " tensors are already written");
-  const auto& expected = order_[next_];
-  if (size != expected.region.size)
-    throw std::invalid_argument("model.bin: " + expected.name + " must be " + std::to_string(expected.region.size) +
-                                " bytes, the source has " + std::to_string(size));
-  if (out_.position() > expected.region.offset)
-    throw std::logic_error("model.bin writer: at " + std::to_string(out_.position()) + ", past the offset of " +
-                           expected.name + " (" + std::to_string(expected.region.offset) + ")");
-  out_.write_zeros(expected.region.offset - out_.position());
-  emit(out_);
-  if (out_.position() != expected.region.end())
-    throw std::logic_error("model.bin writer: " + expected.name + " ended at " + std::to_string(out_.position()) +
-                           " instead of " + std::to_string(expected.region.end()));
-  ++next_;
+void ModelBinWriter::write_tensors(const std::vector<TensorSourcePtr>& sources, const PipelineOptions& stream) {
+  if (written_) throw std::logic_error("model.bin writer: the tensors are already written");
+  if (sources.size() != order_.size())
+    throw std::invalid_argument("model.bin: " + std::to_string(order_.size()) + " tensors to write, " +
+                                std::to_string(sources.size()) + " given");
+  std::vector<PipelineItem> items;
+  for (size_t i = 0; i < order_.size(); ++i) {
+    const auto& expected = order_[i];
+    const uint64_t size = sources[i] ? sources[i]->size() : 0;
+    if (size != expected.region.size)
+      throw std::invalid_argument("model.bin: " + expected.name + " must be " + std::to_string(expected.region.size) +
+                                  " bytes, the source has " + std::to_string(size));
+    items.push_back({expected.name, sources[i]});
+  }
+  OrderedChunkPipeline data(std::move(items), stream);
+  for (const auto& expected : order_) {
+    if (out_.position() > expected.region.offset)
+      throw std::logic_error("model.bin writer: at " + std::to_string(out_.position()) + ", past the offset of " +
+                             expected.name + " (" + std::to_string(expected.region.offset) + ")");
+    out_.write_zeros(expected.region.offset - out_.position());
+    data.write_next(out_);
+    if (out_.position() != expected.region.end())
+      throw std::logic_error("model.bin writer: " + expected.name + " ended at " + std::to_string(out_.position()) +
+                             " instead of " + std::to_string(expected.region.end()));
+  }
+  written_ = true;
 }
 
 void ModelBinWriter::commit() {
-  if (next_ != order_.size())
-    throw std::logic_error("model.bin writer: commit before " + order_[next_].name + " was written");
+  if (!written_) throw std::logic_error("model.bin writer: commit before the tensors were written");
   if (out_.position() != layout_.file_size)
     throw std::logic_error("model.bin writer: file ends at " + std::to_string(out_.position()) + ", the layout says " +
                            std::to_string(layout_.file_size));

@@ -1,9 +1,10 @@
 #pragma once
 // Streaming model.bin writer. The constructor writes everything up to the dense weights (headers,
-// tokenizer section, page padding); then each tensor is written with write_next() in the order
+// tokenizer section, page padding); then write_tensors() writes every tensor, in the order
 // ModelBinLayout::write_order() lists, at exactly the offset the layout gives (the zero padding
-// before it, 16 bytes or 16 KiB, follows from the layout). commit() checks that every tensor was
-// written and renames the file into place: a failure never leaves a partial model.bin.
+// before it, 16 bytes or 16 KiB, follows from the layout), through the ordered chunk pipeline
+// (produced on every core, written in order). commit() checks that every tensor was written and
+// renames the file into place: a failure never leaves a partial model.bin.
 #include <filesystem>
 #include <functional>
 #include <span>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "formats/core/atomic_file.h"
+#include "formats/core/chunk_pipeline.h"
+#include "formats/core/tensor_source.h"
 #include "formats/modelbin/modelbin_format.h"
 
 namespace gptoss::modelbin {
@@ -31,12 +34,11 @@ class ModelBinWriter {
   ModelBinWriter(const std::filesystem::path& path, const ModelHeader& header, const TokenizerSection& tokenizer);
 
   const ModelBinLayout& layout() const { return layout_; }
-  // Name of the tensor write_next() expects (e.g. "block 2 QKV bias"), or "" when all are done.
-  std::string next_name() const;
-  uint64_t next_size() const;
 
-  // Pads to the next tensor's offset, then `emit` writes exactly `size` bytes to the file.
-  void write_next(uint64_t size, const std::function<void(AtomicFileWriter&)>& emit);
+  // Writes every tensor: one source per entry of layout().write_order(), in that order, each of
+  // the region's size (std::invalid_argument naming the tensor, before anything is written, when
+  // not). Progress labels are the region names (e.g. "block 2 QKV bias").
+  void write_tensors(const std::vector<TensorSourcePtr>& sources, const PipelineOptions& stream = {});
 
   void commit();
 
@@ -44,7 +46,7 @@ class ModelBinWriter {
   AtomicFileWriter out_;
   ModelBinLayout layout_;
   std::vector<ModelBinLayout::NamedRegion> order_;
-  size_t next_ = 0;
+  bool written_ = false;
 };
 
 }  // namespace gptoss::modelbin

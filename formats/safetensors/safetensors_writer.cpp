@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/core/atomic_file.h"
 #include "formats/core/checked_math.h"
 #include "formats/safetensors/safetensors_file.h"
 
@@ -63,9 +64,24 @@ std::string safetensors_header_json(const std::vector<const SafetensorsEntry*>& 
   return header.dump();
 }
 
-void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsEntry>& entries,
-                       const std::map<std::string, std::string>& metadata) {
-  auto ordered = safetensors_canonical_order(entries);
+namespace {
+// The entries' data in file order (checked first: a wrong size is an error before anything is
+// produced or written), for one pipeline over every shard.
+std::vector<PipelineItem> pipeline_items(const std::vector<const SafetensorsEntry*>& ordered) {
+  std::vector<PipelineItem> items;
+  for (const auto* e : ordered) {
+    const uint64_t size = safetensors_entry_bytes(*e);
+    if (!e->data || e->data->size() != size)
+      throw std::invalid_argument("tensor " + e->name + " has " + std::to_string(e->data ? e->data->size() : 0) +
+                                  " bytes of data, its dtype and shape need " + std::to_string(size));
+    items.push_back({e->name, e->data});
+  }
+  return items;
+}
+
+// One file of entries already in canonical order; their data are the pipeline's next items.
+void write_safetensors_file(const std::filesystem::path& path, const std::vector<const SafetensorsEntry*>& ordered,
+                            const std::map<std::string, std::string>& metadata, OrderedChunkPipeline& data) {
   std::string header = safetensors_header_json(ordered, metadata);
   header.append((8 - header.size() % 8) % 8, ' ');
   if (header.size() > SafetensorsFile::kMaxHeaderSize)
@@ -75,23 +91,32 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
   out.write(header.data(), header.size());
   for (const auto* e : ordered) {
     const uint64_t start = out.position();
-    e->write_data(out);
+    data.write_next(out);
     if (out.position() - start != safetensors_entry_bytes(*e))
       throw std::logic_error("tensor " + e->name + ": wrote " + std::to_string(out.position() - start) +
                              " bytes, expected " + std::to_string(safetensors_entry_bytes(*e)));
   }
   out.commit();
 }
+}  // namespace
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsEntry>& entries,
+                       const std::map<std::string, std::string>& metadata, const PipelineOptions& stream) {
+  const auto ordered = safetensors_canonical_order(entries);
+  OrderedChunkPipeline data(pipeline_items(ordered), stream);
+  write_safetensors_file(path, ordered, metadata, data);
+}
 
 std::vector<std::string> write_sharded_safetensors(const std::filesystem::path& dir,
                                                    const std::vector<SafetensorsEntry>& entries,
                                                    uint64_t max_shard_bytes,
                                                    const std::map<std::string, std::string>& metadata,
-                                                   const std::function<void(const std::string&)>& on_file) {
+                                                   const std::function<void(const std::string&)>& on_file,
+                                                   const PipelineOptions& stream) {
   std::filesystem::create_directories(dir);
   // Greedy fill in the canonical order, so shards are contiguous runs of the single-file order.
   auto ordered = safetensors_canonical_order(entries);
-  std::vector<std::vector<SafetensorsEntry>> shards(1);
+  std::vector<std::vector<const SafetensorsEntry*>> shards(1);
   uint64_t current = 0, total = 0;
   for (const auto* e : ordered) {
     uint64_t size = safetensors_entry_bytes(*e);
@@ -99,15 +124,16 @@ std::vector<std::string> write_sharded_safetensors(const std::filesystem::path& 
       shards.emplace_back();
       current = 0;
     }
-    shards.back().push_back(*e);
+    shards.back().push_back(e);
     current += size;
     total += size;
   }
+  OrderedChunkPipeline data(pipeline_items(ordered), stream);  // the shards hold the entries in order
   std::vector<std::string> names;
   if (shards.size() == 1) {
     names.push_back("model.safetensors");
     if (on_file) on_file(names.back());
-    write_safetensors(dir / names.back(), shards[0], metadata);
+    write_safetensors_file(dir / names.back(), shards[0], metadata, data);
     return names;
   }
   nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
@@ -117,8 +143,8 @@ std::vector<std::string> write_sharded_safetensors(const std::filesystem::path& 
     std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
     names.emplace_back(name);
     if (on_file) on_file(names.back());
-    write_safetensors(dir / names.back(), shards[i], metadata);
-    for (const auto& e : shards[i]) sorted_map[e.name] = name;
+    write_safetensors_file(dir / names.back(), shards[i], metadata, data);
+    for (const auto* e : shards[i]) sorted_map[e->name] = name;
   }
   for (const auto& [k, v] : sorted_map) weight_map[k] = v;
   nlohmann::ordered_json index;

@@ -1,7 +1,8 @@
 #pragma once
 // Writes safetensors files in the canonical form of the official writer: tensors sorted by
 // dtype (descending alignment) then name, compact JSON with __metadata__ first, header padded
-// with spaces to a multiple of 8. Tensor bytes are streamed from a callback, so a file of any
+// with spaces to a multiple of 8. Tensor bytes are streamed from TensorSources through the ordered
+// chunk pipeline (chunk_pipeline.h: produced on every core, written in order), so a file of any
 // size is written with bounded memory. Sharding writes model-0000i-of-0000N.safetensors plus
 // model.safetensors.index.json.
 #include <cstdint>
@@ -11,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "formats/core/atomic_file.h"
+#include "formats/core/chunk_pipeline.h"
 #include "formats/core/dtype.h"
+#include "formats/core/tensor_source.h"
 
 namespace gptoss {
 
@@ -20,8 +22,7 @@ struct SafetensorsEntry {
   std::string name;
   DType dtype;
   std::vector<uint64_t> shape;
-  // Must write exactly the tensor's byte size to the writer.
-  std::function<void(AtomicFileWriter&)> write_data;
+  TensorSourcePtr data;  // exactly the tensor's byte size
 };
 
 // Bytes of the entry's data (dtype x shape); throws std::invalid_argument when not representable.
@@ -32,8 +33,10 @@ std::string safetensors_header_json(const std::vector<const SafetensorsEntry*>& 
                                      const std::map<std::string, std::string>& metadata);
 std::vector<const SafetensorsEntry*> safetensors_canonical_order(const std::vector<SafetensorsEntry>& entries);
 
+// Throws std::invalid_argument (before writing anything) for entries whose data has another size.
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsEntry>& entries,
-                       const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
+                       const std::map<std::string, std::string>& metadata = {{"format", "pt"}},
+                       const PipelineOptions& stream = {});
 
 // Splits entries into shards of at most max_shard_bytes of data each (a larger single tensor gets
 // a shard of its own), writes them into `dir` and returns the file names. With one shard the
@@ -42,6 +45,7 @@ std::vector<std::string> write_sharded_safetensors(const std::filesystem::path& 
                                                    const std::vector<SafetensorsEntry>& entries,
                                                    uint64_t max_shard_bytes,
                                                    const std::map<std::string, std::string>& metadata = {{"format", "pt"}},
-                                                   const std::function<void(const std::string&)>& on_file = {});
+                                                   const std::function<void(const std::string&)>& on_file = {},
+                                                   const PipelineOptions& stream = {});
 
 }  // namespace gptoss

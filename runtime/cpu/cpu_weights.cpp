@@ -1,10 +1,10 @@
 #include "runtime/cpu/cpu_weights.h"
 
-#include "convert/tensor_source.h"
 #include "formats/codecs/float_codec.h"
 #include "formats/codecs/mxfp4.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/error.h"
+#include "formats/core/tensor_source.h"
 
 namespace gptoss::cpu {
 namespace {

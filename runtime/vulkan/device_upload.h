@@ -8,7 +8,7 @@
 #include <memory>
 #include <span>
 
-#include "convert/tensor_source.h"
+#include "formats/core/tensor_source.h"
 #include "runtime/vulkan/vulkan_context.h"
 
 namespace gptoss::vk {

@@ -79,7 +79,7 @@ struct Edit {
 
 void zero_data(GgufTensorEntry& e) {
   const uint64_t bytes = gguf_tensor_bytes(e);
-  e.write_data = [bytes](AtomicFileWriter& out) { out.write_zeros(bytes); };
+  e.data = owned_bytes(std::vector<uint8_t>(bytes));
 }
 
 GgufTensorEntry* entry(std::vector<GgufTensorEntry>& entries, const std::string& name) {
@@ -101,8 +101,7 @@ void rewrite(const fs::path& from, const fs::path& to, const Edit& edit) {
     e.name = t.name;
     e.ggml_type = t.ggml_type;
     e.ne = t.ne;
-    const auto bytes = src.data(t);
-    e.write_data = [bytes](AtomicFileWriter& out) { out.write(bytes); };
+    e.data = std::make_shared<MappedSource>(src.mapped(), src.data(t));
     entries.push_back(std::move(e));
   }
   if (edit.tensors) edit.tensors(entries);

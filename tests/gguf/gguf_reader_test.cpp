@@ -264,9 +264,9 @@ TEST(GgufWriter, EveryValueTypeRoundTrips) {
     e.ggml_type = i == 1 ? 8u : 0u;  // F32, Q8_0, F32
     e.ne = i == 1 ? std::vector<uint64_t>{32, 3} : std::vector<uint64_t>{5};
     const uint64_t size = gguf_tensor_bytes(e);
-    e.write_data = [size, i](AtomicFileWriter& out) {
-      for (uint64_t k = 0; k < size; ++k) out.write_u8(static_cast<uint8_t>(k + static_cast<uint64_t>(i)));
-    };
+    std::vector<uint8_t> bytes(size);
+    for (uint64_t k = 0; k < size; ++k) bytes[k] = static_cast<uint8_t>(k + static_cast<uint64_t>(i));
+    e.data = owned_bytes(std::move(bytes));
     tensors.push_back(std::move(e));
   }
   write_gguf(tmp / "all.gguf", md, tensors);
@@ -310,11 +310,11 @@ TEST(GgufWriter, RejectsLongNamesAndShortData) {
   e.name = std::string(64, 'n');
   e.ggml_type = 0;
   e.ne = {4};
-  e.write_data = [](AtomicFileWriter& out) { out.write_zeros(16); };
+  e.data = owned_bytes(std::vector<uint8_t>(16));
   EXPECT_THROW(write_gguf(tmp / "x.gguf", GgufMetadata(), {e}), std::invalid_argument);
   e.name = "short";
-  e.write_data = [](AtomicFileWriter& out) { out.write_zeros(12); };
-  EXPECT_THROW(write_gguf(tmp / "x.gguf", GgufMetadata(), {e}), std::logic_error);
+  e.data = owned_bytes(std::vector<uint8_t>(12));
+  EXPECT_THROW(write_gguf(tmp / "x.gguf", GgufMetadata(), {e}), std::invalid_argument);
   EXPECT_FALSE(std::filesystem::exists(tmp / "x.gguf"));  // nothing half-written
 }
 
@@ -328,7 +328,7 @@ TEST(GgufSplitFiles, MismatchedShardsAreRejected) {
     e.name = "t" + std::to_string(i);
     e.ggml_type = 0;
     e.ne = {64};
-    e.write_data = [](AtomicFileWriter& out) { out.write_zeros(256); };
+    e.data = owned_bytes(std::vector<uint8_t>(256));
     tensors.push_back(std::move(e));
   }
   const auto names = write_gguf_split(tmp / "m.gguf", md, tensors, 256);

@@ -46,12 +46,11 @@ inline std::vector<uint8_t> tiny_modelbin_bytes(const std::filesystem::path& dir
   for (const auto& t : tokens) tok.text_tokens.emplace_back(t);
   const auto path = dir / "tiny.bin";
   modelbin::ModelBinWriter writer(path, tiny_modelbin_header(), tok);
+  std::vector<TensorSourcePtr> tensors;
   uint8_t value = 1;
-  while (!writer.next_name().empty())
-    writer.write_next(writer.next_size(), [&](AtomicFileWriter& out) {
-      std::vector<uint8_t> bytes(writer.next_size(), value++);
-      out.write(bytes);
-    });
+  for (const auto& region : writer.layout().write_order())
+    tensors.push_back(owned_bytes(std::vector<uint8_t>(region.region.size, value++)));
+  writer.write_tensors(tensors);
   writer.commit();
   return read_file_bytes(path);
 }

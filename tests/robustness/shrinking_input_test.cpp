@@ -8,9 +8,9 @@
 #include <functional>
 
 #include "convert/model_io.h"
-#include "convert/tensor_source.h"
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"
+#include "formats/core/tensor_source.h"
 #include "tests/test_support.h"
 #include "verify/canonical_digest.h"
 

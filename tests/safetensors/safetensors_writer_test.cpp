@@ -16,10 +16,7 @@ namespace {
 SafetensorsEntry entry(std::string name, DType dtype, std::vector<uint64_t> shape, uint8_t fill) {
   SafetensorsEntry e{std::move(name), dtype, std::move(shape), {}};
   const uint64_t size = safetensors_entry_bytes(e);
-  e.write_data = [size, fill](AtomicFileWriter& w) {
-    std::vector<uint8_t> bytes(size, fill);
-    w.write(bytes);
-  };
+  e.data = owned_bytes(std::vector<uint8_t>(size, fill));
   return e;
 }
 

@@ -107,12 +107,7 @@ uint64_t touch(std::span<const uint8_t> bytes) {  // reads every byte, as a conv
 // ---- seeds: small valid files ---------------------------------------------------------------
 
 Bytes safetensors_seed(const fs::path& dir) {
-  auto fill = [](uint64_t n, uint8_t v) {
-    return [n, v](AtomicFileWriter& out) {
-      Bytes b(n, v);
-      out.write(b);
-    };
-  };
+  auto fill = [](uint64_t n, uint8_t v) { return owned_bytes(Bytes(n, v)); };
   std::vector<SafetensorsEntry> entries = {{"a.weight", DType::BF16, {2, 3}, fill(12, 1)},
                                            {"b.bias", DType::F32, {4}, fill(16, 2)},
                                            {"c.blocks", DType::U8, {2, 2, 2}, fill(8, 3)}};
@@ -135,8 +130,8 @@ GgufMetadata gguf_seed_metadata() {
 
 Bytes gguf_seed(const fs::path& dir) {
   std::vector<GgufTensorEntry> tensors;
-  tensors.push_back({"a.weight", 0, {8}, [](AtomicFileWriter& out) { out.write_zeros(32); }});
-  tensors.push_back({"b.weight", 8, {32, 2}, [](AtomicFileWriter& out) { out.write_zeros(68); }});
+  tensors.push_back({"a.weight", 0, {8}, owned_bytes(Bytes(32))});
+  tensors.push_back({"b.weight", 8, {32, 2}, owned_bytes(Bytes(68))});
   write_gguf(dir / "seed.gguf", gguf_seed_metadata(), tensors);
   return read_bytes(dir / "seed.gguf");
 }
@@ -170,12 +165,10 @@ Bytes modelbin_seed(const fs::path& dir) {
   static const std::string tokens[] = {"a", "bc", "def", "  "};
   for (const auto& t : tokens) tok.text_tokens.emplace_back(t);
   modelbin::ModelBinWriter writer(dir / "seed.bin", tiny_modelbin_header(), tok);
+  std::vector<TensorSourcePtr> tensors;
   uint8_t value = 1;
-  while (!writer.next_name().empty())
-    writer.write_next(writer.next_size(), [&](AtomicFileWriter& out) {
-      Bytes bytes(writer.next_size(), value++);
-      out.write(bytes);
-    });
+  for (const auto& region : writer.layout().write_order()) tensors.push_back(owned_bytes(Bytes(region.region.size, value++)));
+  writer.write_tensors(tensors);
   writer.commit();
   return read_bytes(dir / "seed.bin");
 }
@@ -478,8 +471,7 @@ fs::path sharded_folder(const fs::path& dir) {
   if (!fs::exists(folder / "model-00002-of-00002.safetensors")) {
     fs::create_directories(folder);
     std::vector<SafetensorsEntry> entries = {
-        {"a.weight", DType::U8, {4}, [](AtomicFileWriter& out) { out.write_zeros(4); }},
-        {"b.weight", DType::U8, {4}, [](AtomicFileWriter& out) { out.write_zeros(4); }}};
+        {"a.weight", DType::U8, {4}, owned_bytes(Bytes(4))}, {"b.weight", DType::U8, {4}, owned_bytes(Bytes(4))}};
     write_sharded_safetensors(folder, entries, 4);
   }
   return folder;

@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-shard-size,--split-max-size", max_shard,
                  "split the output at this many bytes of tensor data per file (e.g. 5G, 500M, 2GiB)")
       ->transform(CLI::AsSizeValue(true));
+  unsigned threads = 0;
+  app.add_option("-j,--threads", threads, "threads producing the output (default: one per core); any -j writes the same bytes");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.add_flag("-v,--verbose", verbose, "print every lossy-step note (default: the first few and a count)");
   CLI11_PARSE(app, argc, argv);
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
       options.layout = layout == "original" ? gptoss::CheckpointLayout::Original : gptoss::CheckpointLayout::HuggingFace;
     if (!dense.empty()) options.dense_dtype = gptoss::dtype_from_name(dense);
     options.max_shard_bytes = max_shard;
+    options.threads = threads;
     gptoss::check_write_options(gptoss::output_format_for(output), options);  // before reading anything
     const auto model = gptoss::load_model(input);
     std::cerr << "read " << model.source_description << ": " << model.tensors.size() << " tensors, "

@@ -23,13 +23,23 @@ int main(int argc, char** argv) {
   app.add_option("--tokenizer", tokenizer, "tokenizer.json to copy into hf/");
   app.add_option("--layouts", layouts, "hf, original or both")->check(CLI::IsMember({"hf", "original", "both"}));
   app.add_option("--max-shard-size", max_shard, "shard the safetensors at this many bytes (0 = one file)");
+  uint32_t layers = 0, vocab = 0;
+  app.add_option("--layers", layers, "override the preset's number of layers (e.g. 4 layers of 20b width)")
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--vocab", vocab, "override the preset's vocabulary size (below 200003 the config has no special ids)")
+      ->check(CLI::Range(1u, 1u << 24));
+  unsigned threads = 0;
+  app.add_option("-j,--threads", threads, "threads generating the tensors (default: one per core); any -j writes the same bytes");
   CLI11_PARSE(app, argc, argv);
   gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
   try {
     namespace fs = std::filesystem;
     if (!tokenizer.empty() && layouts == "original")
       throw std::invalid_argument("--tokenizer goes into hf/, and --layouts original writes no hf/ folder");
-    const auto model = gptoss::synthesize_model(gptoss::synth_preset(preset));
+    gptoss::SynthPreset shape = gptoss::synth_preset(preset);
+    if (layers) shape.layers = layers;
+    if (vocab) shape.vocab = vocab;
+    const auto model = gptoss::synthesize_model(shape);
     for (auto layout : {gptoss::CheckpointLayout::HuggingFace, gptoss::CheckpointLayout::Original}) {
       const bool hf = layout == gptoss::CheckpointLayout::HuggingFace;
       if (layouts != "both" && layouts != (hf ? "hf" : "original")) continue;
@@ -41,6 +51,7 @@ int main(int argc, char** argv) {
       gptoss::SafetensorsWriteOptions options;
       options.layout = layout;
       options.max_shard_bytes = max_shard;
+      options.threads = threads;
       options.progress = [&](const std::string& item, uint64_t done, uint64_t) {
         if (item != current) {
           finished += current_done;

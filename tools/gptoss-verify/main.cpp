@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   app.add_option("--check", check, "re-hash the items listed in a manifest and report every mismatch");
   app.add_option("--expect-sha256", expect_sha, "published SHA-256 of the (single) file");
   app.add_option("--same", same, "compare the weights of two models in any formats")->expected(2);
-  app.add_option("--threads", threads, "worker threads (default: all cores)");
+  app.add_option("-j,--threads", threads, "worker threads (default: one per core)");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   CLI11_PARSE(app, argc, argv);
   gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs

@@ -1,7 +1,9 @@
 #pragma once
-// Where a canonical tensor's bytes come from. Conversion streams every tensor through
-// read(offset, out) in bounded chunks, so a transform (QKV split, gate/up interleave, MXFP4
-// repack, dtype change) is a source wrapping another source, never a copy of the whole model.
+// Where a tensor's bytes come from. Conversion streams every tensor through read(offset, out) in
+// bounded chunks, so a transform (QKV split, gate/up interleave, MXFP4 repack, dtype change) is a
+// source wrapping another source, never a copy of the whole model. Sources are immutable once
+// built: every member may run on several threads at once, for different ranges
+// (OrderedChunkPipeline).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,20 +19,28 @@ class TensorSource {
  public:
   virtual ~TensorSource() = default;
   virtual uint64_t size() const = 0;
-  // Copies bytes [offset, offset + out.size()) of the tensor's encoding into `out`.
+  // Copies bytes [offset, offset + out.size()) of the tensor's encoding into `out`. Thread-safe.
   virtual void read(uint64_t offset, std::span<uint8_t> out) const = 0;
   // The whole encoding as one view when it lies contiguously in memory (zero copy).
   virtual std::optional<std::span<const uint8_t>> contiguous() const { return std::nullopt; }
-  // Drops this tensor's pages of mapped input files from the process (they stay in the page
-  // cache). Writers call it after streaming a tensor, so resident memory stays bounded by one
-  // tensor instead of growing to the whole input. Transforms forward it to their inputs.
-  virtual void release_pages() const {}
-  // The same for bytes [offset, offset + size) of the encoding, where that maps to input pages
-  // directly (contiguous sources); used between the chunks of one large tensor.
+  // Reads whose offset and size are multiples of this cost least (a row of a row producer).
+  virtual uint64_t granularity() const { return 1; }
+  // Read-ahead: bytes [offset, offset + size) will be read soon. Mapped inputs have the kernel
+  // fetch and map those pages now (on the calling thread, so several chunks ahead are fetched in
+  // parallel); transforms pass the hint on to the input bytes they read.
+  virtual void will_need(uint64_t offset, uint64_t size) const {
+    (void)offset;
+    (void)size;
+  }
+  // Drops the pages of mapped input files behind bytes [offset, offset + size) from the process
+  // (they stay in the page cache): writers call it behind their cursor, so resident memory stays
+  // bounded by the chunks in flight instead of growing to the whole input. Only whole pages inside
+  // the input range go, so a neighbouring range's partly read page is never dropped mid-use.
   virtual void release_range(uint64_t offset, uint64_t size) const {
     (void)offset;
     (void)size;
   }
+  void release_pages() const { release_range(0, size()); }
 };
 
 using TensorSourcePtr = std::shared_ptr<const TensorSource>;
@@ -43,7 +53,7 @@ class MappedSource final : public TensorSource {
   uint64_t size() const override { return bytes_.size(); }
   void read(uint64_t offset, std::span<uint8_t> out) const override;
   std::optional<std::span<const uint8_t>> contiguous() const override { return bytes_; }
-  void release_pages() const override { release_range(0, bytes_.size()); }
+  void will_need(uint64_t offset, uint64_t size) const override;
   void release_range(uint64_t offset, uint64_t size) const override;
 
  private:
@@ -63,6 +73,9 @@ class OwnedSource final : public TensorSource {
   std::vector<uint8_t> bytes_;
 };
 
+// `bytes` as a source (small tensors, tests).
+inline TensorSourcePtr owned_bytes(std::vector<uint8_t> bytes) { return std::make_shared<OwnedSource>(std::move(bytes)); }
+
 // A tensor made of equal rows, each produced on demand: produce(first_row, count, out) fills
 // count * row_bytes bytes. read() produces the rows covering the requested range.
 class RowSource : public TensorSource {
@@ -71,9 +84,11 @@ class RowSource : public TensorSource {
   uint64_t size() const final { return rows_ * row_bytes_; }
   uint64_t rows() const { return rows_; }
   uint64_t row_bytes() const { return row_bytes_; }
+  uint64_t granularity() const final { return row_bytes_; }
   void read(uint64_t offset, std::span<uint8_t> out) const final;
 
  protected:
+  // Called concurrently for different rows: no shared mutable state without a lock or atomics.
   virtual void produce(uint64_t first_row, uint64_t count, uint8_t* out) const = 0;
 
  private:
@@ -81,7 +96,24 @@ class RowSource : public TensorSource {
   uint64_t row_bytes_;
 };
 
-// A RowSource from a lambda.
+// A row producer computed from input sources that it consumes front to back, each at a fixed ratio
+// of its own size (a dtype change, an MXFP4 repack, a row permutation within heads, a stride):
+// read-ahead hints and page releases of output bytes go to the same share of every input.
+class TransformRowSource : public RowSource {
+ public:
+  TransformRowSource(uint64_t rows, uint64_t row_bytes, std::vector<TensorSourcePtr> inputs)
+      : RowSource(rows, row_bytes), inputs_(std::move(inputs)) {}
+  void will_need(uint64_t offset, uint64_t size) const override;
+  void release_range(uint64_t offset, uint64_t size) const override;
+
+ protected:
+  const TensorSource& input(size_t i) const { return *inputs_[i]; }
+
+ private:
+  std::vector<TensorSourcePtr> inputs_;
+};
+
+// A RowSource from a lambda (no inputs: generated data).
 class LambdaRowSource final : public RowSource {
  public:
   using Producer = std::function<void(uint64_t first_row, uint64_t count, uint8_t* out)>;
@@ -104,7 +136,8 @@ class SliceSource final : public TensorSource {
   uint64_t size() const override { return size_; }
   void read(uint64_t offset, std::span<uint8_t> out) const override { parent_->read(offset_ + offset, out); }
   std::optional<std::span<const uint8_t>> contiguous() const override;
-  void release_pages() const override { parent_->release_range(offset_, size_); }
+  uint64_t granularity() const override;
+  void will_need(uint64_t offset, uint64_t size) const override { parent_->will_need(offset_ + offset, size); }
   void release_range(uint64_t offset, uint64_t size) const override { parent_->release_range(offset_ + offset, size); }
 
  private:
@@ -119,20 +152,29 @@ class ConcatSource final : public TensorSource {
   explicit ConcatSource(std::vector<TensorSourcePtr> parts);
   uint64_t size() const override { return total_; }
   void read(uint64_t offset, std::span<uint8_t> out) const override;
-  void release_pages() const override {
-    for (const auto& p : parts_) p->release_pages();
-  }
+  uint64_t granularity() const override { return granularity_; }
+  void will_need(uint64_t offset, uint64_t size) const override;
+  void release_range(uint64_t offset, uint64_t size) const override;
 
  private:
+  // Calls fn(part, offset in part, bytes, offset in the range) for every part the range touches.
+  template <class Fn>
+  void for_parts(uint64_t offset, uint64_t size, Fn&& fn) const;
   std::vector<TensorSourcePtr> parts_;
   std::vector<uint64_t> starts_;
   uint64_t total_ = 0;
+  uint64_t granularity_ = 1;  // the parts' common one, when every part is whole multiples of it
 };
+
+// Bytes [offset, offset + size) of `source`: a view where they lie in memory, else read into
+// `scratch` (which keeps its capacity for the next call).
+std::span<const uint8_t> view_or_read(const TensorSource& source, uint64_t offset, uint64_t size,
+                                      std::vector<uint8_t>& scratch);
 
 // The whole tensor in memory (reads through contiguous() when possible).
 std::vector<uint8_t> read_all(const TensorSource& source);
 
-// Streams a source to `sink` in chunks of at most `chunk_bytes`.
+// Streams a source to `sink` in chunks of at most `chunk_bytes`, on the calling thread.
 void stream_source(const TensorSource& source, const std::function<void(std::span<const uint8_t>)>& sink,
                    uint64_t chunk_bytes = 16u << 20);
 

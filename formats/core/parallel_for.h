@@ -1,0 +1,63 @@
+#pragma once
+// The one way the toolkit spreads independent items (hashing, digests, value scans) over threads.
+// Streams that must keep an order (writing a file) use OrderedChunkPipeline (chunk_pipeline.h).
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gptoss {
+
+// `-j N` as every tool takes it: 0 means one thread per core.
+inline unsigned resolve_threads(unsigned requested) {
+  return requested != 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
+}
+
+// For a worker thread's first line: signals sent to the process (Ctrl-C, kill) go to the thread
+// that started the workers, whose handler (remove_temp_files_on_signals) and signal masks
+// (commit_together) then behave as in a single-threaded program. Faults (SIGBUS of a shrunk
+// mapped input, SIGSEGV) still go to the thread that caused them.
+inline void leave_signals_to_the_main_thread() {
+  sigset_t set;
+  sigfillset(&set);
+  for (int fault : {SIGBUS, SIGSEGV, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&set, fault);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+// Calls fn(i) for every i in [0, count) on `threads` threads (0: one per core), each thread taking
+// the next index in turn, so items of very different sizes still balance (put the largest first).
+// The first exception any call throws is rethrown once every thread has stopped; the other items
+// are still processed. One thread (or one item) runs on the calling thread.
+template <class Fn>
+void parallel_for(size_t count, unsigned threads, Fn&& fn) {
+  threads = static_cast<unsigned>(std::min<size_t>(resolve_threads(threads), std::max<size_t>(count, 1)));
+  std::atomic<size_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  auto worker = [&] {
+    for (size_t i = next++; i < count; i = next++) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back([&] {
+      leave_signals_to_the_main_thread();
+      worker();
+    });
+  worker();
+  for (auto& thread : pool) thread.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace gptoss
