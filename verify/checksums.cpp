@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "convert/synth_spec.h"
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
@@ -31,6 +32,8 @@ void release_whole_pages(const MappedFile& file, std::span<const uint8_t> range)
 }  // namespace
 
 std::vector<StoredItem> list_stored_items(const fs::path& model_path) {
+  if (is_synth_spec(model_path))
+    throw std::invalid_argument(model_path.string() + " is generated as it is read: it has no files to checksum");
   std::vector<StoredItem> items;
   for (const auto& file : model_files(model_path)) {
     items.push_back({fs::absolute(file), "", 0, fs::file_size(file)});
