@@ -77,7 +77,7 @@ struct Column {
   bool numeric;
 };
 constexpr Column kColumns[] = {{"model", 30, false}, {"size", 10, true},    {"params", 10, true},
-                               {"backend", 7, false}, {"device", 30, false}, {"dev mem", 10, true},
+                               {"backend", 7, false}, {"device", 40, false}, {"dev mem", 10, true},
                                {"test", 15, true},    {"t/s", 20, true}};
 
 std::string printf_string(const char* format, double value) {
