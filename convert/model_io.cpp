@@ -6,6 +6,7 @@
 
 #include "convert/gguf/gguf_model.h"
 #include "convert/modelbin/modelbin_model.h"
+#include "convert/synth_spec.h"
 #include "formats/core/atomic_file.h"
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"
@@ -18,11 +19,13 @@ std::string format_name(ModelFormat f) {
     case ModelFormat::Safetensors: return "safetensors";
     case ModelFormat::Gguf: return "GGUF";
     case ModelFormat::ModelBin: return "model.bin";
+    case ModelFormat::Synthesized: return "synthesized";
   }
   return "?";
 }
 
 ModelFormat detect_input_format(const fs::path& path) {
+  if (is_synth_spec(path)) return ModelFormat::Synthesized;
   std::error_code ec;
   if (fs::is_directory(path, ec)) return ModelFormat::Safetensors;
   std::ifstream in(path, std::ios::binary);
@@ -38,6 +41,7 @@ ModelFormat detect_input_format(const fs::path& path) {
 }
 
 ModelFormat output_format_for(const fs::path& path) {
+  if (is_synth_spec(path)) return ModelFormat::Synthesized;
   const auto ext = path.extension().string();
   if (ext == ".gguf") return ModelFormat::Gguf;
   if (ext == ".bin") return ModelFormat::ModelBin;
@@ -58,6 +62,7 @@ CanonicalModel load_by_format(const fs::path& path) {
   switch (detect_input_format(path)) {
     case ModelFormat::Gguf: return load_gguf_model(path);
     case ModelFormat::ModelBin: return load_modelbin_model(path);
+    case ModelFormat::Synthesized: return load_synth_spec(path);
     case ModelFormat::Safetensors: break;
   }
   return load_safetensors_model(path);
@@ -72,6 +77,9 @@ CanonicalModel load_model(const fs::path& path) {
 }
 
 void check_write_options(ModelFormat output, const WriteOptions& options) {
+  if (output == ModelFormat::Synthesized)
+    throw std::invalid_argument("a model spec (synth:...) names a generated model and cannot be written to; give an "
+                                "output file or folder");
   const std::string format = format_name(output);
   auto refuse = [&](const std::string& what) {
     throw std::invalid_argument(what + " cannot be honoured by a " + format + " output");
@@ -93,6 +101,7 @@ void check_write_options(ModelFormat output, const WriteOptions& options) {
       case ModelFormat::ModelBin:
         if (dense != DType::BF16) refuse(name + " (model.bin stores every dense tensor as BF16)");
         break;
+      case ModelFormat::Synthesized: break;
     }
   }
   if (options.max_shard_bytes && output == ModelFormat::ModelBin)
@@ -131,6 +140,7 @@ std::vector<std::string> write_model(const CanonicalModel& model, const fs::path
       o.progress = per_item;
       return write_modelbin_model(model, path, o);
     }
+    case ModelFormat::Synthesized:  // refused by check_write_options
     case ModelFormat::Safetensors: break;
   }
   SafetensorsWriteOptions o;

@@ -11,12 +11,14 @@
 
 namespace gptoss {
 
-enum class ModelFormat { Safetensors, Gguf, ModelBin };
+// Synthesized: a model spec such as synth:20b (convert/synth_spec.h), generated as it is read.
+enum class ModelFormat { Safetensors, Gguf, ModelBin, Synthesized };
 std::string format_name(ModelFormat format);
 
-// Detects by content (magic bytes) for files and by contents for folders.
+// Detects by content (magic bytes) for files and by contents for folders; a model spec by its name.
 ModelFormat detect_input_format(const std::filesystem::path& path);
-// Detects by name: *.gguf, *.bin, anything else is a safetensors checkpoint folder.
+// Detects by name: *.gguf, *.bin, a model spec (which no writer takes), anything else is a
+// safetensors checkpoint folder.
 ModelFormat output_format_for(const std::filesystem::path& path);
 
 CanonicalModel load_model(const std::filesystem::path& path);

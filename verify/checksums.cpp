@@ -6,6 +6,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "convert/synth_spec.h"
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"
 #include "formats/core/parallel_for.h"
@@ -17,6 +18,8 @@ namespace gptoss {
 namespace fs = std::filesystem;
 
 std::vector<StoredItem> list_stored_items(const fs::path& model_path) {
+  if (is_synth_spec(model_path))
+    throw std::invalid_argument(model_path.string() + " is generated as it is read: it has no files to checksum");
   std::vector<StoredItem> items;
   for (const auto& file : model_files(model_path)) {
     items.push_back({fs::absolute(file), "", 0, fs::file_size(file)});

@@ -234,6 +234,7 @@ VerifyResult verify_model(const fs::path& path, const VerifyOptions& options) {
     case ModelFormat::Safetensors: stored = check_safetensors_container(path, result.report); break;
     case ModelFormat::Gguf: stored = check_gguf_container(path, result.report); break;
     case ModelFormat::ModelBin: check_modelbin_container(path, result.report); break;
+    case ModelFormat::Synthesized: break;  // generated as it is read: no container
   }
   // The container parsed: whatever stops it from being a complete, consistent GPT-OSS model is
   // a finding (exit 1), not an unreadable input (exit 2).

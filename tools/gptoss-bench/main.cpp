@@ -1,0 +1,216 @@
+// gptoss-bench: prefill and decode speed of any GPT-OSS model on any engine, with llama.cpp's
+// llama-bench's tests, columns and output formats, so the two tools' results sit side by side.
+// Each model is loaded once, its engine made once (KV cache for the largest test), and every test
+// run on it; results are printed as each test finishes, progress goes to stderr.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "convert/model_io.h"
+#include "formats/core/atomic_file.h"
+#include "runtime/engine.h"
+#include "tools/gptoss-bench/bench_report.h"
+#include "tools/gptoss-bench/bench_tests.h"
+#include "tools/gptoss-bench/model_summary.h"
+
+namespace {
+
+using namespace gptoss::bench;
+using gptoss::runtime::EngineKind;
+
+constexpr const char* kDescription =
+    "Measure prefill and decode speed of GPT-OSS models (safetensors folder, .gguf, model.bin, or a\n"
+    "model spec synth:a / synth:20b / synth:120b, generated on the fly) as llama.cpp's llama-bench does.\n"
+    "\n"
+    "Tests: ppP runs P prompt tokens in one forward pass (logits of the last row); tgN runs N forward\n"
+    "passes of one token each (each step's logits copied to the host, or the argmax alone with\n"
+    "--greedy). With -d D both start from a KV cache already holding D tokens, prefilled untimed\n"
+    "(\"pp512 @ d4096\"). Each test runs once to warm up, then -r times, each run from an empty cache;\n"
+    "t/s is the mean ± sample standard deviation of the runs' tokens per second. Tokens are ids from\n"
+    "a fixed-seed generator over the vocabulary. -p, -n, -d take lists (-p 512,1024 or -p 512 -p 1024);\n"
+    "0 skips that kind of test. Tests run for every depth: prefill tests first, then decode tests.\n"
+    "\n"
+    "size: bytes of the model's tensors in the encoding it holds them in. params: elements of every\n"
+    "tensor, an MXFP4 expert tensor counting 2 parameters per byte of blocks and none for its scales\n"
+    "(as llama-bench counts a GGUF). dev mem: device memory the engine holds (weights, KV cache,\n"
+    "scratch). -o json and csv add llama-bench's fields (avg_ts, stddev_ts, samples_ns, ...).\n"
+    "Exit status: 0, or 2 when a model cannot be read or an engine cannot run it (the results of\n"
+    "the tests that finished are still printed).";
+
+struct Options {
+  std::vector<std::string> models;
+  std::vector<uint64_t> prompt_sizes = {512}, gen_sizes = {128}, depths = {0};
+  uint32_t repetitions = 5;
+  std::string engine = "vulkan", output = "md";
+  std::optional<uint32_t> device;
+  std::vector<std::string> saves;
+  bool no_warmup = false, greedy = false, quiet = false;
+};
+
+void progress(const Options& o, const std::string& line) {
+  if (!o.quiet) std::fprintf(stderr, "gptoss-bench: %s\n", line.c_str());
+}
+
+std::string format_double(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+// Where results go: stdout in -o's format as they arrive, every --save file when the run ends.
+class Outputs {
+ public:
+  Outputs(OutputFormat stdout_format, std::vector<std::pair<std::string, OutputFormat>> files)
+      : format_(stdout_format), files_(std::move(files)) {
+    print(render_header(format_));
+  }
+  void add(BenchResult result) {
+    print(render_row(format_, result, results_.empty()));
+    results_.push_back(std::move(result));
+  }
+  // The footer and the files, also after an error: what finished is kept.
+  void finish() {
+    print(render_footer(format_));
+    for (const auto& [path, format] : files_) {
+      const std::string text = render_all(format, results_);
+      gptoss::AtomicFileWriter out(path);
+      out.write(text.data(), text.size());
+      out.commit();
+    }
+  }
+
+ private:
+  static void print(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+  OutputFormat format_;
+  std::vector<std::pair<std::string, OutputFormat>> files_;
+  std::vector<BenchResult> results_;
+};
+
+std::vector<std::pair<std::string, OutputFormat>> save_files(const Options& o) {
+  std::vector<std::pair<std::string, OutputFormat>> files;
+  for (const auto& path : o.saves) {
+    const auto format = output_format_for_file(path);
+    if (!format) throw std::invalid_argument("--save " + path + ": the file name must end in .md, .json or .csv");
+    files.emplace_back(path, *format);
+  }
+  return files;
+}
+
+void check_options(const Options& o, const std::vector<BenchTest>& tests) {
+  if (o.models.empty()) throw std::invalid_argument("give a model (MODEL... or -m MODEL)");
+  if (tests.empty()) throw std::invalid_argument("no test to run: -p and -n are all 0");
+  if (o.repetitions == 0) throw std::invalid_argument("-r 0 runs no repetition: give -r 1 or more");
+  if (o.device && o.engine != "vulkan")
+    throw std::invalid_argument("--device picks a Vulkan device and the " + o.engine +
+                                " engine runs on the CPU: add --engine vulkan");
+  const bool any_decode = std::any_of(tests.begin(), tests.end(), [](const BenchTest& t) { return t.kind == TestKind::Decode; });
+  if (o.greedy && !any_decode) throw std::invalid_argument("--greedy changes decode tests and -n 0 runs none");
+}
+
+void bench_model(const Options& o, const std::string& path, const std::vector<BenchTest>& tests, Outputs& outputs) {
+  const EngineKind kind = *gptoss::runtime::engine_kind_from_name(o.engine);
+  const auto model = gptoss::load_model(path);
+  const auto summary = summarize_model(model);
+  const uint64_t positions = positions_needed(tests);
+  if (positions > model.config.max_position_embeddings)
+    throw std::invalid_argument("the largest test needs " + std::to_string(positions) + " positions (-d + -p or -n) and " +
+                                path + " holds " + std::to_string(model.config.max_position_embeddings));
+  progress(o, path + ": " + summary.type + ", " + format_double("%.2f GiB", static_cast<double>(summary.size_bytes) / (1u << 30)) +
+                  "; making the " + o.engine + " engine for " + std::to_string(positions) + " positions");
+
+  gptoss::runtime::EngineOptions engine_options;
+  engine_options.max_context = positions;
+  engine_options.device_index = o.device;
+  std::unique_ptr<gptoss::runtime::Engine> engine;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    engine = gptoss::runtime::make_engine(kind, model, engine_options);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("the " + o.engine + " engine cannot run " + path + ": " + e.what());
+  }
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  progress(o, path + " on " + engine->device_description() + ": ready in " + format_double("%.1f s", load_seconds));
+
+  RunOptions run_options;
+  run_options.repetitions = o.repetitions;
+  run_options.warmup = !o.no_warmup;
+  run_options.decode_output = o.greedy ? DecodeOutput::Argmax : DecodeOutput::Logits;
+  const std::string cpu_info = cpu_model_name();
+  const std::string format = gptoss::format_name(gptoss::detect_input_format(path));
+  for (const auto& test : tests) {
+    BenchResult r;
+    r.model_filename = path;
+    r.model_format = format;
+    r.model = summary;
+    r.engine = o.engine;
+    r.backend = kind == EngineKind::Vulkan ? "Vulkan" : "CPU";
+    r.device = engine->device_description();
+    r.cpu_info = cpu_info;
+    r.load_seconds = load_seconds;
+    r.test = test;
+    r.decode_output = decode_output_name(run_options.decode_output);
+    r.warmup = run_options.warmup;
+    r.test_time = utc_now_iso8601();
+    try {
+      r.samples_ns = run_test(*engine, test, run_options, [&](const std::string& what, double seconds, double rate) {
+        progress(o, "  " + test.name() + " " + what + ": " + format_double("%.3f s", seconds) + ", " +
+                        format_double("%.2f t/s", rate));
+      });
+    } catch (const std::exception& e) {
+      throw std::runtime_error(test.name() + " of " + path + " on the " + o.engine + " engine failed: " + e.what());
+    }
+    r.device_memory_bytes = engine->device_memory_bytes();
+    outputs.add(std::move(r));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{kDescription};
+  Options o;
+  app.add_option("model,-m,--model", o.models, "models to measure, one after the other");
+  app.add_option("-p,--n-prompt", o.prompt_sizes, "prompt sizes of the prefill tests (0: none)")
+      ->delimiter(',')->allow_extra_args(false)
+      ->capture_default_str();
+  app.add_option("-n,--n-gen", o.gen_sizes, "tokens of the decode tests (0: none)")->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  app.add_option("-d,--n-depth", o.depths, "tokens in the KV cache before each test")->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  app.add_option("-r,--repetitions", o.repetitions, "timed runs of each test")->capture_default_str();
+  app.add_option("--engine", o.engine, "vulkan, cpu (the f32 reference) or cpu-f64")
+      ->check(CLI::IsMember(gptoss::runtime::engine_kind_names()))
+      ->capture_default_str();
+  app.add_option("--device", o.device, "Vulkan device index (gptoss-run --list-devices lists them)");
+  app.add_option("-o,--output", o.output, "format on stdout: md, json or csv")
+      ->check(CLI::IsMember(output_format_names()))
+      ->capture_default_str();
+  app.add_option("--save", o.saves, "also write the results to FILE, in the format its name ends in (.md, .json, .csv)");
+  app.add_flag("--no-warmup", o.no_warmup, "no untimed run before each test's timed runs");
+  app.add_flag("--greedy", o.greedy, "decode steps return the argmax instead of the logits (Engine::forward_greedy)");
+  app.add_flag("-q,--quiet", o.quiet, "no progress on stderr");
+  CLI11_PARSE(app, argc, argv);
+
+  std::optional<Outputs> outputs;
+  try {
+    const auto tests = plan_tests(o.prompt_sizes, o.gen_sizes, o.depths);
+    check_options(o, tests);
+    outputs.emplace(*output_format_from_name(o.output), save_files(o));
+    for (const auto& path : o.models) bench_model(o, path, tests, *outputs);
+    outputs->finish();
+    return 0;
+  } catch (const std::exception& e) {
+    try {
+      if (outputs) outputs->finish();
+    } catch (const std::exception& save_error) {
+      std::cerr << "gptoss-bench: " << save_error.what() << "\n";
+    }
+    std::cerr << "gptoss-bench: " << e.what() << "\n";
+    return 2;
+  }
+}
