@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "convert/synthesize.h"
-#include "convert/tensor_source.h"
+#include "formats/core/tensor_source.h"
 
 namespace gptoss {
 namespace {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "formats/core/zstd_frames.h"
-#include "verify/parallel_for.h"
+#include "formats/core/parallel_for.h"
 
 namespace gptoss::eval {
 namespace {
