@@ -14,7 +14,13 @@
 #   TOKENIZER=.cache/tokenizer.json   (model.bin holds the tokenizer, so the checkpoint needs one)
 #   PRESET=20b                  a | 20b | 120b (a: a quick run of the script itself)
 #   JOBS=                       -j for every tool (default: theirs, one thread per core)
-#   KEEP=0                      1 keeps OUTDIR/s20b for another run (it is reused when present)
+#   KEEP=0                      1 keeps the checkpoint for another run (it is reused when present)
+#   MODEL_DIR=OUTDIR/sPRESET    where the checkpoint goes (its hf/ folder)
+#   SYNTH_ARGS=                 more gptoss-synth options (--max-shard-size 5G: the published layout)
+#   KEEP_OUTPUTS=0              1 keeps the Q8_0 GGUF, model.bin and BF16 GGUF at Q8_OUT, MB_OUT,
+#                               BF16_OUT (default OUTDIR/out-q8.gguf, out.bin, out.gguf)
+#   BACK=1                      0 skips the way back (BF16 GGUF -> HF, compared byte for byte)
+#   TIMER=/usr/bin/time         GNU time (carried to machines that lack it)
 set -euo pipefail
 
 out=${1:?usage: scripts/bench_conversion.sh OUTDIR}
@@ -24,7 +30,7 @@ tokenizer=${TOKENIZER:-$root/.cache/tokenizer.json}
 preset=${PRESET:-20b}
 jobs=()
 [ -n "${JOBS:-}" ] && jobs=(-j "$JOBS")
-timer=/usr/bin/time
+timer=${TIMER:-/usr/bin/time}
 for tool in gptoss-synth gptoss-convert gptoss-verify; do
   [ -x "$bin/$tool" ] || { echo "bench_conversion: no $bin/$tool (set BIN)" >&2; exit 2; }
 done
@@ -33,7 +39,11 @@ done
 
 mkdir -p "$out/logs"
 out=$(cd "$out" && pwd)
-model=$out/s$preset
+model=${MODEL_DIR:-$out/s$preset}
+q8_out=${Q8_OUT:-$out/out-q8.gguf} mb_out=${MB_OUT:-$out/out.bin} bf16_out=${BF16_OUT:-$out/out.gguf}
+keep_outputs=${KEEP_OUTPUTS:-0}
+synth_args=()
+[ -n "${SYNTH_ARGS:-}" ] && read -r -a synth_args <<<"$SYNTH_ARGS"
 rows=()
 
 bytes_of() { du -sb --apparent-size "$@" | awk '{s += $1} END {print s}'; }
@@ -70,21 +80,21 @@ machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2 / 1e6}' /proc/m
 # 1. The checkpoint (reused when a previous run kept it).
 if [ ! -f "$model/hf/config.json" ]; then
   rm -rf "$model"
-  timed synth "gptoss-synth s$preset --preset $preset --layouts hf" \
-    "$bin/gptoss-synth" "$model" --preset "$preset" --layouts hf --tokenizer "$tokenizer" "${jobs[@]}"
+  timed synth "gptoss-synth s$preset --preset $preset --layouts hf${SYNTH_ARGS:+ $SYNTH_ARGS}" \
+    "$bin/gptoss-synth" "$model" --preset "$preset" --layouts hf --tokenizer "$tokenizer" "${synth_args[@]}" "${jobs[@]}"
   synth_seconds=$last_seconds synth_rss=$last_rss synth_cpu=$last_cpu
 else
   synth_seconds=""
 fi
-input=$(ls "$model"/hf/*.safetensors)
+inputs=("$model"/hf/*.safetensors)
 input_bytes=$(bytes_of "$model/hf")
 
-# 2. The floor: copying the checkpoint's weights file (in the page cache, like every input here)
-# to a new file on the same disk, then sync. Other byte counts scale it linearly.
-timed copy "cat model.safetensors > copy; sync" sh -c "cat $input > $out/copy.bin; sync"
-copy_seconds=$last_seconds copy_bytes=$(bytes_of "$input") copy_cpu=$last_cpu
+# 2. The floor: copying the checkpoint's weights files (in the page cache, like every input here)
+# to one new file on the same disk, then sync. Other byte counts scale it linearly.
+timed copy "cat *.safetensors > copy; sync" sh -c 'cat "$@" > "$0" && sync' "$out/copy.bin" "${inputs[@]}"
+copy_seconds=$last_seconds copy_bytes=$(bytes_of "${inputs[@]}") copy_cpu=$last_cpu
 rm -f "$out/copy.bin"
-rows+=("$(awk -v s="$copy_seconds" -v b="$copy_bytes" -v u="$copy_cpu" 'BEGIN {printf "| `cat model.safetensors > copy; sync` (the floor) | %.1f s | — | %s | %.2f GB (%.2f GB/s) | %.1f s | 1.00x |", s, u, b / 1e9, (s > 0 ? b / 1e9 / s : 0), s}')")
+rows+=("$(awk -v s="$copy_seconds" -v b="$copy_bytes" -v u="$copy_cpu" 'BEGIN {printf "| `cat *.safetensors > copy; sync` (the floor) | %.1f s | — | %s | %.2f GB (%.2f GB/s) | %.1f s | 1.00x |", s, u, b / 1e9, (s > 0 ? b / 1e9 / s : 0), s}')")
 if [ -n "$synth_seconds" ]; then
   last_seconds=$synth_seconds last_rss=$synth_rss last_cpu=$synth_cpu last_command="gptoss-synth s$preset --preset $preset --layouts hf"
   row "$input_bytes"
@@ -98,16 +108,22 @@ convert() {  # convert NAME OUTPUT ARGS...
     "$bin/gptoss-convert" "$model/hf" "$target" -q "$@" "${jobs[@]}"
   row "$(bytes_of "$target")"
 }
-convert q8_0 "$out/out-q8.gguf" --dense q8_0
-rm -f "$out/out-q8.gguf"
-convert modelbin "$out/out.bin"
-rm -f "$out/out.bin"
-convert bf16 "$out/out.gguf"
-# The way back: the BF16 GGUF to an HF checkpoint, byte-identical to the synthesized one.
-timed back "gptoss-convert out.gguf back-hf" "$bin/gptoss-convert" "$out/out.gguf" "$out/back-hf" -q "${jobs[@]}"
-row "$(bytes_of "$out/back-hf")"
-cmp -s "$input" "$out"/back-hf/*.safetensors || { echo "bench_conversion: back-hf differs from the checkpoint" >&2; exit 1; }
-rm -rf "$out/out.gguf" "$out/back-hf"
+drop() { [ "$keep_outputs" = 1 ] || rm -f "$@"; }
+convert q8_0 "$q8_out" --dense q8_0
+drop "$q8_out"
+convert modelbin "$mb_out"
+drop "$mb_out"
+convert bf16 "$bf16_out"
+if [ "${BACK:-1}" = 1 ]; then
+  # The way back: the BF16 GGUF to an HF checkpoint, byte-identical to the synthesized one.
+  timed back "gptoss-convert out.gguf back-hf" "$bin/gptoss-convert" "$bf16_out" "$out/back-hf" -q "${jobs[@]}"
+  row "$(bytes_of "$out/back-hf")"
+  for f in "${inputs[@]}"; do
+    cmp -s "$f" "$out/back-hf/$(basename "$f")" || { echo "bench_conversion: back-hf/$(basename "$f") differs from the checkpoint" >&2; exit 1; }
+  done
+  rm -rf "$out/back-hf"
+fi
+drop "$bf16_out"
 
 # 4. Verification: read-only, so the GB/s column is the checkpoint's bytes over the wall time.
 verify_row() {
@@ -121,7 +137,7 @@ timed check "gptoss-verify --check m.txt" "$bin/gptoss-verify" --check "$out/m.t
 verify_row
 [ "${KEEP:-0}" = 1 ] || rm -rf "$model" "$out/m.txt"
 
-sha=$(openssl speed -evp sha256 -bytes 16384 -seconds 1 2>/dev/null | awk '/^sha256/ {printf "%.2f GB/s", $2 / 1e6}' || true)
+sha=$(command -v openssl >/dev/null && openssl speed -evp sha256 -bytes 16384 -seconds 1 2>/dev/null | awk '/^sha256/ {printf "%.2f GB/s", $2 / 1e6}' || true)
 echo
 echo "$machine; preset $preset; -j ${JOBS:-default (one thread per core)}; SHA-256 of one stream (openssl speed, 16 KiB blocks): ${sha:-n/a}."
 echo "Floor: the time of \`cat\` + \`sync\` of $(awk -v b="$copy_bytes" 'BEGIN {printf "%.2f GB", b / 1e9}') on this disk, scaled to each output's bytes."

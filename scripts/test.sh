@@ -42,7 +42,8 @@ junit_results() {
     }' "$1"
 }
 
-# add_junit NAME FILE: adds a stage's tests to the totals; prints "P passed, F failed, S skipped".
+# add_junit NAME FILE: adds a stage's tests to the totals and sets junit_counts to
+# "P passed, F failed, S skipped" (a variable, not output: a $(...) subshell would lose the totals).
 add_junit() {
   local results p f s
   results=$(junit_results "$2")
@@ -54,7 +55,7 @@ add_junit() {
     [ "$state" = failed ] && failed_names+=("$1: $test")
     [ "$state" = skipped ] && skipped_names+=("$1: $test")
   done <<<"$results"
-  echo "$p passed, $f failed, $s skipped"
+  junit_counts="$p passed, $f failed, $s skipped"
 }
 
 # stage NAME COMMAND...: runs it with its output shown, and records the result. A ctest stage
@@ -68,7 +69,8 @@ stage() {
   "$@" || rc=$?
   local took=$((SECONDS - start))
   if [ -s "$log_dir/$name.xml" ]; then
-    counts=$(add_junit "$name" "$log_dir/$name.xml")
+    add_junit "$name" "$log_dir/$name.xml"
+    counts=$junit_counts
   elif ((rc != 0)) && [ "$name" != fuzz ]; then
     failed=$((failed + 1)) failed_names+=("$name: did not get as far as running its tests")
   fi

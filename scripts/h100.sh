@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# The full-scale measurements of issues 13, 14 and 15 on the GPU machine (device tool: no compilers,
+# no network, no Vulkan loader, files gone when the machine goes back). Two halves:
+#
+#   scripts/h100.sh pack              here: stripped tools, test binaries, the shared libraries the
+#                                     image lacks (OpenBLAS, zstd), GNU time and tokenizer.json
+#                                     into build-h100/pack.tar.xz (a few MB; carry build-h100 and
+#                                     .gl with the working tree)
+#   scripts/h100.sh STEP...           there: the steps in order; each writes what it measured under
+#                                     $OUT (the device tool brings back at most 8 files: summary.md,
+#                                     log.txt, and one JSON per bench or eval)
+#
+# Steps:
+#   tests      vulkan_tests on the device (every kernel against its reference; the goldens are not
+#              there, so the tests that read them skip)
+#   convert    scripts/bench_conversion.sh on the synthesized 20b: synth, the copy floor, HF -> Q8_0
+#              GGUF / model.bin / BF16 GGUF (kept in WORK for the next steps), manifest, check
+#   bench      gptoss-bench on the HF checkpoint and the Q8_0 GGUF: ppP, tgN, both at depth DEPTH
+#   profile    GPTOSS_VK_PROFILE=1 kernel tables of one prefill and one decode (HF and Q8_0)
+#   eval       gptoss-eval of the Q8_0 GGUF, BF16 GGUF and model.bin against the HF checkpoint over
+#              CHUNKS x CTX tokens, then the speed of one pair (HF vs Q8_0)
+#   parity     the Vulkan engine against the CPU engine (cpu-f64 where the host holds it) at 20b,
+#              on GPL-3's first 16 and 64 tokens
+#   big        gptoss-bench on synth:120b (generated while it is uploaded; 65 GB never on disk)
+#   parity120b the parity step on synth:120b
+#
+# Environment: WORK (model files; default /var/tmp/gptoss-work, on the disk: /tmp may be RAM),
+# P (512), N (128), DEPTH (4096), R (3), CTX (512), CHUNKS (32), TEXT (data/eval/gnu-licenses.txt),
+# SHARD (5G: the synthesized checkpoint in shards of at most this size, as the published 20b is
+# three files; 0 for one file).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PACK=build-h100/pack.tar.xz
+
+if [ "${1:-}" = pack ]; then
+  set -e
+  build=${BUILD_DIR:-build}
+  stage=$(mktemp -d)
+  mkdir -p "$stage/bin" "$stage/lib" build-h100
+  for tool in gptoss-synth gptoss-convert gptoss-run gptoss-verify gptoss-bench gptoss-eval; do
+    strip -o "$stage/bin/$tool" "$build/tools/$tool"
+  done
+  strip -o "$stage/bin/vulkan_tests" "$build/tests/vulkan/vulkan_tests"
+  strip -o "$stage/bin/vulkan_kernel_bench" "$build/tests/vulkan/bench/vulkan_kernel_bench"
+  cp /usr/bin/time "$stage/bin/time"
+  # What the image may lack: Debian's OpenBLAS (with its Fortran runtime) and zstd. libc,
+  # libstdc++ and libcrypto stay the system's (the NVIDIA driver loads into the same process).
+  for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libzstd.so.1; do
+    cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" "$stage/lib/$lib"
+  done
+  cp .cache/tokenizer.json "$stage/tokenizer.json"
+  tar -C "$stage" -cJf "$PACK" .
+  rm -rf "$stage"
+  ls -l "$PACK"
+  echo "carry: build-h100 .gl; then: scripts/h100.sh STEP..."
+  exit 0
+fi
+
+OUT=${OUT:-$ROOT/out}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/log.txt") 2>&1
+SUMMARY=$OUT/summary.md
+WORK=${WORK:-/var/tmp/gptoss-work}
+P=${P:-512} N=${N:-128} DEPTH=${DEPTH:-4096} R=${R:-3}
+CTX=${CTX:-512} CHUNKS=${CHUNKS:-32} TEXT=${TEXT:-data/eval/gnu-licenses.txt} SHARD=${SHARD:-5G}
+KIT=/var/tmp/gptoss-kit
+BIN=$KIT/bin
+HF=$WORK/s20b/hf Q8=$WORK/q8_0.gguf BF16=$WORK/bf16.gguf MB=$WORK/model.bin
+note() { echo "$*" | tee -a "$SUMMARY"; }
+timed() {  # timed LABEL COMMAND...: runs it (its stdout into the summary), records its wall time
+  local label=$1 start=$EPOCHREALTIME rc=0
+  shift
+  "$@" | tee -a "$SUMMARY"
+  rc=${PIPESTATUS[0]}
+  local took
+  took=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')
+  if ((rc)); then note "-- $label: FAILED (exit $rc) after $took s"; else note "-- $label: $took s"; fi
+  return 0
+}
+
+setup() {
+  if [ ! -x "$BIN/gptoss-run" ]; then
+    mkdir -p "$KIT" && tar -C "$KIT" -xJf "$PACK" || { echo "no $PACK: run scripts/h100.sh pack here first"; exit 2; }
+  fi
+  export LD_LIBRARY_PATH=$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if ! ldconfig -p | grep -q libvulkan.so.1; then
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+  fi
+  local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+  mkdir -p "$WORK"
+  {
+    echo "## $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo '```'
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc); memory $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+    "$BIN"/gptoss-run --list-devices 2>&1
+    echo "disk: $(df -h --output=avail,size "$WORK" | tail -1) free/size at $WORK"
+    echo '```'
+  } >>"$SUMMARY"
+  cat "$SUMMARY"
+}
+
+step_tests() {
+  note "### vulkan_tests"
+  timed "vulkan_tests" "$BIN"/vulkan_tests --gtest_brief=1
+}
+
+step_convert() {
+  note "### conversion (scripts/bench_conversion.sh)"
+  if [ -f "$HF/config.json" ] && [ -f "$Q8" ] && [ -f "$MB" ]; then note "files already there"; return 0; fi
+  BIN=$BIN TIMER=$BIN/time TOKENIZER=$KIT/tokenizer.json SYNTH_ARGS="--max-shard-size $SHARD" \
+    KEEP=1 KEEP_OUTPUTS=1 BACK=0 MODEL_DIR=$WORK/s20b Q8_OUT=$Q8 MB_OUT=$MB BF16_OUT=$BF16 \
+    timed "bench_conversion" scripts/bench_conversion.sh "$WORK/conversion"
+  ls -l "$HF" "$WORK"
+  df -h "$WORK" | tail -1
+}
+
+bench() {  # bench NAME MODEL [gptoss-bench options]
+  local name=$1 model=$2
+  shift 2
+  note "### gptoss-bench $model $*"
+  timed "bench $name" "$BIN"/gptoss-bench "$model" -p "$P" -n "$N" -d "0,$DEPTH" -r "$R" -o md -q \
+    --save "$OUT/$name.json" "$@"
+}
+step_bench() {
+  bench hf "$HF"
+  bench q8_0 "$Q8"
+  note "greedy decode (argmax on the device):"
+  "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -r "$R" --greedy -o md -q | tee -a "$SUMMARY"
+}
+step_profile() {
+  for model in "$HF" "$Q8"; do
+    note "### GPTOSS_VK_PROFILE=1, $model: prefill of $P (warm-up + 1 run)"
+    GPTOSS_VK_PROFILE=1 "$BIN"/gptoss-bench "$model" -p "$P" -n 0 -r 1 -o md -q 2>&1 | tee -a "$SUMMARY"
+    note "### GPTOSS_VK_PROFILE=1, $model: decode of $N (warm-up + 1 run)"
+    GPTOSS_VK_PROFILE=1 "$BIN"/gptoss-bench "$model" -p 0 -n "$N" -r 1 -o md -q 2>&1 | tee -a "$SUMMARY"
+  done
+}
+
+step_eval() {
+  local models=("$Q8" "$MB")
+  [ -f "$BF16" ] && models=("$Q8" "$BF16" "$MB")
+  note "### gptoss-eval: ${models[*]} against $HF, $CHUNKS x $CTX tokens of $TEXT"
+  timed "gptoss-eval" "$BIN"/gptoss-eval "$HF" "${models[@]}" --text "$TEXT" --ctx "$CTX" --chunks "$CHUNKS" \
+    --engine vulkan
+  note "### evaluation speed of one pair"
+  timed "gptoss-eval HF vs Q8_0, 8 chunks" "$BIN"/gptoss-eval "$HF" "$Q8" --text "$TEXT" --ctx "$CTX" --chunks 8 --engine vulkan
+}
+
+# gptoss-run --engines CPU,vulkan on GPL-3's preamble (o200k ids), 16 and 64 tokens.
+P16=976,8833,5694,5473,3312,382,261,2240,11,8039,161773,9745,395,4305,326,1273
+P64=$P16,16229,328,5882,13,623,36477,395,1645,4305,326,1273,17377,5882,553,6884,316,2304,4194,634,19165,316,5143,326,3343,290,5882,13,4534,20663,11,290,8833,5694,5473,3312,382,15663,316,16218,634,19165,316,5143,326,3343,722,17980,328
+parity_on() {  # parity_on MODEL CPU_ENGINE
+  for prompt in "$P16" "$P64"; do
+    note "### parity $1, $2 vs vulkan, $(tr ',' '\n' <<<"$prompt" | wc -l) tokens"
+    timed "parity" "$BIN"/gptoss-run "$1" --engines "$2,vulkan" --prompt-tokens "$prompt"
+  done
+}
+step_parity() { parity_on "$HF" "${CPU_ENGINE:-cpu-f64}"; }
+step_big() {
+  note "### gptoss-bench synth:120b"
+  timed "bench synth:120b" "$BIN"/gptoss-bench synth:120b -p "$P" -n "$N" -d "0,$DEPTH" -r "$R" -o md -q \
+    --save "$OUT/big.json"
+}
+step_parity120b() { parity_on synth:120b "${CPU_ENGINE:-cpu-f64}"; }
+
+setup
+for step in "$@"; do
+  case "$step" in
+    tests|convert|bench|profile|eval|parity|big|parity120b) "step_$step" ;;
+    *) echo "unknown step $step" >&2; exit 2 ;;
+  esac
+done
+df -h "$WORK" | tail -1
+failures=$(grep -c ': FAILED' "$SUMMARY")
+[ "$failures" = 0 ] || { echo "$failures steps failed"; exit 1; }
