@@ -23,6 +23,11 @@
 #              on GPL-3's first 16 and 64 tokens
 #   big        gptoss-bench on synth:120b (generated while it is uploaded; 65 GB never on disk)
 #   parity120b the parity step on synth:120b
+#   sweep      the decode expert kernels' shapes (GPTOSS_VK_EXPERT, each of SHAPES) through
+#              vulkan_kernel_bench, then tg128 of the HF checkpoint with each; then tg128 at depth
+#              DEPTH with each decode-attention range cap of SPLITS (GPTOSS_VK_ATTN_SPLITS)
+#   diagnose   VulkanWideLayer (one layer at 20b widths against a double reference) with the
+#              cooperative GEMMs, without them, and without the split f16 inputs
 #
 # Environment: WORK (model files; default /var/tmp/gptoss-work, on the disk: /tmp may be RAM),
 # P (512), N (128), DEPTH (4096), R (3), CTX (512), CHUNKS (32), TEXT (data/eval/gnu-licenses.txt),
@@ -167,10 +172,34 @@ step_big() {
 }
 step_parity120b() { parity_on synth:120b "${CPU_ENGINE:-cpu-f64}"; }
 
+SHAPES=${SHAPES:-"2,4,2,4 4,2,4,2 4,3,8,1 8,1,8,2 2,4,8,2 4,2,8,2 8,2,16,1"}
+step_sweep() {
+  note "### decode expert shapes (GPTOSS_VK_EXPERT=mlp1_outputs,mlp1_batch,mlp2_outputs,mlp2_batch)"
+  for shape in $SHAPES; do
+    note "#### GPTOSS_VK_EXPERT=$shape: vulkan_kernel_bench"
+    GPTOSS_VK_EXPERT=$shape "$BIN"/vulkan_kernel_bench 2>&1 | grep -i "expert_mlp\|kernel " | tee -a "$SUMMARY"
+  done
+  for shape in $SHAPES; do
+    note "#### GPTOSS_VK_EXPERT=$shape: tg$N"
+    GPTOSS_VK_EXPERT=$shape "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -r "$R" -o md -q 2>&1 | tail -1 | tee -a "$SUMMARY"
+  done
+  for splits in ${SPLITS:-32 64 128}; do
+    note "#### GPTOSS_VK_ATTN_SPLITS=$splits: tg$N @ d$DEPTH"
+    GPTOSS_VK_EXPERT=${BEST_SHAPE:-} GPTOSS_VK_ATTN_SPLITS=$splits "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -d "$DEPTH" -r "$R" \
+      -o md -q 2>&1 | tail -1 | tee -a "$SUMMARY"
+  done
+}
+step_diagnose() {
+  for variant in "" GPTOSS_VK_NO_COOPMAT=1 GPTOSS_VK_COOP_SPLIT=0; do
+    note "### VulkanWideLayer ${variant:-(defaults)}"
+    env $variant "$BIN"/vulkan_tests --gtest_filter='VulkanWideLayer.*' 2>&1 | grep -E "error|OK|FAILED" | tee -a "$SUMMARY"
+  done
+}
+
 setup
 for step in "$@"; do
   case "$step" in
-    tests|convert|bench|profile|eval|parity|big|parity120b) "step_$step" ;;
+    tests|convert|bench|profile|eval|parity|big|parity120b|sweep|diagnose) "step_$step" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

@@ -31,6 +31,8 @@ using uint = uint32_t;
 #define SPEC_COOP_K 5
 #define SPEC_FP4_DECODE 6     // MXFP4 codes decoded by a table of codes (0), f16 bit placement (1), a table of code pairs (2)
 #define SPEC_PROBE 7          // measuring only (GPTOSS_VK_PROBE): 1 skips the arithmetic, 2 the weight loads
+#define SPEC_EXPERT_OUTPUTS 8 // decode expert kernels: outputs per subgroup (mlp1: gate/up row pairs)
+#define SPEC_EXPERT_BATCH 9   // decode expert kernels: blocks per lane loaded before any is used
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
@@ -45,7 +47,8 @@ ABI_CONST(uint, kMaxExpertsPerToken, 32u);  // router, expert kernels: per-token
 ABI_CONST(uint, kMaxExperts, 1024u);        // router: logits in shared memory
 ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registers/shared memory
 ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
-ABI_CONST(uint, kAttentionSplits, 32u);     // decode attention: most key ranges per KV head
+ABI_CONST(uint, kAttentionSplits, 128u);    // decode attention: most key ranges per KV head the kernel holds
+ABI_CONST(uint, kDefaultAttentionSplits, 32u);  // ... and the most the launcher uses (GPTOSS_VK_ATTN_SPLITS overrides)
 ABI_CONST(uint, kMaxAttentionGroupValues, 2048u);  // attention: (heads / kv_heads) * head_dim
 ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in registers
 
@@ -59,8 +62,14 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define COOP_WORKGROUP_SIZE 128   // cooperative-matrix GEMM: 4 subgroups of 32, 32 x 32 each
 #define COOP_TILE_K 64            // cooperative-matrix GEMM: depth per step (two 32-value blocks)
 #define MATVEC_ROWS_PER_SUBGROUP 2
-#define EXPERT_OUTPUTS_PER_SUBGROUP 2  // decode expert kernels: outputs (mlp1: gate/up row pairs) per subgroup
-#define EXPERT_LOAD_BATCH 4            // decode expert kernels: blocks per lane loaded before any is used
+// Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; GPTOSS_VK_EXPERT
+// overrides them to compare): outputs per subgroup and blocks per lane loaded before any is used.
+#define EXPERT_MLP1_OUTPUTS 2
+#define EXPERT_MLP1_BATCH 4
+#define EXPERT_MLP2_OUTPUTS 2
+#define EXPERT_MLP2_BATCH 4
+#define EXPERT_MAX_OUTPUTS 16     // the largest outputs per subgroup the launchers accept
+#define EXPERT_MAX_BATCH 8
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
 #define DECODE_ATTENTION_SIZE 256 // decode attention: (query head, key) pairs per workgroup
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once

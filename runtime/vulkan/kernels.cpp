@@ -1,6 +1,7 @@
 #include "runtime/vulkan/kernels.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -39,11 +40,28 @@ std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
 }  // namespace
 
 namespace {
+// GPTOSS_VK_EXPERT="mlp1_outputs,mlp1_batch,mlp2_outputs,mlp2_batch" overrides the decode expert
+// kernels' defaults (kernel_abi.h), to compare shapes on a device without rebuilding.
+Kernels::ExpertShape expert_shape_from_environment() {
+  Kernels::ExpertShape shape;
+  const char* value = std::getenv("GPTOSS_VK_EXPERT");
+  if (!value || !*value) return shape;
+  unsigned v[4];
+  if (std::sscanf(value, "%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3]) != 4)
+    throw std::invalid_argument("GPTOSS_VK_EXPERT: expected mlp1_outputs,mlp1_batch,mlp2_outputs,mlp2_batch");
+  for (unsigned i = 0; i < 4; ++i)
+    require(v[i] >= 1 && v[i] <= (i % 2 ? EXPERT_MAX_BATCH : EXPERT_MAX_OUTPUTS), "expert_mlp",
+            "GPTOSS_VK_EXPERT value " + std::to_string(v[i]) + " out of range");
+  return {v[0], v[1], v[2], v[3]};
+}
+
 uint32_t probe() {
   const char* value = std::getenv("GPTOSS_VK_PROBE");
   return value ? static_cast<uint32_t>(std::atoi(value)) : 0u;
 }
 }  // namespace
+
+Kernels::Kernels(const Context& ctx) : ctx_(ctx), expert_shape_(expert_shape_from_environment()) {}
 
 bool Kernels::cooperative() const {
   return !force_portable_ && ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32;
@@ -59,6 +77,7 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
   auto& slot = pipelines_[{shader, encoding.value_or(0)}];
   if (!slot) {
     const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{16, 16, 16});
+    const bool mlp2 = shader == "expert_mlp2";
     const uint32_t specialization[] = {ctx_.info().subgroup_size,
                                        encoding.value_or(0),
                                        ctx_.split_cooperative_inputs() ? 1u : 0u,
@@ -66,7 +85,9 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        shape.n,
                                        shape.k,
                                        ctx_.fp4_decode(),
-                                       probe()};
+                                       probe(),
+                                       mlp2 ? expert_shape_.mlp2_outputs : expert_shape_.mlp1_outputs,
+                                       mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -114,12 +135,26 @@ void check_attention_shape(const char* kernel, const Kernels::AttentionShape& s)
 }
 }  // namespace
 
+uint32_t Kernels::attention_split_cap() {
+  // GPTOSS_VK_ATTN_SPLITS compares caps on a device without rebuilding; read once, as the
+  // scratch sizes depend on it.
+  static const uint32_t cap = [] {
+    const char* value = std::getenv("GPTOSS_VK_ATTN_SPLITS");
+    if (!value || !*value) return abi::kDefaultAttentionSplits;
+    const long n = std::strtol(value, nullptr, 10);
+    require(n >= 1 && n <= static_cast<long>(abi::kAttentionSplits), "attention_decode",
+            "GPTOSS_VK_ATTN_SPLITS " + std::string(value) + " outside 1 .. " + std::to_string(abi::kAttentionSplits));
+    return static_cast<uint32_t>(n);
+  }();
+  return cap;
+}
+
 uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
   const uint32_t group = std::max<uint32_t>(1, s.heads / std::max<uint32_t>(1, s.kv_heads));
   const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
-  // Ranges of at least one block of DECODE_ATTENTION_SIZE / group keys, at most kAttentionSplits.
+  // Ranges of at least one block of DECODE_ATTENTION_SIZE / group keys, at most the cap.
   return std::clamp<uint32_t>(ceil_div(keys, std::max<uint32_t>(1, DECODE_ATTENTION_SIZE / group)), 1,
-                              abi::kAttentionSplits);
+                              attention_split_cap());
 }
 
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
@@ -190,7 +225,7 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
   const uint32_t intermediate = mlp1.rows / 2;
   const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, chosen, act, mlp1.cols,
                                  intermediate, k, limit_value};
-  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * EXPERT_OUTPUTS_PER_SUBGROUP;
+  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * expert_shape_.mlp1_outputs;
   list.dispatch(pipeline("expert_mlp1", sizeof args), args, ceil_div(intermediate, per_group), k);
 }
 
@@ -202,7 +237,7 @@ void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address
   const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,           act,
                                  chosen,                 gate_weights,           residual,       shared.partials,
                                  shared.counters,        mlp2.rows,              mlp2.cols,      k};
-  const uint32_t groups = ceil_div(mlp2.rows, WORKGROUP_SIZE / ctx_.info().subgroup_size * EXPERT_OUTPUTS_PER_SUBGROUP);
+  const uint32_t groups = ceil_div(mlp2.rows, WORKGROUP_SIZE / ctx_.info().subgroup_size * expert_shape_.mlp2_outputs);
   require(groups <= kCounters, "expert_mlp2", limit("output groups", groups, ">", kCounters));
   list.dispatch(pipeline("expert_mlp2", sizeof args), args, groups, k);
 }

@@ -15,6 +15,7 @@
 #include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/dispatch_list.h"
 #include "runtime/vulkan/vulkan_context.h"
+#include "shaders/kernel_abi.h"
 
 namespace gptoss::vk {
 
@@ -22,7 +23,7 @@ using Address = uint64_t;
 
 class Kernels {
  public:
-  explicit Kernels(const Context& ctx) : ctx_(ctx) {}
+  explicit Kernels(const Context& ctx);
   const Context& context() const { return ctx_; }
 
   // x[t] = table row tokens[t], t < count.
@@ -45,6 +46,7 @@ class Kernels {
   // Decode attention over key ranges of DECODE_ATTENTION_SIZE / (heads / kv_heads) keys, as many
   // as the layer's keys need (its window, or its cache slots), merged with the sinks into target.
   static uint32_t decode_attention_splits(const AttentionShape& shape);
+  static uint32_t attention_split_cap();  // kDefaultAttentionSplits, or GPTOSS_VK_ATTN_SPLITS
   static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                         Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
@@ -96,6 +98,12 @@ class Kernels {
   // Whether the GEMMs run on cooperative matrices here (fp16 listed, subgroups of 32, not disabled);
   // F32 weights always take the portable kernel (f16 would round them).
   bool cooperative() const;
+  // The decode expert kernels' shape: outputs per subgroup and blocks loaded per lane before use.
+  struct ExpertShape {
+    uint32_t mlp1_outputs = EXPERT_MLP1_OUTPUTS, mlp1_batch = EXPERT_MLP1_BATCH;
+    uint32_t mlp2_outputs = EXPERT_MLP2_OUTPUTS, mlp2_batch = EXPERT_MLP2_BATCH;
+  };
+  const ExpertShape& expert_shape() const { return expert_shape_; }
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
   // Every pipeline built so far with the driver's statistics of it (Pipeline::statistics).
@@ -108,6 +116,7 @@ class Kernels {
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {});
   const Context& ctx_;
   bool force_portable_ = false;
+  ExpertShape expert_shape_;
   std::map<std::pair<std::string, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -448,7 +449,7 @@ TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
       check_decode_attention(*ctx, {64, 8, 64, window}, position, 600);
     }
   check_decode_attention(*ctx, {4, 4, 32, 0}, 700, 1000);  // one head per KV head: 256 keys a block
-  check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 64 ranges of 47 keys: two blocks each
+  check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 94 blocks of 32 keys: 32 ranges by default, 94 with GPTOSS_VK_ATTN_SPLITS=128
 }
 
 // ---- router ----
@@ -637,6 +638,13 @@ TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
   struct Case {
     uint32_t k, hidden, inter;
   };
+  // Every shape the launchers take is the same function: the defaults and shapes GPTOSS_VK_EXPERT
+  // can pick (outputs per subgroup that do not divide the rows, batches past the blocks a lane has).
+  for (const char* shape : {"", "4,2,4,2", "8,1,8,2", "3,3,5,1", "1,8,16,1"}) {
+  SCOPED_TRACE(std::string("GPTOSS_VK_EXPERT=") + shape);
+  if (*shape) setenv("GPTOSS_VK_EXPERT", shape, 1);
+  vk::Kernels shaped(*ctx);
+  unsetenv("GPTOSS_VK_EXPERT");
   // 3 and 2 blocks per row (fewer than a quad's lanes), 10 and 9 (the two-block passes and a tail).
   for (const Case c : {Case{1, 96, 64}, Case{4, 96, 64}, Case{4, 320, 288}}) {
     SCOPED_TRACE("k " + std::to_string(c.k) + " hidden " + std::to_string(c.hidden));
@@ -651,14 +659,31 @@ TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
     auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
     auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
     run(*ctx, [&](vk::DispatchList& list) {
-      kernels(*ctx).expert_mlp1(list, mlp1.device, b1->address(), xn->address(), chosen->address(), act->address(), c.k,
-                                limit);
-      kernels(*ctx).expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
-                                x->address(), c.k, {partials->address(), counters->address()});
+      shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), chosen->address(), act->address(), c.k,
+                         limit);
+      shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
+                         x->address(), c.k, {partials->address(), counters->address()});
     });
     EXPECT_EQ(read_buffer<uint32_t>(*counters, 8), std::vector<uint32_t>(8, 0u));
     expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE");
   }
+  }
+}
+
+TEST(VulkanKernels, ExpertShapeFromTheEnvironmentIsChecked) {
+  VULKAN_OR_SKIP();
+  for (const char* bad : {"2,4,2", "0,4,2,4", "2,4,17,1", "2,9,2,4", "a,b,c,d"}) {
+    SCOPED_TRACE(bad);
+    setenv("GPTOSS_VK_EXPERT", bad, 1);
+    EXPECT_ANY_THROW(vk::Kernels shaped(*ctx));
+  }
+  setenv("GPTOSS_VK_EXPERT", "8,1,4,2", 1);
+  vk::Kernels shaped(*ctx);
+  unsetenv("GPTOSS_VK_EXPERT");
+  EXPECT_EQ(shaped.expert_shape().mlp1_outputs, 8u);
+  EXPECT_EQ(shaped.expert_shape().mlp1_batch, 1u);
+  EXPECT_EQ(shaped.expert_shape().mlp2_outputs, 4u);
+  EXPECT_EQ(shaped.expert_shape().mlp2_batch, 2u);
 }
 
 TEST(VulkanKernels, ArgmaxTakesTheLowestIndexOfTies) {
