@@ -13,6 +13,7 @@
 #include "runtime/cpu/cpu_engine.h"
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/cpu/cpu_weights.h"
+#include "runtime/vulkan/kernels.h"
 #include "runtime/vulkan/vulkan_engine.h"
 #include "tests/vulkan/vulkan_test_support.h"
 
@@ -163,8 +164,16 @@ TEST(VulkanWideLayer, ErrorAgainstDoubleIsTheCpuEnginesSize) {
   std::printf("wide layer 0: max |ref| %.3e, cpu engine error %.3e, vulkan engine error %.3e\n", magnitude, cpu_error,
               vulkan_error);
   EXPECT_GT(magnitude, 10.0);  // large activations: the point of the test
-  EXPECT_LE(vulkan_error, 2 * cpu_error + 1e-6 * magnitude);
-  EXPECT_LE(vulkan_error, 1e-4 * magnitude);
+  // The portable kernels compute in f32 like the CPU engine: the CPU engine's error, give or take.
+  // Cooperative matrices (tensor cores) multiply the f16 hi + lo halves exactly but accumulate
+  // with truncation: up to about one f32 ulp per step of depth, K * 2^-24 relative for K = 2880
+  // (1.7e-4). Measured on an H100 (driver 580.159.04): 0.112 (1.2e-4 relative) with them, 6.0e-3
+  // with GPTOSS_VK_NO_COOPMAT=1, CPU engine 1.07e-2; docs/vulkan-engine.md.
+  const bool tensor_cores = vk::Kernels(*ctx).cooperative();
+  const double depth = static_cast<double>(std::max(model.config.hidden_size, model.config.intermediate_size));
+  const double accumulation = tensor_cores ? depth * std::ldexp(1.0, -24) : 1e-6;
+  EXPECT_LE(vulkan_error, 2 * cpu_error + accumulation * magnitude);
+  EXPECT_LE(vulkan_error, (tensor_cores ? 2e-4 : 1e-4) * magnitude);
 }
 
 }  // namespace
