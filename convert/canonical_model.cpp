@@ -58,37 +58,43 @@ std::string canonical_name(TensorRole role, int layer) {
   return "?";
 }
 
-std::vector<TensorSpec> canonical_tensor_specs(const GptOssConfig& c) {
+bool is_vector_role(TensorRole r) { return !is_matrix_role(r) && !is_mxfp4_role(r); }
+
+std::vector<uint64_t> canonical_shape(const GptOssConfig& c, TensorRole role) {
   const uint64_t V = c.vocab_size, H = c.hidden_size, I = c.intermediate_size, E = c.num_experts;
   const uint64_t Q = c.q_rows(), KV = c.kv_rows();
-  std::vector<TensorSpec> specs;
-  auto add = [&](TensorRole role, int layer, std::vector<uint64_t> shape) {
-    specs.push_back({role, layer, canonical_name(role, layer), std::move(shape)});
-  };
-  add(TensorRole::Embedding, -1, {V, H});
-  for (int l = 0; l < static_cast<int>(c.num_layers); ++l) {
-    add(TensorRole::AttnNorm, l, {H});
-    add(TensorRole::AttnQ, l, {Q, H});
-    add(TensorRole::AttnQBias, l, {Q});
-    add(TensorRole::AttnK, l, {KV, H});
-    add(TensorRole::AttnKBias, l, {KV});
-    add(TensorRole::AttnV, l, {KV, H});
-    add(TensorRole::AttnVBias, l, {KV});
-    add(TensorRole::AttnOut, l, {H, Q});
-    add(TensorRole::AttnOutBias, l, {H});
-    add(TensorRole::AttnSinks, l, {c.num_heads});
-    add(TensorRole::MlpNorm, l, {H});
-    add(TensorRole::RouterWeight, l, {E, H});
-    add(TensorRole::RouterBias, l, {E});
-    add(TensorRole::Mlp1Blocks, l, {E, 2 * I, H / 32, 16});
-    add(TensorRole::Mlp1Scales, l, {E, 2 * I, H / 32});
-    add(TensorRole::Mlp1Bias, l, {E, 2 * I});
-    add(TensorRole::Mlp2Blocks, l, {E, H, I / 32, 16});
-    add(TensorRole::Mlp2Scales, l, {E, H, I / 32});
-    add(TensorRole::Mlp2Bias, l, {E, H});
+  switch (role) {
+    case TensorRole::Embedding: return {V, H};
+    case TensorRole::Unembedding: return {V, H};
+    case TensorRole::FinalNorm: return {H};
+    case TensorRole::AttnNorm: return {H};
+    case TensorRole::AttnQ: return {Q, H};
+    case TensorRole::AttnQBias: return {Q};
+    case TensorRole::AttnK: return {KV, H};
+    case TensorRole::AttnKBias: return {KV};
+    case TensorRole::AttnV: return {KV, H};
+    case TensorRole::AttnVBias: return {KV};
+    case TensorRole::AttnOut: return {H, Q};
+    case TensorRole::AttnOutBias: return {H};
+    case TensorRole::AttnSinks: return {c.num_heads};
+    case TensorRole::MlpNorm: return {H};
+    case TensorRole::RouterWeight: return {E, H};
+    case TensorRole::RouterBias: return {E};
+    case TensorRole::Mlp1Blocks: return {E, 2 * I, H / 32, 16};
+    case TensorRole::Mlp1Scales: return {E, 2 * I, H / 32};
+    case TensorRole::Mlp1Bias: return {E, 2 * I};
+    case TensorRole::Mlp2Blocks: return {E, H, I / 32, 16};
+    case TensorRole::Mlp2Scales: return {E, H, I / 32};
+    case TensorRole::Mlp2Bias: return {E, H};
   }
-  add(TensorRole::FinalNorm, -1, {H});
-  add(TensorRole::Unembedding, -1, {V, H});
+  return {};
+}
+
+std::vector<TensorSpec> canonical_tensor_specs(const GptOssConfig& c) {
+  std::vector<TensorSpec> specs;
+  for_each_tensor(c.num_layers, [&](TensorRole role, int layer) {
+    specs.push_back({role, layer, canonical_name(role, layer), canonical_shape(c, role)});
+  });
   return specs;
 }
 

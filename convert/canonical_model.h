@@ -7,6 +7,7 @@
 //   and scales U8 [E, rows, in/32] (value 2^(s-127)); mlp1 rows interleaved gate (even) / up (odd).
 // Dense tensors keep their stored encoding (BF16, F16, F32 or Q8_0) so nothing is converted
 // until a writer needs it.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,9 +29,22 @@ enum class TensorRole {
   Mlp1Blocks, Mlp1Scales, Mlp1Bias, Mlp2Blocks, Mlp2Scales, Mlp2Bias,
 };
 
+// The roles of one layer, in canonical order: the one list of what a layer holds. The canonical
+// tensor set (canonical_tensor_specs, the completeness check) and the engines' weight loading
+// walk it through for_each_tensor / for_each_layer_tensor below, so a role added here reaches
+// each of them (and each of their switches over TensorRole, which -Wswitch checks).
+inline constexpr std::array kLayerRoles = {
+    TensorRole::AttnNorm,     TensorRole::AttnQ,      TensorRole::AttnQBias,  TensorRole::AttnK,
+    TensorRole::AttnKBias,    TensorRole::AttnV,      TensorRole::AttnVBias,  TensorRole::AttnOut,
+    TensorRole::AttnOutBias,  TensorRole::AttnSinks,  TensorRole::MlpNorm,    TensorRole::RouterWeight,
+    TensorRole::RouterBias,   TensorRole::Mlp1Blocks, TensorRole::Mlp1Scales, TensorRole::Mlp1Bias,
+    TensorRole::Mlp2Blocks,   TensorRole::Mlp2Scales, TensorRole::Mlp2Bias,
+};
+
 bool is_layer_role(TensorRole role);
 bool is_mxfp4_role(TensorRole role);     // *Blocks and *Scales: stored as U8, never converted
 bool is_matrix_role(TensorRole role);    // 2-D dense weights a writer may store as Q8_0/BF16/F16
+bool is_vector_role(TensorRole role);    // neither: norms, biases, sinks (always read whole)
 std::string canonical_name(TensorRole role, int layer);  // e.g. "layers.3.attn_q.weight"
 
 struct TensorSpec {
@@ -40,7 +54,22 @@ struct TensorSpec {
   std::vector<uint64_t> shape;  // elements, outermost first (numpy order)
 };
 
-// Every tensor of a model with this config, in canonical order.
+// The shape of a role's tensors in a model with this config (elements, outermost first).
+std::vector<uint64_t> canonical_shape(const GptOssConfig& config, TensorRole role);
+
+// Every tensor of a model with `num_layers` layers, in canonical order, as gemma.cpp's
+// ForEachTensor: visit(role, layer) for the embedding (layer -1), each layer's kLayerRoles, then
+// the final norm and the unembedding (layer -1).
+template <class Visit>
+void for_each_tensor(uint32_t num_layers, Visit&& visit) {
+  visit(TensorRole::Embedding, -1);
+  for (uint32_t l = 0; l < num_layers; ++l)
+    for (TensorRole role : kLayerRoles) visit(role, static_cast<int>(l));
+  visit(TensorRole::FinalNorm, -1);
+  visit(TensorRole::Unembedding, -1);
+}
+
+// Every tensor of a model with this config, in canonical order (for_each_tensor with names and shapes).
 std::vector<TensorSpec> canonical_tensor_specs(const GptOssConfig& config);
 
 struct CanonicalTensor {
@@ -60,6 +89,14 @@ struct CanonicalModel {
   const CanonicalTensor& get(TensorRole role, int layer = -1) const;
   const CanonicalTensor* find(const std::string& name) const;
 };
+
+// The tensors of one layer of `model`, in canonical order: visit(role, tensor) for each of
+// kLayerRoles. An engine's weight loading switches on the role, so the compiler names a role it
+// does not handle.
+template <class Visit>
+void for_each_layer_tensor(const CanonicalModel& model, int layer, Visit&& visit) {
+  for (TensorRole role : kLayerRoles) visit(role, model.get(role, layer));
+}
 
 // Checks that `tensors` has exactly the canonical set with the right shapes and plausible
 // encodings, then sorts it into canonical order. Throws FormatError naming `source`.

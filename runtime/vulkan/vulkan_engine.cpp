@@ -42,11 +42,20 @@ struct LayerWeights {
   uint32_t slots = 0;      // cache positions: the capacity, or a ring on sliding layers
 };
 
-// The roles each layer reads, so the memory check and the upload list the same tensors.
-constexpr TensorRole kLayerVectors[] = {TensorRole::AttnNorm, TensorRole::AttnQBias, TensorRole::AttnKBias,
-                                        TensorRole::AttnVBias, TensorRole::AttnOutBias, TensorRole::AttnSinks,
-                                        TensorRole::MlpNorm,   TensorRole::RouterBias, TensorRole::Mlp1Bias,
-                                        TensorRole::Mlp2Bias};
+// upload_weights uploads a group of tensors the kernels read as one at the group's last member
+// in the canonical order of a layer.
+constexpr size_t layer_position(TensorRole role) {
+  for (size_t i = 0; i < kLayerRoles.size(); ++i)
+    if (kLayerRoles[i] == role) return i;
+  return kLayerRoles.size();
+}
+static_assert(layer_position(TensorRole::AttnVBias) > std::max({layer_position(TensorRole::AttnQ),
+                                                                layer_position(TensorRole::AttnK),
+                                                                layer_position(TensorRole::AttnV),
+                                                                layer_position(TensorRole::AttnQBias),
+                                                                layer_position(TensorRole::AttnKBias)}));
+static_assert(layer_position(TensorRole::Mlp1Scales) > layer_position(TensorRole::Mlp1Blocks));
+static_assert(layer_position(TensorRole::Mlp2Scales) > layer_position(TensorRole::Mlp2Blocks));
 
 uint64_t gib_tenths(uint64_t bytes) { return (bytes * 10 + (1ull << 29)) >> 30; }
 std::string gib(uint64_t bytes) {
@@ -132,12 +141,10 @@ struct VulkanEngine::Device {
 void VulkanEngine::Device::check_memory(const CanonicalModel& model) const {
   const auto& c = config;
   uint64_t weights = 0;
-  for (const auto& t : model.tensors) {
-    bool vector = false;
-    for (TensorRole role : kLayerVectors) vector |= t.spec.role == role;
-    vector |= t.spec.role == TensorRole::FinalNorm;
-    weights += device_bytes(t, vector);
-  }
+  // What upload_weights makes of each tensor: vectors as F32, matrices and experts as stored.
+  for_each_tensor(c.num_layers, [&](TensorRole role, int layer) {
+    weights += device_bytes(model.get(role, layer), is_vector_role(role));
+  });
   uint64_t cache = 0;
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const uint64_t slots = c.is_sliding(l) ? std::min<uint64_t>(capacity, uint64_t{c.sliding_window} + chunk) : capacity;
@@ -167,29 +174,52 @@ void VulkanEngine::Device::upload_weights(const CanonicalModel& model) {
   final_norm = vector(TensorRole::FinalNorm);
   layers.resize(c.num_layers);
   for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const int l = static_cast<int>(i);
     auto& w = layers[i];
-    w.attn_norm = vector(TensorRole::AttnNorm, l);
-    const CanonicalTensor* projections[] = {&model.get(TensorRole::AttnQ, l), &model.get(TensorRole::AttnK, l),
-                                            &model.get(TensorRole::AttnV, l)};
-    if (projections[0]->dtype == projections[1]->dtype && projections[0]->dtype == projections[2]->dtype) {
-      w.qkv.parts.push_back(upload_matrix(*ctx, uploader, projections));
-    } else {
-      for (const CanonicalTensor* part : projections) w.qkv.parts.push_back(upload_matrix(*ctx, uploader, *part));
-    }
-    const CanonicalTensor* qkv_bias[] = {&model.get(TensorRole::AttnQBias, l), &model.get(TensorRole::AttnKBias, l),
-                                         &model.get(TensorRole::AttnVBias, l)};
-    w.qkv_bias = upload_vector(*ctx, uploader, qkv_bias);
-    w.out = matrix(TensorRole::AttnOut, l);
-    w.out_bias = vector(TensorRole::AttnOutBias, l);
-    w.sinks = vector(TensorRole::AttnSinks, l);
-    w.mlp_norm = vector(TensorRole::MlpNorm, l);
-    w.router = matrix(TensorRole::RouterWeight, l);
-    w.router_bias = vector(TensorRole::RouterBias, l);
-    w.mlp1 = upload_experts(*ctx, uploader, model.get(TensorRole::Mlp1Blocks, l), model.get(TensorRole::Mlp1Scales, l));
-    w.mlp1_bias = vector(TensorRole::Mlp1Bias, l);
-    w.mlp2 = upload_experts(*ctx, uploader, model.get(TensorRole::Mlp2Blocks, l), model.get(TensorRole::Mlp2Scales, l));
-    w.mlp2_bias = vector(TensorRole::Mlp2Bias, l);
+    // The layer's tensors in canonical order; a group the kernels read as one (Q/K/V stacked,
+    // their biases, an MXFP4 blocks/scales pair) is uploaded at its last member.
+    const CanonicalTensor* q = nullptr;
+    const CanonicalTensor* k = nullptr;
+    const CanonicalTensor* v = nullptr;
+    const CanonicalTensor* q_bias = nullptr;
+    const CanonicalTensor* k_bias = nullptr;
+    const CanonicalTensor* mlp1_blocks = nullptr;
+    const CanonicalTensor* mlp2_blocks = nullptr;
+    for_each_layer_tensor(model, static_cast<int>(i), [&](TensorRole role, const CanonicalTensor& t) {
+      switch (role) {
+        case TensorRole::AttnNorm: w.attn_norm = upload_vector(*ctx, uploader, t); break;
+        case TensorRole::AttnQ: q = &t; break;
+        case TensorRole::AttnQBias: q_bias = &t; break;
+        case TensorRole::AttnK: k = &t; break;
+        case TensorRole::AttnKBias: k_bias = &t; break;
+        case TensorRole::AttnV: v = &t; break;
+        case TensorRole::AttnVBias: {
+          const CanonicalTensor* projections[] = {q, k, v};
+          if (q->dtype == k->dtype && q->dtype == v->dtype) {
+            w.qkv.parts.push_back(upload_matrix(*ctx, uploader, projections));
+          } else {
+            for (const CanonicalTensor* part : projections) w.qkv.parts.push_back(upload_matrix(*ctx, uploader, *part));
+          }
+          const CanonicalTensor* biases[] = {q_bias, k_bias, &t};
+          w.qkv_bias = upload_vector(*ctx, uploader, biases);
+          break;
+        }
+        case TensorRole::AttnOut: w.out = upload_matrix(*ctx, uploader, t); break;
+        case TensorRole::AttnOutBias: w.out_bias = upload_vector(*ctx, uploader, t); break;
+        case TensorRole::AttnSinks: w.sinks = upload_vector(*ctx, uploader, t); break;
+        case TensorRole::MlpNorm: w.mlp_norm = upload_vector(*ctx, uploader, t); break;
+        case TensorRole::RouterWeight: w.router = upload_matrix(*ctx, uploader, t); break;
+        case TensorRole::RouterBias: w.router_bias = upload_vector(*ctx, uploader, t); break;
+        case TensorRole::Mlp1Blocks: mlp1_blocks = &t; break;
+        case TensorRole::Mlp1Scales: w.mlp1 = upload_experts(*ctx, uploader, *mlp1_blocks, t); break;
+        case TensorRole::Mlp1Bias: w.mlp1_bias = upload_vector(*ctx, uploader, t); break;
+        case TensorRole::Mlp2Blocks: mlp2_blocks = &t; break;
+        case TensorRole::Mlp2Scales: w.mlp2 = upload_experts(*ctx, uploader, *mlp2_blocks, t); break;
+        case TensorRole::Mlp2Bias: w.mlp2_bias = upload_vector(*ctx, uploader, t); break;
+        case TensorRole::Embedding:
+        case TensorRole::Unembedding:
+        case TensorRole::FinalNorm: break;  // not per-layer: uploaded above
+      }
+    });
     const bool sliding = c.is_sliding(i);
     w.slots = sliding ? static_cast<uint32_t>(std::min<uint64_t>(capacity, uint64_t{c.sliding_window} + chunk)) : capacity;
     w.k_cache = floats(uint64_t{w.slots} * c.kv_rows());
