@@ -266,10 +266,11 @@ GptOssConfig gguf_config(const GgufModelFiles& files) {
   c.yarn_beta_fast = opt_f32(f, "rope.scaling.yarn_beta_fast").value_or(32.0);
   c.yarn_beta_slow = opt_f32(f, "rope.scaling.yarn_beta_slow").value_or(1.0);
   c.yarn_truncate = false;  // llama.cpp always truncates; the HF config of gpt-oss says false
-  const GgufTensorRef* embd = files.find_tensor("token_embd.weight");
-  if (!embd) f.fail("token_embd.weight", std::nullopt, "tensor missing from the file");
+  const std::string embd_name = gguf_tensor_name(TensorRole::Embedding, -1);
+  const GgufTensorRef* embd = files.find_tensor(embd_name);
+  if (!embd) f.fail(embd_name, std::nullopt, "tensor missing from the file");
   if (embd->info->ne.size() != 2 || embd->info->ne[1] > UINT32_MAX)
-    embd->file->fail("token_embd.weight", embd->info->info_offset, "must be a 2-D [hidden, vocab] tensor");
+    embd->file->fail(embd_name, embd->info->info_offset, "must be a 2-D [hidden, vocab] tensor");
   c.vocab_size = static_cast<uint32_t>(embd->info->ne[1]);
   return c;
 }
@@ -349,7 +350,7 @@ CanonicalModel load_gguf_model(const fs::path& path) {
       }
       case GgufTensorKind::GateExps: {
         const auto& gate = require(g.name, {H, I, E});
-        const auto& up = require("blk." + std::to_string(g.layer) + ".ffn_up_exps.weight", {H, I, E});
+        const auto& up = require(gguf_expert_tensor_name(GgufTensorKind::UpExps, g.layer), {H, I, E});
         const std::string origin = fs::path(gate.file->path()).filename().string() + ":" + g.name + " + ffn_up_exps";
         const auto gate_src = mxfp4(gate), up_src = mxfp4(up);
         tensors.push_back({spec_of(TensorRole::Mlp1Blocks, g.layer), DType::U8,
@@ -372,7 +373,7 @@ CanonicalModel load_gguf_model(const fs::path& path) {
       }
       case GgufTensorKind::GateExpsBias: {
         const auto& gate = require(g.name, {I, E});
-        const auto& up = require("blk." + std::to_string(g.layer) + ".ffn_up_exps.bias", {I, E});
+        const auto& up = require(gguf_expert_tensor_name(GgufTensorKind::UpExpsBias, g.layer), {I, E});
         const DType type = dense_type(gate);
         if (type == DType::Q8_0 || dense_type(up) != type)
           gate.file->fail(g.name, gate.info->info_offset, "expert biases must be F32, F16 or BF16, both the same");

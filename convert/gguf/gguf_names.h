@@ -23,6 +23,13 @@ struct GgufTensorName {
   int layer;
 };
 
+// The GGUF name of the tensor holding a canonical role's elements as they are (kind Dense), e.g.
+// "token_embd.weight", "blk.3.attn_q.weight"; std::logic_error for the expert roles, which GGUF
+// stores split or repacked (gguf_expert_tensor_name).
+std::string gguf_tensor_name(TensorRole role, int layer);
+// The GGUF name of a layer's expert tensor of `kind` (not Dense), e.g. "blk.3.ffn_up_exps.weight".
+std::string gguf_expert_tensor_name(GgufTensorKind kind, int layer);
+
 // Every tensor of a gpt-oss GGUF with `layers` layers, in llama.cpp's converter order.
 std::vector<GgufTensorName> gguf_tensor_names(uint32_t layers);
 
