@@ -1,5 +1,7 @@
 #include "convert/model_io.h"
 
+#include <algorithm>
+#include <array>
 #include <fstream>
 #include <stdexcept>
 #include <set>
@@ -10,6 +12,10 @@
 #include "formats/core/atomic_file.h"
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"
+#include "formats/gguf/gguf_file.h"
+#include "formats/gguf/gguf_split.h"
+#include "formats/modelbin/modelbin_file.h"
+#include "formats/safetensors/safetensors_checkpoint.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;
@@ -24,20 +30,55 @@ std::string format_name(ModelFormat f) {
   return "?";
 }
 
+std::optional<ModelFormat> detect_file_format(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw_format_error(file.string(), "", std::nullopt, "cannot open");
+  std::array<uint8_t, modelbin::kMagic.size()> head{};
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  const auto got = static_cast<size_t>(in.gcount());
+  if (got >= 4 && load_u32(head.data()) == kGgufMagic) return ModelFormat::Gguf;
+  if (got == head.size() && head == modelbin::kMagic) return ModelFormat::ModelBin;
+  if (file.extension() == ".safetensors") return ModelFormat::Safetensors;
+  return std::nullopt;
+}
+
 ModelFormat detect_input_format(const fs::path& path) {
   if (is_synth_spec(path)) return ModelFormat::Synthesized;
   std::error_code ec;
   if (fs::is_directory(path, ec)) return ModelFormat::Safetensors;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_format_error(path.string(), "", std::nullopt, "cannot open");
-  char magic[12] = {};
-  in.read(magic, sizeof magic);
-  const auto got = in.gcount();
-  if (got >= 4 && std::string_view(magic, 4) == "GGUF") return ModelFormat::Gguf;
-  if (got >= 12 && std::string_view(magic, 12) == "GPT-OSS v1.0") return ModelFormat::ModelBin;
-  if (path.extension() == ".safetensors") return ModelFormat::Safetensors;
+  if (const auto format = detect_file_format(path)) return *format;
   throw_format_error(path.string(), "magic", 0,
                      "not a GGUF file, a model.bin or a safetensors checkpoint (unknown leading bytes)");
+}
+
+std::vector<fs::path> model_files(const fs::path& model_path) {
+  if (is_synth_spec(model_path)) return {};  // generated as it is read: no files
+  std::vector<fs::path> files;
+  if (fs::is_directory(model_path)) {
+    files = find_checkpoint_shards(model_path).files;
+    for (const auto& e : fs::directory_iterator(model_path))
+      if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    return files;
+  }
+  if (detect_file_format(model_path) == ModelFormat::Gguf) {
+    // A split set is one model: every shard, found from any one of them.
+    const auto set = GgufModelFiles::open(model_path);
+    for (const auto& f : set.files()) files.emplace_back(f.path());
+    return files;
+  }
+  files.push_back(model_path);
+  return files;
+}
+
+std::vector<StoredTensorRange> stored_tensors(const fs::path& file) {
+  switch (detect_file_format(file).value_or(ModelFormat::Synthesized)) {
+    case ModelFormat::Safetensors: return SafetensorsFile::open(file).stored_tensors();
+    case ModelFormat::Gguf: return GgufFile::open(file).stored_tensors();
+    case ModelFormat::ModelBin: return modelbin::ModelBinFile::open(file).stored_tensors();
+    case ModelFormat::Synthesized: break;  // not a container file
+  }
+  return {};
 }
 
 ModelFormat output_format_for(const fs::path& path) {

@@ -1,13 +1,16 @@
 #pragma once
-// Format detection and the any-to-any entry points: every reader produces the canonical model,
-// every writer consumes it. This is the only file that knows all formats.
+// Format detection, the files of a model and the tensors each file stores, and the any-to-any
+// entry points: every reader produces the canonical model, every writer consumes it. This is the
+// only file that knows all formats; conversion and verify both detect and list through it.
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "convert/canonical_model.h"
 #include "convert/safetensors_model.h"
+#include "formats/core/stored_tensor.h"
 
 namespace gptoss {
 
@@ -15,8 +18,21 @@ namespace gptoss {
 enum class ModelFormat { Safetensors, Gguf, ModelBin, Synthesized };
 std::string format_name(ModelFormat format);
 
-// Detects by content (magic bytes) for files and by contents for folders; a model spec by its name.
+// What one file is, the one container detection: by its leading bytes (kGgufMagic, modelbin::kMagic),
+// else a *.safetensors name (the format has no magic); nullopt for anything else (a JSON file).
+// Throws FormatError when the file cannot be opened.
+std::optional<ModelFormat> detect_file_format(const std::filesystem::path& file);
+// Detects a folder as a safetensors checkpoint, a file by detect_file_format (FormatError naming
+// the magic when it is none of ours), a model spec by its name.
 ModelFormat detect_input_format(const std::filesystem::path& path);
+
+// All files of a model: the shards of a safetensors checkpoint as its reader finds them
+// (find_checkpoint_shards) and the folder's *.json files, a GGUF and its split siblings, or a
+// model.bin; none for a model spec. Sorted within a folder.
+std::vector<std::filesystem::path> model_files(const std::filesystem::path& model_path);
+// The tensors one file stores, as its container lists them (none for a file that is not a
+// container, e.g. config.json).
+std::vector<StoredTensorRange> stored_tensors(const std::filesystem::path& file);
 // Detects by name: *.gguf, *.bin, a model spec (which no writer takes), anything else is a
 // safetensors checkpoint folder.
 ModelFormat output_format_for(const std::filesystem::path& path);

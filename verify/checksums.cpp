@@ -6,13 +6,12 @@
 #include <mutex>
 #include <sstream>
 
+#include "convert/model_io.h"
 #include "convert/synth_spec.h"
 #include "formats/core/error.h"
 #include "formats/core/mapped_file.h"
 #include "formats/core/parallel_for.h"
-#include "formats/safetensors/safetensors_checkpoint.h"
 #include "verify/sha256.h"
-#include "verify/stored_tensors.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;
@@ -22,8 +21,9 @@ std::vector<StoredItem> list_stored_items(const fs::path& model_path) {
     throw std::invalid_argument(model_path.string() + " is generated as it is read: it has no files to checksum");
   std::vector<StoredItem> items;
   for (const auto& file : model_files(model_path)) {
+    auto tensors = stored_tensors(file);  // first: a shard the index names but the folder lacks is a FormatError
     items.push_back({fs::absolute(file), "", 0, fs::file_size(file)});
-    for (const auto& t : stored_tensors(file)) items.push_back({fs::absolute(file), t.name, t.offset, t.size});
+    for (const auto& t : tensors) items.push_back({fs::absolute(file), t.name, t.offset, t.size});
   }
   return items;
 }

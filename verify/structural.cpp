@@ -12,14 +12,12 @@
 #include "convert/safetensors_model.h"
 #include "formats/core/error.h"
 #include "formats/core/checked_math.h"
-#include "formats/core/json_file.h"
 #include "formats/core/json_value.h"
 #include "formats/core/mapped_file.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_split.h"
 #include "formats/modelbin/modelbin_file.h"
 #include "formats/safetensors/safetensors_checkpoint.h"
-#include "verify/stored_tensors.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;
@@ -64,30 +62,24 @@ StoredList check_safetensors_container(const fs::path& path, Report& report) {
         report.warning("padding", f->path(), "header", "header padding byte is not a space", "0x20", 8 + i - 1);
         break;
       }
+    for (auto& t : f->stored_tensors()) stored.push_back({f->path(), std::move(t)});
     for (const auto& t : f->tensors()) {
-      stored.push_back({f->path(), {t.name, f->data_offset() + t.begin, t.size()}});
       const uint64_t align = std::min<uint64_t>(dtype_info(t.dtype).block_bytes, 8);
       if ((f->data_offset() + t.begin) % align != 0)
         report.warning("alignment", f->path(), t.name, "tensor data is not aligned to its element size",
                        std::to_string(align) + "-byte alignment", f->data_offset() + t.begin);
     }
   }
-  if (ck.has_index()) {
-    const fs::path index_path = fs::path(path) / "model.safetensors.index.json";
-    const auto index_json = read_json_file(index_path);  // the reader parsed it already: an object
-    const JsonValue index(index_json, index_path.string());
+  // total_size is informative (transformers does not read it): a wrong one is a warning.
+  if (const auto& said = ck.shards().index_total_size; ck.has_index() && !said.is_null()) {
     uint64_t total = 0;
     for (const auto& f : ck.files())
       for (const auto& t : f->tensors()) total += t.size();
-    // total_size is informative (transformers does not read it): a wrong one is a warning.
-    if (const auto metadata = index.find("metadata"); metadata && metadata->is_object())
-      if (const auto said = metadata->find("total_size")) {
-        const auto bytes = JsonValue::uint_within(said->raw(), UINT64_MAX);
-        if (bytes != total)
-          report.warning("index", index_path.string(), "metadata.total_size",
-                         "says " + (bytes ? std::to_string(*bytes) + " bytes" : describe_json_value(said->raw())),
-                         std::to_string(total));
-      }
+    const auto bytes = JsonValue::uint_within(said, UINT64_MAX);
+    if (bytes != total)
+      report.warning("index", ck.shards().index->string(), "metadata.total_size",
+                     "says " + (bytes ? std::to_string(*bytes) + " bytes" : describe_json_value(said)),
+                     std::to_string(total));
   }
   return stored;
 }
@@ -108,12 +100,11 @@ StoredList check_gguf_container(const fs::path& path, Report& report) {
     const auto bytes = f.mapped()->bytes();
     const auto& tensors = f.tensors();
     const uint64_t data = f.data_offset();
-    for (const auto& t : tensors) stored.push_back({f.path(), {t.name, data + t.offset, t.size}});
+    for (auto& t : f.stored_tensors()) stored.push_back({f.path(), std::move(t)});
     if (!tensors.empty()) {
       // The gap between the last tensor-info record and the aligned data section.
       uint64_t infos_end = 0;
-      for (const auto& t : tensors)
-        infos_end = std::max(infos_end, t.info_offset + 8 + t.name.size() + 4 + 8 * t.ne.size() + 4 + 8);
+      for (const auto& t : tensors) infos_end = std::max(infos_end, t.info_end());
       check_zero_gap(bytes, infos_end, data, f.path(), "before the data section", report);
     }
     for (size_t i = 0; i < tensors.size(); ++i) {

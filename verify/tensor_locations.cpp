@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "verify/stored_tensors.h"
+#include "convert/model_io.h"
 
 namespace gptoss {
 namespace fs = std::filesystem;

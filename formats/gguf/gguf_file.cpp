@@ -12,7 +12,8 @@ constexpr uint64_t kMaxInt64 = static_cast<uint64_t>(std::numeric_limits<int64_t
 // is allocated: a KV is a key length (8) + a 1-byte key + type (4) + a 1-byte value; a tensor
 // info is a name length (8) + a 1-byte name + n_dims (4) + one dim (8) + type (4) + offset (8).
 constexpr uint64_t kMinKvBytes = 14;
-constexpr uint64_t kMinTensorInfoBytes = 33;
+constexpr uint64_t kMinTensorInfoBytes = gguf_tensor_info_bytes(1, 1);
+static_assert(kMinTensorInfoBytes == 33);
 
 std::string_view read_string(ByteReader& r, const std::string& field) {
   const uint64_t at = r.position();
@@ -170,7 +171,7 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> file) {
   g.data_offset_ = *data_offset;
   uint64_t expected = 0;
   for (const auto& t : g.tensors_) {
-    const uint64_t offset_field = t.info_offset + 8 + t.name.size() + 4 + 8 * t.ne.size() + 4;
+    const uint64_t offset_field = t.offset_field();
     if (t.offset % g.alignment_ != 0)
       throw_format_error(g.path(), t.name + " offset", offset_field,
                          "offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
@@ -223,6 +224,12 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 std::span<const uint8_t> GgufFile::data(const GgufTensorInfo& t) const {
   return file_->slice(data_offset_ + t.offset, t.size, t.name);
+}
+
+std::vector<StoredTensorRange> GgufFile::stored_tensors() const {
+  std::vector<StoredTensorRange> out;
+  for (const auto& t : tensors_) out.push_back({t.name, data_offset_ + t.offset, t.size});
+  return out;
 }
 
 }  // namespace gptoss

@@ -14,6 +14,7 @@
 
 #include "formats/core/dtype.h"
 #include "formats/core/mapped_file.h"
+#include "formats/core/stored_tensor.h"
 #include "formats/gguf/ggml_types.h"
 #include "formats/gguf/gguf_value.h"
 
@@ -25,6 +26,12 @@ inline constexpr uint32_t kGgufMaxDims = 4;
 inline constexpr uint64_t kGgufMaxNameBytes = 63;            // ggml: GGML_MAX_NAME 64 incl. NUL
 inline constexpr uint64_t kGgufMaxStringBytes = 1ull << 30;  // ggml's cap on one string
 inline constexpr uint64_t kGgufMaxArrayCount = 1ull << 30;   // ggml's cap on one array
+
+// Bytes of one tensor-info record: name length (u64), the name, n_dims (u32), ne (u64 each),
+// type (u32) and data offset (u64, the record's last field).
+constexpr uint64_t gguf_tensor_info_bytes(uint64_t name_bytes, uint64_t n_dims) {
+  return 8 + name_bytes + 4 + 8 * n_dims + 4 + 8;
+}
 
 struct GgufKv {
   std::string key;
@@ -42,6 +49,9 @@ struct GgufTensorInfo {
   uint64_t size = 0;           // bytes, unpadded
   uint64_t info_offset = 0;    // file offset of the tensor-info record
   uint64_t elements() const;
+  // File offsets of the end of the tensor-info record and of its data-offset field.
+  uint64_t info_end() const { return info_offset + gguf_tensor_info_bytes(name.size(), ne.size()); }
+  uint64_t offset_field() const { return info_end() - 8; }
   // numpy order (outermost first), i.e. ne reversed.
   std::vector<uint64_t> shape() const { return {ne.rbegin(), ne.rend()}; }
 };
@@ -68,6 +78,7 @@ class GgufFile {
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }  // in data order
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   std::span<const uint8_t> data(const GgufTensorInfo& tensor) const;
+  std::vector<StoredTensorRange> stored_tensors() const;  // in data order, absolute offsets
 
  private:
   std::shared_ptr<const MappedFile> file_;

@@ -40,6 +40,12 @@ std::string hex_bytes(std::span<const uint8_t> bytes) {
 
 ModelBinFile ModelBinFile::open(const std::filesystem::path& path) { return parse(MappedFile::open(path)); }
 
+std::vector<StoredTensorRange> ModelBinFile::stored_tensors() const {
+  std::vector<StoredTensorRange> out;
+  for (const auto& r : layout_.write_order()) out.push_back({r.name, r.region.offset, r.region.size});
+  return out;
+}
+
 ModelBinFile ModelBinFile::parse(std::shared_ptr<const MappedFile> file) {
   ModelBinFile f;
   f.file_ = std::move(file);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "formats/core/mapped_file.h"
+#include "formats/core/stored_tensor.h"
 #include "formats/modelbin/modelbin_format.h"
 
 namespace gptoss::modelbin {
@@ -32,6 +33,8 @@ class ModelBinFile {
 
   // Bytes of a region of the layout (always in bounds after open()).
   std::span<const uint8_t> bytes(const Region& region) const { return file_->bytes().subspan(region.offset, region.size); }
+  // The layout's regions as stored tensors ("block 2 expert 0 mlp1 blocks", ...), in write order.
+  std::vector<StoredTensorRange> stored_tensors() const;
 
  private:
   std::shared_ptr<const MappedFile> file_;

@@ -13,19 +13,17 @@
 namespace gptoss {
 namespace fs = std::filesystem;
 
-SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
-  SafetensorsCheckpoint ck;
-  std::vector<fs::path> shard_paths;
-  std::map<std::string, std::string> weight_map;
+CheckpointShards find_checkpoint_shards(const fs::path& path) {
+  CheckpointShards shards;
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) {
-    ck.root_ = path.parent_path();
-    shard_paths.push_back(path);
+    shards.root = path.parent_path();
+    shards.files.push_back(path);
   } else if (fs::is_directory(path, ec)) {
-    ck.root_ = path;
+    shards.root = path;
     const fs::path index = path / "model.safetensors.index.json";
     if (fs::exists(index)) {
-      ck.has_index_ = true;
+      shards.index = index;
       const nlohmann::json j = read_json_file(index);
       const JsonValue root(j, index.string());
       if (!root.is_object()) root.fail_expected("an object with a weight_map");
@@ -36,26 +34,39 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
         const std::string& shard = file.as_string();
         if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
           file.fail("shard name " + json_quoted(shard) + " must be a plain file name in the folder");
-        weight_map[std::string(name)] = shard;
+        shards.weight_map[std::string(name)] = shard;
         files.insert(shard);
       }
-      for (const auto& f : files) shard_paths.push_back(path / f);
+      for (const auto& f : files) shards.files.push_back(path / f);
+      // total_size is informative (transformers does not read it); kept for verify's check.
+      if (const auto metadata = root.find("metadata"); metadata && metadata->is_object())
+        if (const auto total = metadata->find("total_size")) shards.index_total_size = total->raw();
     } else {
       for (const auto& entry : fs::directory_iterator(path))
-        if (entry.is_regular_file() && entry.path().extension() == ".safetensors") shard_paths.push_back(entry.path());
-      std::sort(shard_paths.begin(), shard_paths.end());
-      if (shard_paths.empty())
+        if (entry.is_regular_file() && entry.path().extension() == ".safetensors") shards.files.push_back(entry.path());
+      std::sort(shards.files.begin(), shards.files.end());
+      if (shards.files.empty())
         throw_format_error(path.string(), "", std::nullopt, "folder holds no *.safetensors file and no index");
     }
   } else {
     throw_format_error(path.string(), "", std::nullopt, "no such file or folder");
   }
+  return shards;
+}
+
+SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
+  SafetensorsCheckpoint ck;
+  ck.shards_ = find_checkpoint_shards(path);
+  ck.root_ = ck.shards_.root;
+  const auto& shard_paths = ck.shards_.files;
+  const auto& weight_map = ck.shards_.weight_map;
+  const bool has_index = ck.has_index();
 
   for (const auto& p : shard_paths) ck.files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(p)));
   for (const auto& f : ck.files_) {
     const std::string fname = fs::path(f->path()).filename().string();
     for (const auto& t : f->tensors()) {
-      if (ck.has_index_) {
+      if (has_index) {
         auto it = weight_map.find(t.name);
         if (it == weight_map.end())
           throw_format_error(f->path(), "tensor \"" + t.name + "\"", std::nullopt,

@@ -163,4 +163,10 @@ std::span<const uint8_t> SafetensorsFile::data(const SafetensorsTensor& t) const
   return file_->slice(data_offset() + t.begin, t.size(), t.name);
 }
 
+std::vector<StoredTensorRange> SafetensorsFile::stored_tensors() const {
+  std::vector<StoredTensorRange> out;
+  for (const auto& t : tensors_) out.push_back({t.name, data_offset() + t.begin, t.size()});
+  return out;
+}
+
 }  // namespace gptoss

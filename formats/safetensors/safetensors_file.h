@@ -12,6 +12,7 @@
 
 #include "formats/core/dtype.h"
 #include "formats/core/mapped_file.h"
+#include "formats/core/stored_tensor.h"
 
 namespace gptoss {
 
@@ -40,6 +41,7 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const SafetensorsTensor* find(std::string_view name) const;
   std::span<const uint8_t> data(const SafetensorsTensor& t) const;
+  std::vector<StoredTensorRange> stored_tensors() const;  // in data order, absolute offsets
 
  private:
   std::shared_ptr<const MappedFile> file_;

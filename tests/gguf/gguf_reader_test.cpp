@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 
+#include "formats/core/checked_math.h"
 #include "formats/core/error.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_split.h"
@@ -316,6 +317,42 @@ TEST(GgufWriter, RejectsLongNamesAndShortData) {
   e.data = owned_bytes(std::vector<uint8_t>(12));
   EXPECT_THROW(write_gguf(tmp / "x.gguf", GgufMetadata(), {e}), std::invalid_argument);
   EXPECT_FALSE(std::filesystem::exists(tmp / "x.gguf"));  // nothing half-written
+}
+
+TEST(GgufTensorInfo, RecordSizeIsTheOneFormula) {
+  // Name length, name, n_dims, one u64 per dimension, type, offset.
+  EXPECT_EQ(gguf_tensor_info_bytes(0, 0), 24u);
+  EXPECT_EQ(gguf_tensor_info_bytes(1, 1), 33u);  // the smallest record a file can hold
+  EXPECT_EQ(gguf_tensor_info_bytes(63, 4), 8u + 63 + 4 + 32 + 4 + 8);
+  // Against the bytes the writer lays out: records back to back, each ending in its data offset,
+  // the last one followed by padding up to the data section.
+  TempDir tmp;
+  std::vector<GgufTensorEntry> tensors;
+  const std::vector<std::pair<std::string, std::vector<uint64_t>>> shapes = {
+      {"a", {8}}, {"a much longer tensor name", {4, 2}}, {"c", {2, 2, 2}}, {std::string(63, 'd'), {2, 1, 2, 2}}};
+  for (const auto& [name, ne] : shapes) {
+    GgufTensorEntry e;
+    e.name = name;
+    e.ggml_type = 0;  // F32
+    e.ne = ne;
+    e.data = owned_bytes(std::vector<uint8_t>(gguf_tensor_bytes(e)));
+    tensors.push_back(std::move(e));
+  }
+  GgufMetadata md;
+  md.add_string("general.architecture", "test");
+  write_gguf(tmp / "x.gguf", md, tensors);
+  const auto f = GgufFile::open(tmp / "x.gguf");
+  const auto bytes = read_file_bytes(tmp / "x.gguf");
+  ASSERT_EQ(f.tensors().size(), shapes.size());
+  for (size_t i = 0; i < f.tensors().size(); ++i) {
+    const auto& t = f.tensors()[i];
+    EXPECT_EQ(t.info_end() - t.info_offset, gguf_tensor_info_bytes(t.name.size(), t.ne.size()));
+    EXPECT_EQ(load_u64(bytes.data() + t.offset_field()), t.offset) << t.name;
+    if (i + 1 < f.tensors().size()) {
+      EXPECT_EQ(t.info_end(), f.tensors()[i + 1].info_offset) << t.name;
+    }
+  }
+  EXPECT_EQ(align_up(f.tensors().back().info_end(), f.alignment()), f.data_offset());
 }
 
 TEST(GgufSplitFiles, MismatchedShardsAreRejected) {
