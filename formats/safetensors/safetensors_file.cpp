@@ -24,7 +24,94 @@ std::vector<uint64_t> read_uint_array(const JsonValue& value) {
   }
   return out;
 }
+// Well-formed UTF-8 as JSON text must be: no overlong forms, no surrogates, nothing past U+10FFFF.
+bool is_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<uint8_t>(text[i]);
+    size_t extra = 0;
+    uint32_t lo = 0x80, hi = 0xBF;  // the range of the second byte
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (text.size() - i <= extra) return false;
+    for (size_t k = 1; k <= extra; ++k) {
+      const auto b = static_cast<uint8_t>(text[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
 }  // namespace
+
+std::optional<SafetensorsHeaderError> check_safetensors_header(std::vector<SafetensorsTensor>& tensors,
+                                                               const std::map<std::string, std::string>& metadata,
+                                                               uint64_t data_section_bytes) {
+  auto broken = [](std::string field, std::string message, bool at_data_section = false) {
+    return std::optional<SafetensorsHeaderError>({std::move(field), std::move(message), at_data_section});
+  };
+  // Ours (the reader's JSON parse cannot produce these; a writer could).
+  for (const auto& [key, value] : metadata)
+    if (!is_utf8(key) || !is_utf8(value))
+      return broken("__metadata__", "metadata key or value " + json_quoted(key) + " is not valid UTF-8");
+  std::set<std::string_view> names;
+  for (const auto& t : tensors) {
+    if (!is_utf8(t.name)) return broken("tensor name", "tensor name " + json_quoted(t.name) + " is not valid UTF-8");
+    const std::string field = "tensor \"" + t.name + "\"";
+    if (t.name == "__metadata__")
+      return broken(field, "the name __metadata__ is the key of the header's metadata; no tensor can have it");
+    if (!names.insert(t.name).second) return broken(field, "duplicate key \"" + t.name + "\"");
+    if (dtype_info(t.dtype).safetensors_name.empty())
+      return broken(field + ".dtype", "dtype " + std::string(dtype_name(t.dtype)) + " has no safetensors name");
+  }
+  // Rules 8-12: sort by offsets; contiguous from 0; sizes agree with dtype x shape.
+  std::stable_sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t expected = 0;
+  for (const auto& t : tensors) {
+    const std::string field = "tensor \"" + t.name + "\"";
+    if (t.begin != expected || t.end < t.begin)
+      return broken(field + ".data_offsets", "offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                                                 "] must start at " + std::to_string(expected) +
+                                                 " (no gaps or overlaps)");
+    expected = t.end;
+    auto numel = checked_product(t.shape);
+    if (!numel) return broken(field + ".shape", "element count overflows 64 bits");
+    const auto& info = dtype_info(t.dtype);
+    auto bits = checked_mul(*numel, static_cast<uint64_t>(info.block_bytes) * 8);
+    if (!bits) return broken(field + ".shape", "size in bits overflows 64 bits");
+    auto bytes = dtype_byte_size(t.dtype, *numel);
+    if (!bytes)
+      return broken(field + ".shape", std::to_string(*numel) + " elements of " + std::string(info.name) +
+                                          " are not a whole number of bytes");
+    if (t.end - t.begin != *bytes)
+      return broken(field + ".data_offsets", "holds " + std::to_string(t.end - t.begin) + " bytes but " +
+                                                 std::string(info.name) + " " + "of this shape needs " +
+                                                 std::to_string(*bytes));
+  }
+  // Rule 13: the data section is covered exactly.
+  if (expected != data_section_bytes)
+    return broken("data section",
+                  "tensors cover " + std::to_string(expected) + " bytes but the data section has " +
+                      std::to_string(data_section_bytes) + " (truncated file or trailing bytes)",
+                  true);
+  return std::nullopt;
+}
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) { return parse(MappedFile::open(path)); }
 
@@ -119,37 +206,10 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const MappedFile> mapped)
     st.tensors_.push_back(std::move(t));
   }
 
-  // Rules 8-12: sort by offsets; contiguous from 0; sizes agree with dtype x shape.
-  std::stable_sort(st.tensors_.begin(), st.tensors_.end(), [](const auto& a, const auto& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
-  uint64_t expected = 0;
-  for (const auto& t : st.tensors_) {
-    const std::string field = "tensor \"" + t.name + "\"";
-    if (t.begin != expected || t.end < t.begin)
-      throw_format_error(file, field + ".data_offsets", 8,
-                         "offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "] must start at " +
-                             std::to_string(expected) + " (no gaps or overlaps)");
-    expected = t.end;
-    auto numel = checked_product(t.shape);
-    if (!numel) throw_format_error(file, field + ".shape", 8, "element count overflows 64 bits");
-    const auto& info = dtype_info(t.dtype);
-    auto bits = checked_mul(*numel, static_cast<uint64_t>(info.block_bytes) * 8);
-    if (!bits) throw_format_error(file, field + ".shape", 8, "size in bits overflows 64 bits");
-    auto bytes = dtype_byte_size(t.dtype, *numel);
-    if (!bytes)
-      throw_format_error(file, field + ".shape", 8,
-                         std::to_string(*numel) + " elements of " + std::string(info.name) + " are not a whole number of bytes");
-    if (t.end - t.begin != *bytes)
-      throw_format_error(file, field + ".data_offsets", 8,
-                         "holds " + std::to_string(t.end - t.begin) + " bytes but " + std::string(info.name) + " " +
-                             "of this shape needs " + std::to_string(*bytes));
-  }
-  // Rule 13: the data section is covered exactly.
-  if (expected != file_size - 8 - n)
-    throw_format_error(file, "data section", 8 + n,
-                       "tensors cover " + std::to_string(expected) + " bytes but the data section has " +
-                           std::to_string(file_size - 8 - n) + " (truncated file or trailing bytes)");
+  // Rules 8-13: sorted by offsets, contiguous from 0, sizes agree with dtype x shape, the data
+  // section covered exactly.
+  if (const auto broken = check_safetensors_header(st.tensors_, st.metadata_, file_size - 8 - n))
+    throw_format_error(file, broken->field, broken->at_data_section ? 8 + n : 8, broken->message);
   for (size_t i = 0; i < st.tensors_.size(); ++i) st.index_.emplace(st.tensors_[i].name, i);
   return st;
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,6 +25,24 @@ struct SafetensorsTensor {
   uint64_t end = 0;
   uint64_t size() const { return end - begin; }
 };
+
+// A rule of the format that a header breaks: the field (e.g. `tensor "a".data_offsets`) and a sentence.
+struct SafetensorsHeaderError {
+  std::string field;
+  std::string message;
+  bool at_data_section = false;  // a rule about the data section rather than the header JSON
+};
+
+// The rules on a header's entries, the one function both sides use: the reader checks every
+// header it reads with it and the writer every header before it writes anything, so the writer
+// cannot emit a header the reader rejects. In order: names (none called __metadata__, the key of
+// the metadata; each once; UTF-8) and the metadata's text (UTF-8) and dtypes (one safetensors
+// has), then rules 8-13 of the official reader: offsets contiguous from 0 in data order (sorts
+// `tensors` into it), each range the byte size of its dtype x shape, and the data section of
+// `data_section_bytes` covered exactly. Returns the first rule broken.
+std::optional<SafetensorsHeaderError> check_safetensors_header(std::vector<SafetensorsTensor>& tensors,
+                                                               const std::map<std::string, std::string>& metadata,
+                                                               uint64_t data_section_bytes);
 
 class SafetensorsFile {
  public:

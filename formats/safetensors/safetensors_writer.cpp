@@ -12,7 +12,8 @@
 
 namespace gptoss {
 namespace {
-// The official writer's dtype order (ascending alignment); it sorts descending.
+// The official writer's dtype order (ascending alignment); it sorts descending. A dtype
+// safetensors does not have ranks last; the header check refuses it.
 int writer_rank(DType t) {
   static const DType order[] = {DType::BOOL, DType::F4, DType::F6_E2M3, DType::F6_E3M2, DType::U8, DType::I8,
                                 DType::F8_E5M2, DType::F8_E4M3, DType::E8M0, DType::F8_E4M3FNUZ,
@@ -20,7 +21,43 @@ int writer_rank(DType t) {
                                 DType::U32, DType::F32, DType::C64, DType::F64, DType::I64, DType::U64};
   for (size_t i = 0; i < std::size(order); ++i)
     if (order[i] == t) return static_cast<int>(i);
-  throw std::invalid_argument("dtype " + std::string(dtype_name(t)) + " cannot be stored in safetensors");
+  return -1;
+}
+
+// The header entries of one file: the entries in this order from offset 0 as the reader will see
+// them, checked by the reader's own rules (check_safetensors_header) before anything is produced
+// or written. A tensor without a name is refused too: the reader (like the official one) accepts
+// it, but nothing can address it.
+std::vector<SafetensorsTensor> checked_tensors(const std::filesystem::path& path,
+                                               const std::vector<const SafetensorsEntry*>& ordered,
+                                               const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsTensor> tensors;
+  tensors.reserve(ordered.size());
+  uint64_t offset = 0;
+  for (const auto* e : ordered) {
+    if (e->name.empty()) throw std::invalid_argument(path.string() + ": a tensor has an empty name");
+    // A shape without a byte size counts as empty here; the rules below name it.
+    const auto numel = checked_product(e->shape);
+    const uint64_t size = (numel ? dtype_byte_size(e->dtype, *numel) : std::nullopt).value_or(0);
+    const auto end = checked_add(offset, size);
+    if (!end) throw std::invalid_argument(path.string() + ": tensor \"" + e->name + "\": data past 2^64 bytes");
+    tensors.push_back({e->name, e->dtype, e->shape, offset, *end});
+    offset = *end;
+  }
+  if (const auto broken = check_safetensors_header(tensors, metadata, offset))
+    throw std::invalid_argument(path.string() + ": " + broken->field + ": " + broken->message +
+                                " (the header would break a rule of the format)");
+  return tensors;
+}
+
+// The header text of one file, from exactly the checked entries, padded with spaces to a multiple of 8.
+std::string checked_header(const std::filesystem::path& path, const std::vector<const SafetensorsEntry*>& ordered,
+                           const std::map<std::string, std::string>& metadata) {
+  std::string header = safetensors_header_json(checked_tensors(path, ordered, metadata), metadata);
+  header.append((8 - header.size() % 8) % 8, ' ');
+  if (header.size() > SafetensorsFile::kMaxHeaderSize)
+    throw std::invalid_argument(path.string() + ": header would exceed the 100000000-byte limit");
+  return header;
 }
 }  // namespace
 
@@ -38,12 +75,10 @@ std::vector<const SafetensorsEntry*> safetensors_canonical_order(const std::vect
     int ra = writer_rank(a->dtype), rb = writer_rank(b->dtype);
     return ra != rb ? ra > rb : a->name < b->name;
   });
-  for (size_t i = 1; i < out.size(); ++i)
-    if (out[i]->name == out[i - 1]->name) throw std::invalid_argument("duplicate tensor name " + out[i]->name);
   return out;
 }
 
-std::string safetensors_header_json(const std::vector<const SafetensorsEntry*>& ordered,
+std::string safetensors_header_json(const std::vector<SafetensorsTensor>& tensors,
                                     const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) {
@@ -51,15 +86,12 @@ std::string safetensors_header_json(const std::vector<const SafetensorsEntry*>& 
     for (const auto& [k, v] : metadata) meta[k] = v;
     header["__metadata__"] = meta;
   }
-  uint64_t offset = 0;
-  for (const auto* e : ordered) {
-    const uint64_t size = safetensors_entry_bytes(*e);
+  for (const auto& t : tensors) {
     nlohmann::ordered_json entry = nlohmann::ordered_json::object();
-    entry["dtype"] = std::string(dtype_info(e->dtype).safetensors_name);
-    entry["shape"] = e->shape;
-    entry["data_offsets"] = {offset, offset + size};
-    header[e->name] = entry;
-    offset += size;
+    entry["dtype"] = std::string(dtype_info(t.dtype).safetensors_name);
+    entry["shape"] = t.shape;
+    entry["data_offsets"] = {t.begin, t.end};
+    header[t.name] = entry;
   }
   return header.dump();
 }
@@ -79,13 +111,9 @@ std::vector<PipelineItem> pipeline_items(const std::vector<const SafetensorsEntr
   return items;
 }
 
-// One file of entries already in canonical order; their data are the pipeline's next items.
-void write_safetensors_file(const std::filesystem::path& path, const std::vector<const SafetensorsEntry*>& ordered,
-                            const std::map<std::string, std::string>& metadata, OrderedChunkPipeline& data) {
-  std::string header = safetensors_header_json(ordered, metadata);
-  header.append((8 - header.size() % 8) % 8, ' ');
-  if (header.size() > SafetensorsFile::kMaxHeaderSize)
-    throw std::invalid_argument(path.string() + ": header would exceed the 100000000-byte limit");
+// One file of entries in canonical order under its checked header; their data are the pipeline's next items.
+void write_safetensors_file(const std::filesystem::path& path, const std::string& header,
+                            const std::vector<const SafetensorsEntry*>& ordered, OrderedChunkPipeline& data) {
   AtomicFileWriter out(path);
   out.write_u64(header.size());
   out.write(header.data(), header.size());
@@ -103,8 +131,9 @@ void write_safetensors_file(const std::filesystem::path& path, const std::vector
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsEntry>& entries,
                        const std::map<std::string, std::string>& metadata, const PipelineOptions& stream) {
   const auto ordered = safetensors_canonical_order(entries);
+  const std::string header = checked_header(path, ordered, metadata);
   OrderedChunkPipeline data(pipeline_items(ordered), stream);
-  write_safetensors_file(path, ordered, metadata, data);
+  write_safetensors_file(path, header, ordered, data);
 }
 
 std::vector<std::string> write_sharded_safetensors(const std::filesystem::path& dir,
@@ -116,6 +145,7 @@ std::vector<std::string> write_sharded_safetensors(const std::filesystem::path& 
   std::filesystem::create_directories(dir);
   // Greedy fill in the canonical order, so shards are contiguous runs of the single-file order.
   auto ordered = safetensors_canonical_order(entries);
+  checked_tensors(dir, ordered, metadata);  // the whole set first: each name once, every size known
   std::vector<std::vector<const SafetensorsEntry*>> shards(1);
   uint64_t current = 0, total = 0;
   for (const auto* e : ordered) {
@@ -128,24 +158,23 @@ std::vector<std::string> write_sharded_safetensors(const std::filesystem::path& 
     current += size;
     total += size;
   }
-  OrderedChunkPipeline data(pipeline_items(ordered), stream);  // the shards hold the entries in order
-  std::vector<std::string> names;
-  if (shards.size() == 1) {
-    names.push_back("model.safetensors");
-    if (on_file) on_file(names.back());
-    write_safetensors_file(dir / names.back(), shards[0], metadata, data);
-    return names;
-  }
-  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
-  std::map<std::string, std::string> sorted_map;
+  // Every shard's name and header before anything is written.
+  std::vector<std::string> names, headers;
   for (size_t i = 0; i < shards.size(); ++i) {
     char name[64];
     std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
-    names.emplace_back(name);
-    if (on_file) on_file(names.back());
-    write_safetensors_file(dir / names.back(), shards[i], metadata, data);
-    for (const auto* e : shards[i]) sorted_map[e->name] = name;
+    names.emplace_back(shards.size() == 1 ? "model.safetensors" : name);
+    headers.push_back(checked_header(dir / names.back(), shards[i], metadata));
   }
+  OrderedChunkPipeline data(pipeline_items(ordered), stream);  // the shards hold the entries in order
+  std::map<std::string, std::string> sorted_map;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (on_file) on_file(names[i]);
+    write_safetensors_file(dir / names[i], headers[i], shards[i], data);
+    for (const auto* e : shards[i]) sorted_map[e->name] = names[i];
+  }
+  if (shards.size() == 1) return names;  // one file: model.safetensors, no index
+  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
   for (const auto& [k, v] : sorted_map) weight_map[k] = v;
   nlohmann::ordered_json index;
   index["metadata"] = {{"total_size", total}};

@@ -15,6 +15,7 @@
 #include "formats/core/chunk_pipeline.h"
 #include "formats/core/dtype.h"
 #include "formats/core/tensor_source.h"
+#include "formats/safetensors/safetensors_file.h"
 
 namespace gptoss {
 
@@ -28,12 +29,16 @@ struct SafetensorsEntry {
 // Bytes of the entry's data (dtype x shape); throws std::invalid_argument when not representable.
 uint64_t safetensors_entry_bytes(const SafetensorsEntry& entry);
 
-// The canonical header JSON (unpadded) and tensor order for a set of entries.
-std::string safetensors_header_json(const std::vector<const SafetensorsEntry*>& ordered,
-                                     const std::map<std::string, std::string>& metadata);
+// The canonical tensor order for a set of entries, and the header JSON (unpadded) of entries with
+// their offsets, in that order. write_safetensors checks every header it writes with the
+// reader's rules (check_safetensors_header) before anything is written: std::invalid_argument
+// naming the file, the field and the rule.
 std::vector<const SafetensorsEntry*> safetensors_canonical_order(const std::vector<SafetensorsEntry>& entries);
+std::string safetensors_header_json(const std::vector<SafetensorsTensor>& tensors,
+                                    const std::map<std::string, std::string>& metadata);
 
-// Throws std::invalid_argument (before writing anything) for entries whose data has another size.
+// Throws std::invalid_argument (before writing anything) for a header the reader would reject
+// and for entries whose data has another size.
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsEntry>& entries,
                        const std::map<std::string, std::string>& metadata = {{"format", "pt"}},
                        const PipelineOptions& stream = {});

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -56,6 +57,131 @@ TEST(SafetensorsWriter, ShardedRoundTripThroughIndex) {
   const auto index = nlohmann::json::parse(in);
   EXPECT_EQ(index["metadata"]["total_size"], 10240);
   EXPECT_EQ(index["weight_map"].size(), 10u);
+}
+
+// The writer refuses, before writing anything, each header the reader would reject.
+TEST(SafetensorsWriter, RefusesEveryHeaderTheReaderRejects) {
+  struct Case {
+    const char* what;
+    std::vector<SafetensorsEntry> entries;
+    std::map<std::string, std::string> metadata;
+    std::string message;
+  };
+  SafetensorsEntry short_data = entry("short", DType::U8, {4}, 1);
+  short_data.data = owned_bytes(std::vector<uint8_t>(3, 1));
+  std::vector<Case> cases = {
+      {"reserved name", {entry("__metadata__", DType::U8, {2}, 1)}, {{"format", "pt"}},
+       "tensor \"__metadata__\": the name __metadata__ is the key of the header's metadata"},
+      {"reserved name, no metadata", {entry("__metadata__", DType::U8, {2}, 1)}, {}, "no tensor can have it"},
+      {"empty name", {entry("", DType::U8, {2}, 1)}, {{"format", "pt"}}, "a tensor has an empty name"},
+      {"duplicate", {entry("a", DType::U8, {2}, 1), entry("a", DType::U8, {2}, 2)}, {}, "duplicate key \"a\""},
+      {"dtype safetensors lacks", {SafetensorsEntry{"q", DType::Q8_0, {32}, owned_bytes(std::vector<uint8_t>(34))}}, {},
+       "tensor \"q\".dtype: dtype Q8_0 has no safetensors name"},
+      {"partial byte", {SafetensorsEntry{"f4", DType::F4, {3}, owned_bytes(std::vector<uint8_t>(2))}}, {},
+       "tensor \"f4\".shape: 3 elements of F4 are not a whole number of bytes"},
+      {"element count overflow", {SafetensorsEntry{"big", DType::U8, {1ull << 40, 1ull << 40}, owned_bytes({})}}, {},
+       "tensor \"big\".shape: element count overflows 64 bits"},
+      {"name not UTF-8", {entry("bad\xff", DType::U8, {2}, 1)}, {}, "is not valid UTF-8"},
+      {"metadata not UTF-8", {entry("a", DType::U8, {2}, 1)}, {{"k", "\xc3"}}, "__metadata__: metadata key or value"},
+      {"data of another size", {short_data}, {}, "tensor short has 3 bytes of data, its dtype and shape need 4"},
+  };
+  for (const auto& c : cases) {
+    test::TempDir dir;
+    for (const bool sharded : {false, true}) {
+      try {
+        if (sharded)
+          write_sharded_safetensors(dir / "sharded", c.entries, 1, c.metadata);
+        else
+          write_safetensors(dir / "x.safetensors", c.entries, c.metadata);
+        ADD_FAILURE() << c.what << ": written";
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.what << ": " << e.what();
+      }
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "x.safetensors")) << c.what;
+    EXPECT_TRUE(!std::filesystem::exists(dir / "sharded") || std::filesystem::is_empty(dir / "sharded")) << c.what;
+  }
+}
+
+// The offset and size rules, as the one function the reader and the writer share applies them.
+TEST(SafetensorsHeaderRules, OffsetsSizesAndCoverage) {
+  auto check = [](std::vector<SafetensorsTensor> tensors, uint64_t data_bytes) {
+    const auto broken = check_safetensors_header(tensors, {}, data_bytes);
+    return broken ? broken->field + ": " + broken->message : std::string("ok");
+  };
+  auto u8 = [](std::string name, uint64_t begin, uint64_t end) {
+    return SafetensorsTensor{std::move(name), DType::U8, {end - begin}, begin, end};
+  };
+  EXPECT_EQ(check({u8("a", 0, 4), u8("b", 4, 8)}, 8), "ok");
+  EXPECT_EQ(check({u8("b", 4, 8), u8("a", 0, 4)}, 8), "ok");  // any order: sorted by offsets
+  EXPECT_EQ(check({u8("a", 0, 4), u8("b", 2, 6)}, 6),
+            "tensor \"b\".data_offsets: offsets [2, 6] must start at 4 (no gaps or overlaps)");
+  EXPECT_EQ(check({u8("a", 0, 4), u8("b", 5, 9)}, 9),
+            "tensor \"b\".data_offsets: offsets [5, 9] must start at 4 (no gaps or overlaps)");
+  EXPECT_EQ(check({u8("a", 1, 4)}, 4), "tensor \"a\".data_offsets: offsets [1, 4] must start at 0 (no gaps or overlaps)");
+  EXPECT_EQ(check({SafetensorsTensor{"a", DType::F32, {2}, 0, 4}}, 4),
+            "tensor \"a\".data_offsets: holds 4 bytes but F32 of this shape needs 8");
+  EXPECT_EQ(check({u8("a", 0, 4)}, 5), "data section: tensors cover 4 bytes but the data section has 5 (truncated "
+                                       "file or trailing bytes)");
+  EXPECT_EQ(check({u8("a", 0, 0), u8("b", 0, 0)}, 0), "ok");  // zero-size tensors may share an offset
+  std::vector<SafetensorsTensor> unsorted = {u8("b", 4, 8), u8("a", 0, 4)};
+  ASSERT_FALSE(check_safetensors_header(unsorted, {}, 8));
+  EXPECT_EQ(unsorted[0].name, "a");
+}
+
+// Whatever the writer emits, the reader accepts and reads back as written: every dtype
+// safetensors has, scalars, empty and odd shapes, names that need escaping, one file or shards.
+TEST(SafetensorsWriter, EverythingWrittenReadsBack) {
+  const std::vector<DType> dtypes = {DType::BOOL, DType::F4, DType::F6_E2M3, DType::F6_E3M2, DType::U8, DType::I8,
+                                     DType::F8_E5M2, DType::F8_E4M3, DType::E8M0, DType::F8_E4M3FNUZ,
+                                     DType::F8_E5M2FNUZ, DType::I16, DType::U16, DType::F16, DType::BF16, DType::I32,
+                                     DType::U32, DType::F32, DType::C64, DType::F64, DType::I64, DType::U64};
+  const std::vector<std::string> names = {"w", "layers.0.mlp1.blocks", "quote\"back\\slash", "tab\tnew\nline",
+                                          "\x01control", "unicode \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+                                          "__metadata", "{}", " "};
+  uint32_t state = 12345;
+  auto next = [&](uint32_t bound) {
+    state = state * 1664525u + 1013904223u;
+    return (state >> 8) % bound;
+  };
+  for (int round = 0; round < 40; ++round) {
+    std::vector<SafetensorsEntry> entries;
+    const uint32_t count = next(12);
+    for (uint32_t i = 0; i < count; ++i) {
+      const DType dtype = dtypes[next(static_cast<uint32_t>(dtypes.size()))];
+      std::vector<uint64_t> shape(next(4));
+      for (auto& d : shape) d = next(5);
+      // Whole bytes for the sub-byte dtypes: pad the element count to a whole block.
+      const uint64_t block = dtype_info(dtype).block_elements;
+      uint64_t n = 1;
+      for (auto d : shape) n *= d;
+      if (n % block) shape.push_back(block);
+      auto e = entry(names[next(static_cast<uint32_t>(names.size()))] + "_" + std::to_string(i), dtype, shape,
+                     static_cast<uint8_t>(i + 1));
+      entries.push_back(std::move(e));
+    }
+    const std::map<std::string, std::string> metadata =
+        round % 3 == 0 ? std::map<std::string, std::string>{}
+                       : std::map<std::string, std::string>{{"format", "pt"}, {"note \xc3\xa9", "\"x\"\n"}};
+    test::TempDir dir;
+    write_safetensors(dir / "one.safetensors", entries, metadata);
+    const auto one = SafetensorsFile::open(dir / "one.safetensors");
+    ASSERT_EQ(one.tensors().size(), entries.size()) << "round " << round;
+    EXPECT_EQ(one.metadata(), metadata);
+    for (const auto& e : entries) {
+      const auto* t = one.find(e.name);
+      ASSERT_NE(t, nullptr) << e.name;
+      EXPECT_EQ(t->dtype, e.dtype) << e.name;
+      EXPECT_EQ(t->shape, e.shape) << e.name;
+      const auto data = one.data(*t);
+      std::vector<uint8_t> expected(e.data->size());
+      e.data->read(0, expected);
+      EXPECT_TRUE(std::equal(data.begin(), data.end(), expected.begin(), expected.end())) << e.name;
+    }
+    write_sharded_safetensors(dir / "sharded", entries, 1 + next(64), metadata);
+    const auto ck = SafetensorsCheckpoint::open(dir / "sharded");
+    EXPECT_EQ(ck.names().size(), entries.size()) << "round " << round;
+  }
 }
 
 TEST(SafetensorsCheckpoint, IndexMustMatchShards) {
