@@ -147,10 +147,11 @@ std::vector<uint32_t> tokenize(const std::vector<LoadedModel>& models, const std
 }
 
 std::unique_ptr<gptoss::runtime::Engine> make_engine(const std::string& kind, const LoadedModel& m, const Options& o) {
+  const EngineKind engine_kind = *gptoss::runtime::engine_kind_from_name(kind);
   gptoss::runtime::EngineOptions options;
   options.max_context = o.ctx;
-  options.device_index = o.device;
-  return gptoss::runtime::make_engine(*gptoss::runtime::engine_kind_from_name(kind), m.model, options);
+  if (engine_kind == EngineKind::Vulkan) options.device_index = o.device;  // the CPU engine takes none
+  return gptoss::runtime::make_engine(engine_kind, m.model, options);
 }
 
 std::string digest_of(const gptoss::CanonicalModel& model) {

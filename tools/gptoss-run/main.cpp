@@ -168,7 +168,7 @@ int parity(const Options& o) {
     for (const auto& name : o.parity_engines) {
       gptoss::runtime::EngineOptions options;
       options.max_context = std::max<size_t>(ids.size(), 1);
-      options.device_index = o.device;
+      if (engine_kind(name) == EngineKind::Vulkan) options.device_index = o.device;  // --device: the vulkan column
       const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
       traces.push_back(gptoss::parity::trace_engine(*engine, ids, name + ": " + label));
     }
