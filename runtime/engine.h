@@ -49,6 +49,7 @@ struct EngineOptions {
   // front; the CPU engine grows its cache as tokens arrive. Clamped to max_position_embeddings.
   uint64_t max_context = 4096;
   // Vulkan: the device to run on (an index of list_vulkan_devices()); none picks the best one.
+  // make_engine refuses one for a CPU engine, as it refuses a prefill_chunk other than 512.
   std::optional<uint32_t> device_index;
   // Vulkan: tokens per submit when a forward has many (prefill); each chunk is one batched pass.
   uint32_t prefill_chunk = 512;
@@ -111,8 +112,10 @@ struct DeviceDescription {
 std::vector<DeviceDescription> list_vulkan_devices();
 
 // Makes an engine of `kind` on `model`. Throws std::runtime_error when the engine cannot run here
-// (no usable Vulkan device, a shape the kernels do not support) and FormatError when a tensor's
-// encoding or size is not what its shape needs.
+// (no usable Vulkan device, a shape the kernels do not support), FormatError when a tensor's
+// encoding or size is not what its shape needs, and std::invalid_argument, before anything is
+// built, for an option the engine would ignore (a device_index or a prefill_chunk other than the
+// default for a CPU engine).
 std::unique_ptr<Engine> make_engine(EngineKind kind, const CanonicalModel& model, const EngineOptions& options = {});
 
 }  // namespace gptoss::runtime

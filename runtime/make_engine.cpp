@@ -1,5 +1,6 @@
 // make_engine: the one place that knows every engine class (and the Vulkan device list).
 #include <stdexcept>
+#include <string>
 
 #include "runtime/cpu/cpu_engine.h"
 #include "runtime/engine.h"
@@ -7,7 +8,21 @@
 
 namespace gptoss::runtime {
 
+namespace {
+// The options only the Vulkan engine reads are refused for the CPU engine rather than ignored.
+void refuse_vulkan_options(EngineKind kind, const EngineOptions& options) {
+  const std::string engine(engine_kind_name(kind));
+  if (options.device_index)
+    throw std::invalid_argument("EngineOptions::device_index " + std::to_string(*options.device_index) +
+                                " picks a Vulkan device, and the " + engine + " engine runs on the CPU");
+  if (options.prefill_chunk != EngineOptions{}.prefill_chunk)
+    throw std::invalid_argument("EngineOptions::prefill_chunk " + std::to_string(options.prefill_chunk) +
+                                " sets the Vulkan engine's prefill batches; the " + engine + " engine has none");
+}
+}  // namespace
+
 std::unique_ptr<Engine> make_engine(EngineKind kind, const CanonicalModel& model, const EngineOptions& options) {
+  if (kind != EngineKind::Vulkan) refuse_vulkan_options(kind, options);
   switch (kind) {
     case EngineKind::Cpu: return std::make_unique<cpu::CpuEngine>(model, cpu::CpuPrecision::F32, options.max_context);
     case EngineKind::CpuF64: return std::make_unique<cpu::CpuEngine>(model, cpu::CpuPrecision::F64, options.max_context);

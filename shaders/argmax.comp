@@ -7,8 +7,9 @@
 layout(local_size_x = REDUCE_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { ArgmaxArgs args; };
 
-shared float best_values[256];
-shared uint best_indices[256];
+// One slot per subgroup: as many as the workgroup's invocations, for subgroups of any size.
+shared float best_values[REDUCE_WORKGROUP_SIZE];
+shared uint best_indices[REDUCE_WORKGROUP_SIZE];
 
 // The best (value, index) over the invocations' candidates: larger value, then lower index.
 void reduce_best(inout float best, inout uint index) {

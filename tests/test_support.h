@@ -43,9 +43,10 @@ void write_file_bytes(const std::filesystem::path& path, const std::vector<uint8
 std::string file_sha256(const std::filesystem::path& path);
 
 // Preset a's checkpoint: hf/ (with the cached tokenizer.json, when there is one) and original/.
-// Under ctest the fixture test `fixture.preset_a` makes it once per ctest run in the build tree
-// (tests/make_preset_a.cmake) and hands the folder to every test that requires the fixture in
-// GPTOSS_PRESET_A_DIR; a test binary run by hand synthesizes it once per process in a temp folder.
+// Under ctest the fixture test `fixture.preset_a_make` makes it once per ctest run in the build
+// tree (tests/preset_a_fixture.cmake), `fixture.preset_a_check` checks at the end that no test
+// changed it, and every test that requires the fixture finds the folder in GPTOSS_PRESET_A_DIR; a
+// test binary run by hand synthesizes it once per process in a temp folder.
 const std::filesystem::path& preset_a_checkpoint();
 // Preset a's hf/ as a GGUF with BF16 dense tensors (what `gptoss-convert hf/ model.gguf --dense
 // bf16` writes): made by the same fixture, or once per process by hand.

@@ -1,7 +1,7 @@
 #pragma once
 // The one way readers take values out of a parsed JSON document (config.json, tokenizer.json,
 // tokenizer_config.json, generation_config.json, model.safetensors.index.json, safetensors
-// headers). Every read checks the value's JSON type, and an integer's range, and otherwise throws
+// headers, the headers of gptoss-run's trace and gptoss-eval's reference logits files). Every read checks the value's JSON type, and an integer's range, and otherwise throws
 // FormatError naming the file and the field path:
 //   config.json: rope_scaling.rope_type: expected a string, found the number 0
 // nlohmann's own get<T>() would throw a type_error that names neither, so readers do not call it.

@@ -8,6 +8,7 @@
 
 #include "formats/core/error.h"
 #include "formats/core/float16.h"
+#include "formats/core/json_value.h"
 #include "formats/core/mapped_file.h"
 
 namespace gptoss::eval {
@@ -123,45 +124,37 @@ ReferenceLogitsReader::ReferenceLogitsReader(const std::filesystem::path& path) 
   } catch (const nlohmann::json::exception& e) {
     throw_format_error(path_, "header", 0, std::string("unreadable JSON: ") + e.what());
   }
-  auto field = [&](const char* group, const char* name) -> const nlohmann::json& {
-    const std::string where = std::string("header.") + group + (name[0] ? std::string(".") + name : "");
-    const nlohmann::json* v = &j;
-    if (!v->contains(group)) throw_format_error(path_, where, 0, "missing");
-    v = &(*v)[group];
-    if (name[0]) {
-      if (!v->is_object() || !v->contains(name)) throw_format_error(path_, where, 0, "missing");
-      v = &(*v)[name];
-    }
-    return *v;
-  };
-  try {
-    if (field("version", "").get<uint32_t>() != kVersion)
-      throw_format_error(path_, "header.version", 0,
-                         "version " + field("version", "").dump() + "; this build reads version " + std::to_string(kVersion));
-    header_.model_digest = field("model", "digest").get<std::string>();
-    header_.model_source = field("model", "source").get<std::string>();
-    header_.vocab_size = field("model", "vocab_size").get<uint32_t>();
-    header_.tokenizer_digest = field("tokenizer", "digest").get<std::string>();
-    header_.text_sha256 = field("text", "sha256").get<std::string>();
-    header_.text_bytes = field("text", "bytes").get<uint64_t>();
-    header_.ctx = field("chunking", "ctx").get<uint32_t>();
-    header_.chunks = field("chunking", "chunks").get<uint32_t>();
-    header_.engine = field("computed_by", "engine").get<std::string>();
-    header_.device = field("computed_by", "device").get<std::string>();
-    header_.tokens = field("tokens", "").get<std::vector<uint32_t>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw_format_error(path_, "header", 0, std::string("a field has the wrong type: ") + e.what());
-  }
+  // Every field through JsonValue: a missing field or a wrong type names its path
+  // ("header.chunking.ctx: expected a non-negative integer below 2^32, found the string \"x\"").
+  const JsonValue h(j, path_, 0, "header");
+  const JsonValue version = h.at("version");
+  if (version.as_u32() != kVersion)
+    version.fail("version " + version.raw().dump() + "; this build reads version " + std::to_string(kVersion));
+  const JsonValue model = h.at("model");
+  header_.model_digest = model.get<std::string>("digest");
+  header_.model_source = model.get<std::string>("source");
+  header_.vocab_size = model.get<uint32_t>("vocab_size");
+  header_.tokenizer_digest = h.at("tokenizer").get<std::string>("digest");
+  const JsonValue text_field = h.at("text");
+  header_.text_sha256 = text_field.get<std::string>("sha256");
+  header_.text_bytes = text_field.at("bytes").as_uint(UINT64_MAX);
+  const JsonValue chunking = h.at("chunking");
+  header_.ctx = chunking.get<uint32_t>("ctx");
+  header_.chunks = chunking.get<uint32_t>("chunks");
+  const JsonValue computed_by = h.at("computed_by");
+  header_.engine = computed_by.get<std::string>("engine");
+  header_.device = computed_by.get<std::string>("device");
+  for (const auto& id : h.at("tokens").elements()) header_.tokens.push_back(id.as_u32());
   if (header_.ctx < 4 || header_.chunks == 0 || header_.vocab_size == 0)
     throw_format_error(path_, "header.chunking", 0, "ctx, chunks and vocab_size must be positive (ctx >= 4)");
   if (header_.tokens.size() != uint64_t{header_.ctx} * header_.chunks)
     throw_format_error(path_, "header.tokens", 0,
                        std::to_string(header_.tokens.size()) + " ids, expected ctx x chunks = " +
                            std::to_string(uint64_t{header_.ctx} * header_.chunks));
-  if (field("record", "bytes").get<uint64_t>() != header_.record_bytes())
-    throw_format_error(path_, "header.record.bytes", 0,
-                       "records of " + field("record", "bytes").dump() + " bytes, expected 12 + 2 x vocab_size = " +
-                           std::to_string(header_.record_bytes()));
+  const JsonValue record_bytes = h.at("record").at("bytes");
+  if (record_bytes.as_uint(UINT64_MAX) != header_.record_bytes())
+    record_bytes.fail("records of " + record_bytes.raw().dump() + " bytes, expected 12 + 2 x vocab_size = " +
+                      std::to_string(header_.record_bytes()));
 }
 
 uint64_t ReferenceLogitsReader::file_bytes() const { return frames_->file().size(); }

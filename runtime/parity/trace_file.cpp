@@ -10,6 +10,7 @@
 
 #include "formats/core/atomic_file.h"
 #include "formats/core/error.h"
+#include "formats/core/json_value.h"
 #include "formats/core/mapped_file.h"
 #include "formats/core/zstd_frames.h"
 
@@ -63,24 +64,27 @@ TraceFile read_trace_file(const std::filesystem::path& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text.substr(magic.size()));
-    if (j.at("version").get<uint32_t>() != kVersion)
-      throw_format_error(name, "header.version", 0, "version " + j.at("version").dump() + "; this build reads 1");
-    file.header.model_digest = j.at("model").at("digest").get<std::string>();
-    file.header.model_source = j.at("model").at("source").get<std::string>();
-    file.header.engine = j.at("engine").get<std::string>();
-    file.header.device = j.at("device").get<std::string>();
-    file.header.prompt_tokens = j.at("prompt_tokens").get<std::vector<uint32_t>>();
-    file.trace.label = j.at("label").get<std::string>();
-    for (const auto& s : j.at("stages")) {
-      Stage stage;
-      stage.name = s.at("name").get<std::string>();
-      stage.rows = s.at("rows").get<size_t>();
-      stage.cols = s.at("cols").get<size_t>();
-      stage.first_row = s.at("first_row").get<uint64_t>();
-      file.trace.stages.push_back(std::move(stage));
-    }
   } catch (const nlohmann::json::exception& e) {
-    throw_format_error(name, "header", 0, std::string("unreadable or incomplete JSON: ") + e.what());
+    throw_format_error(name, "header", 0, std::string("unreadable JSON: ") + e.what());
+  }
+  // Every field through JsonValue: a wrong type names the field ("header.stages[2].rows").
+  const JsonValue h(j, name, 0, "header");
+  const JsonValue version = h.at("version");
+  if (version.as_u32() != kVersion) version.fail("version " + version.raw().dump() + "; this build reads 1");
+  const JsonValue model = h.at("model");
+  file.header.model_digest = model.get<std::string>("digest");
+  file.header.model_source = model.get<std::string>("source");
+  file.header.engine = h.get<std::string>("engine");
+  file.header.device = h.get<std::string>("device");
+  for (const auto& id : h.at("prompt_tokens").elements()) file.header.prompt_tokens.push_back(id.as_u32());
+  file.trace.label = h.get<std::string>("label");
+  for (const auto& s : h.at("stages").elements()) {
+    Stage stage;
+    stage.name = s.get<std::string>("name");
+    stage.rows = s.at("rows").as_uint(SIZE_MAX);
+    stage.cols = s.at("cols").as_uint(SIZE_MAX);
+    stage.first_row = s.at("first_row").as_uint(UINT64_MAX);
+    file.trace.stages.push_back(std::move(stage));
   }
   for (auto& stage : file.trace.stages) {
     const std::string field = "stage \"" + stage.name + "\"";

@@ -4,9 +4,12 @@
 // and a per-layer f32 KV cache in device memory. It implements runtime::Engine and is
 // checked against the CPU reference engine stage by stage (tests/vulkan).
 //
-// Every token runs through one pre-recorded command buffer (one vkQueueSubmit per token): the
-// token id and position are written to a small host-visible buffer before the submit. Prefill
-// feeds the prompt through that same decode path token by token (first version: no prefill GEMM).
+// A forward runs in chunks of up to EngineOptions::prefill_chunk tokens (512 by default; clamped
+// to the KV cache), each chunk one batched pass (GEMMs and the prefill attention kernel over all
+// its tokens) through a command buffer recorded once per shape (tokens, logit rows, observed,
+// greedy) and one vkQueueSubmit; the tokens and the first position are written to a small
+// host-visible buffer before the submit. A decode step is a chunk of one token. Shapes the
+// prefill attention kernel does not cover run one token per chunk through the decode kernels.
 #include <cstdint>
 #include <memory>
 #include <span>

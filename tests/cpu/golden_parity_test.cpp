@@ -2,8 +2,6 @@
 // stage of every golden prompt, from each checkpoint layout and format we can read.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
-
 #include "convert/model_io.h"
 #include "formats/codecs/float_codec.h"
 #include "tests/cpu/engines.h"
@@ -58,41 +56,19 @@ TEST(CpuGoldenParity, OriginalCheckpointMatchesTransformers) {
   expect_model_matches(load_model(preset_a_checkpoint() / "original"), GoldenRefs(*goldens), "original");
 }
 
-// Loads a model through load_model, skipping while that format's reader is still a placeholder.
-std::optional<CanonicalModel> load_or_skip_reason(const std::filesystem::path& path, std::string& reason) {
-  try {
-    return load_model(path);
-  } catch (const std::runtime_error& e) {
-    if (std::string(e.what()).find("not implemented") == std::string::npos) throw;
-    reason = e.what();
-    return std::nullopt;
-  }
-}
-
 TEST(CpuGoldenParity, GoldenModelBinMatchesTransformers) {
   GOLDENS_OR_SKIP();
-  std::string reason;
-  auto model = load_or_skip_reason(*goldens / "a" / "model.bin", reason);
-  if (!model) GTEST_SKIP() << "model.bin reader has not landed: " << reason;
-  expect_model_matches(*model, GoldenRefs(*goldens), "model.bin");
+  expect_model_matches(load_model(*goldens / "a" / "model.bin"), GoldenRefs(*goldens), "model.bin");
 }
 
 TEST(CpuGoldenParity, Bf16GgufMatchesTransformers) {
   GOLDENS_OR_SKIP();
   TempDir dir;
   const auto path = dir / "a-bf16.gguf";
-  try {
-    WriteOptions options;
-    options.dense_dtype = DType::BF16;
-    write_model(load_model(preset_a_checkpoint() / "hf"), path, options);
-  } catch (const std::runtime_error& e) {
-    if (std::string(e.what()).find("not implemented") == std::string::npos) throw;
-    GTEST_SKIP() << "GGUF writer has not landed: " << e.what();
-  }
-  std::string reason;
-  auto model = load_or_skip_reason(path, reason);
-  if (!model) GTEST_SKIP() << "GGUF reader has not landed: " << reason;
-  expect_model_matches(*model, GoldenRefs(*goldens), "gguf-bf16");
+  WriteOptions options;
+  options.dense_dtype = DType::BF16;
+  write_model(load_model(preset_a_checkpoint() / "hf"), path, options);
+  expect_model_matches(load_model(path), GoldenRefs(*goldens), "gguf-bf16");
 }
 
 // Rounds a weight through Q8_0 the way llama.cpp's converter does (ggml's reference quantizer).
@@ -109,10 +85,7 @@ void round_through_q8_0(std::vector<float>& values) {
 // llama.cpp itself, which also quantizes activations, is 0.19-1.39 away on the last logits.
 TEST(CpuGoldenParity, GoldenQ8_0GgufIsOurQ8_0OfTheCheckpoint) {
   GOLDENS_OR_SKIP();
-  std::string reason;
-  auto model = load_or_skip_reason(*goldens / "a" / "model-q8_0.gguf", reason);
-  if (!model) GTEST_SKIP() << "GGUF reader has not landed: " << reason;
-  const auto gguf = cpu::decode_cpu_weights(*model);
+  const auto gguf = cpu::decode_cpu_weights(load_model(*goldens / "a" / "model-q8_0.gguf"));
   auto expected = cpu::decode_cpu_weights(load_model(preset_a_checkpoint() / "hf"));
   round_through_q8_0(expected.embedding);
   round_through_q8_0(expected.unembedding);

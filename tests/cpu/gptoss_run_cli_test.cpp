@@ -214,7 +214,10 @@ TEST(GptossRunCli, RejectsMalformedPromptTokens) {
   EXPECT_NE(result.output.find("\"x\" is not a token id"), std::string::npos) << result.output;
   result = run_command(gptoss_run() + " " + model + " --prompt-tokens 1,999999999");
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.output.find("outside the vocabulary"), std::string::npos) << result.output;
+  // Engine::forward's check, which names the id and its position.
+  EXPECT_NE(result.output.find("gptoss-run: token id 999999999 (position 1) is outside the vocabulary of 201088"),
+            std::string::npos)
+      << result.output;
 }
 
 // llama.cpp's spellings (-m, -n, --temp, -s) are the same options as ours.

@@ -169,5 +169,34 @@ TEST(EngineKinds, NamesRoundTripAndUnknownNamesAreNone) {
   EXPECT_FALSE(runtime::engine_kind_from_name("metal").has_value());
 }
 
+// The Vulkan engine's options are refused for a CPU engine, before anything is built, instead of
+// being ignored.
+TEST(EngineKinds, CpuEnginesRefuseTheVulkanEnginesOptions) {
+  for (const auto kind : {EngineKind::Cpu, EngineKind::CpuF64}) {
+    const std::string name(runtime::engine_kind_name(kind));
+    runtime::EngineOptions device;
+    device.device_index = 1;
+    try {
+      runtime::make_engine(kind, preset_a_model(), device);
+      FAIL() << name << " accepted a device index";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "EngineOptions::device_index 1 picks a Vulkan device, and the " + name + " engine runs on the CPU");
+    }
+    runtime::EngineOptions chunk;
+    chunk.prefill_chunk = 64;
+    try {
+      runtime::make_engine(kind, preset_a_model(), chunk);
+      FAIL() << name << " accepted a prefill chunk";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "EngineOptions::prefill_chunk 64 sets the Vulkan engine's prefill batches; the " +
+                                           name + " engine has none");
+    }
+    runtime::EngineOptions defaults;
+    defaults.max_context = 4;
+    EXPECT_EQ(runtime::make_engine(kind, preset_a_model(), defaults)->kind(), kind);  // the defaults are fine
+  }
+}
+
 }  // namespace
 }  // namespace gptoss::test

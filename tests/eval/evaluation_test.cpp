@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "convert/model_io.h"
+#include "runtime/engine.h"
 #include "runtime/eval/evaluation.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tests/eval/eval_fixture.h"
@@ -195,6 +197,25 @@ TEST(EvaluationCli, RefusesWhatAModeCannotHonour) {
   refused(hf + " --compare-traces a b", "does not apply to --compare-traces");
   refused(hf + " --text x --level 5", "--level sets the zstd level of --save-logits");
   refused(hf, "--text FILE");
+}
+
+// --device goes to the Vulkan engine alone: a Vulkan reference with CPU candidates runs (the CPU
+// engine would refuse a device index). Named Vulkan*: see above.
+TEST(VulkanEvaluationCli, DeviceGoesToTheVulkanEngineOnly) {
+  TOKENIZER_OR_SKIP();
+  std::optional<uint32_t> device;
+  try {
+    for (const auto& d : runtime::list_vulkan_devices())
+      if (d.usable && !device) device = d.index;
+  } catch (const std::runtime_error&) {
+  }
+  if (!device) GTEST_SKIP() << "no usable Vulkan device";
+  const auto hf = (preset_a_checkpoint() / "hf").string();
+  const auto j = eval_json(hf + " " + hf + " --text " + eval_text().string() + " --ctx 16 --chunks 1 --engine cpu" +
+                           " --reference-engine vulkan --device " + std::to_string(*device));
+  ASSERT_EQ(j["candidates"].size(), 1u);
+  EXPECT_EQ(j["reference"]["engine"], "vulkan");
+  EXPECT_EQ(j["candidates"][0]["engine"], "cpu");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "formats/core/error.h"
+#include "formats/core/mapped_file.h"
 #include "formats/core/zstd_frames.h"
 #include "runtime/eval/reference_logits_file.h"
 #include "tests/test_support.h"
@@ -111,6 +112,49 @@ TEST(ReferenceLogitsFile, RefusesMalformedFiles) {
   } catch (const FormatError& e) {
     EXPECT_EQ(e.field(), "header.tokens");
   }
+}
+
+// A header field of the wrong type is a FormatError naming the file and the field's path, in
+// JsonValue's words, not nlohmann's type_error text under "header".
+TEST(ReferenceLogitsFile, WrongTypeInTheHeaderNamesTheFieldPath) {
+  test::TempDir dir;
+  const auto path = dir / "typed.logits";
+  {
+    ReferenceLogitsWriter writer(path, small_header(), 3);
+    const auto v = logits_row(0);
+    for (int p = 0; p < 4; ++p)
+      writer.write_frame(zstd_compress_frame(encode_reference_record(v, summarize_row(v), 5), writer.level()));
+    writer.commit();
+  }
+  // The writer's own header with one field replaced, as the only frame of a file.
+  ZstdFrameReader frames(MappedFile::open(path));
+  const auto header = frames.decompress(frames.next("header", 1 << 20), "header");
+  const std::string text(header.begin(), header.end());
+  const size_t json_start = text.find('\n') + 1;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    const size_t at = changed.find(from, json_start);
+    EXPECT_NE(at, std::string::npos) << from;
+    changed.replace(at, from.size(), to);
+    test::write_file_bytes(dir / "bad.logits",
+                           zstd_compress_frame({reinterpret_cast<const uint8_t*>(changed.data()), changed.size()}, 1));
+    try {
+      ReferenceLogitsReader reader(dir / "bad.logits");
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string bad = (dir / "bad.logits").string();
+  EXPECT_EQ(with(R"("ctx":6)", R"("ctx":"x")"),
+            bad + ": header.chunking.ctx at byte 0: expected a non-negative integer below 2^32, found the string \"x\"");
+  EXPECT_EQ(with(R"("engine":"cpu")", R"("engine":7)"),
+            bad + ": header.computed_by.engine at byte 0: expected a string, found the number 7");
+  EXPECT_EQ(with(R"("tokens":[0,1,2)", R"("tokens":[0,1.5,2)"),
+            bad + ": header.tokens[1] at byte 0: expected a non-negative integer below 2^32, found the number 1.5");
+  EXPECT_EQ(with(R"("sha256":"text")", R"("sha":"text")"), bad + ": header.text.sha256 at byte 0: required field is missing");
+  EXPECT_EQ(with(R"("bytes":99)", R"("bytes":-1)"),
+            bad + ": header.text.bytes at byte 0: expected a non-negative integer below 2^64, found the number -1");
 }
 
 }  // namespace

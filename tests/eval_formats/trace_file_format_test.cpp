@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "formats/core/error.h"
+#include "formats/core/zstd_frames.h"
 #include "runtime/parity/trace_file.h"
 #include "tests/test_support.h"
 
@@ -98,6 +99,43 @@ TEST(TraceFileFormat, RefusesDamagedFiles) {
   extra.push_back(0);
   expect_error(extra, "after the last stage");
   expect_error({1, 2, 3, 4, 5, 6, 7, 8}, "header");
+}
+
+// A header field of the wrong type is a FormatError naming the file and the field's path, in
+// JsonValue's words, not nlohmann's type_error text under "header".
+TEST(TraceFileFormat, WrongTypeInTheHeaderNamesTheFieldPath) {
+  test::TempDir dir;
+  const auto path = dir / "typed.trace";
+  auto header_only = [&](const std::string& json) {
+    const std::string text = "gptoss trace\n" + json + "\n";
+    test::write_file_bytes(path, zstd_compress_frame({reinterpret_cast<const uint8_t*>(text.data()), text.size()}, 1));
+  };
+  auto message = [&]() -> std::string {
+    try {
+      read_trace_file(path);
+    } catch (const FormatError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string good_start =
+      R"({"format": "gptoss trace", "version": 1, "model": {"digest": "d", "source": "m"}, "engine": "cpu",)"
+      R"( "device": "x", "label": "l",)";
+  header_only(good_start + R"( "prompt_tokens": [1, 2], "stages": [{"name": "a", "rows": 1, "cols": 1, "first_row": 0},)"
+                           R"( {"name": "b", "rows": "x", "cols": 1, "first_row": 0}]})");
+  EXPECT_EQ(message(), path.string() +
+                           ": header.stages[1].rows at byte 0: expected a non-negative integer below 2^64, found the "
+                           "string \"x\"");
+  header_only(R"({"version": 1, "model": {"digest": 5}})");
+  EXPECT_EQ(message(), path.string() + ": header.model.digest at byte 0: expected a string, found the number 5");
+  header_only(good_start + R"( "prompt_tokens": [1, -2], "stages": []})");
+  EXPECT_EQ(message(), path.string() +
+                           ": header.prompt_tokens[1] at byte 0: expected a non-negative integer below 2^32, found the "
+                           "number -2");
+  header_only(R"({"version": 1, "model": {"digest": "d", "source": "m"}})");
+  EXPECT_EQ(message(), path.string() + ": header.engine at byte 0: required field is missing");
+  header_only(R"({"version": 2})");
+  EXPECT_EQ(message(), path.string() + ": header.version at byte 0: version 2; this build reads 1");
 }
 
 }  // namespace

@@ -1,57 +1,24 @@
 #pragma once
-// A small valid model.bin built with the container writer (4 text tokens, 2 specials, one block,
-// two experts), for the crafted-corruption and truncation tests.
+// The tiny model.bin of tools/gptoss-badinputs/tiny_modelbin.h (one file for the tool's seed and
+// these tests), as bytes, with the offsets the crafted-corruption and truncation tests poke at.
 #include <cstdint>
 #include <filesystem>
 #include <vector>
 
-#include "formats/core/atomic_file.h"
 #include "formats/modelbin/modelbin_writer.h"
 #include "tests/test_support.h"
+#include "tools/gptoss-badinputs/tiny_modelbin.h"
 
 namespace gptoss::test {
 
-inline modelbin::ModelHeader tiny_modelbin_header() {
-  modelbin::ModelHeader h;
-  h.context_length = 4096;
-  h.num_blocks = 1;
-  h.num_experts = 2;
-  h.num_active_experts = 4;
-  h.embedding_dim = 32;
-  h.mlp_dim = 32;
-  h.swiglu_limit = 7;
-  h.head_dim = 64;
-  h.num_heads = 2;
-  h.num_kv_heads = 1;
-  h.attention_window = 8;
-  h.rope_theta = 150000;
-  h.interpolation_scale = 0.03125f;
-  h.yarn_offset = -0.8697008f;
-  h.yarn_scale = 0.10746627f;
-  h.yarn_multiplier = 1.3465736f;
-  h.rmsnorm_epsilon = 1e-5f;
-  return h;
-}
-
 // Offsets of interesting bytes in the tiny file.
 inline constexpr uint64_t kTinyRegexOffset = modelbin::kSpecialTableOffset + 2 * 16;
-inline constexpr const char* kTinyRegex = "\\s+";
+inline constexpr const char* kTinyRegex = kTinyModelBinRegex;
 inline constexpr uint64_t kTinyTokensOffset = kTinyRegexOffset + 4;
 
 inline std::vector<uint8_t> tiny_modelbin_bytes(const std::filesystem::path& dir) {
-  modelbin::TokenizerSection tok;
-  tok.special_token_uuids = {modelbin::Uuid{}, modelbin::Uuid{1, 2, 3}};
-  tok.regex = kTinyRegex;
-  static const std::string tokens[] = {"a", "bc", "def", "  "};
-  for (const auto& t : tokens) tok.text_tokens.emplace_back(t);
   const auto path = dir / "tiny.bin";
-  modelbin::ModelBinWriter writer(path, tiny_modelbin_header(), tok);
-  std::vector<TensorSourcePtr> tensors;
-  uint8_t value = 1;
-  for (const auto& region : writer.layout().write_order())
-    tensors.push_back(owned_bytes(std::vector<uint8_t>(region.region.size, value++)));
-  writer.write_tensors(tensors);
-  writer.commit();
+  write_tiny_modelbin(path);
   return read_file_bytes(path);
 }
 

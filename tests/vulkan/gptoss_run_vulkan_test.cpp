@@ -73,6 +73,12 @@ TEST(GptossRunVulkan, ListsDevicesAndPicksOneByIndex) {
   const auto picked = run_command("(" + run + std::to_string(ctx->info().index) + " --json 2>/dev/null)");
   ASSERT_EQ(picked.exit_code, 0) << picked.output;
   EXPECT_NE(nlohmann::json::parse(picked.output)["device"].get<std::string>().find(ctx->info().name), std::string::npos);
+  // With --engines cpu,vulkan, --device goes to the vulkan column (the CPU engine takes none).
+  const auto both = run_command(tool + " " + (preset_a_checkpoint() / "hf").string() + " --prompt-tokens " +
+                                kHarmonyIds + " --engines cpu,vulkan --device " + std::to_string(ctx->info().index) +
+                                " 2>&1");
+  EXPECT_EQ(both.exit_code, 0) << both.output;
+  EXPECT_NE(both.output.find("| layer 3 |"), std::string::npos) << both.output;
   const auto missing = run_command(run + "99");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.output.find("no device 99 (there are " + std::to_string(devices.size())), std::string::npos)

@@ -30,6 +30,7 @@
 #include "formats/safetensors/safetensors_writer.h"
 #include "tools/gptoss-badinputs/child_process.h"
 #include "tools/gptoss-badinputs/harmony_cases.h"
+#include "tools/gptoss-badinputs/tiny_modelbin.h"
 
 namespace gptoss {
 namespace {
@@ -136,40 +137,8 @@ Bytes gguf_seed(const fs::path& dir) {
   return read_bytes(dir / "seed.gguf");
 }
 
-modelbin::ModelHeader tiny_modelbin_header() {
-  modelbin::ModelHeader h;
-  h.context_length = 4096;
-  h.num_blocks = 1;
-  h.num_experts = 2;
-  h.num_active_experts = 4;
-  h.embedding_dim = 32;
-  h.mlp_dim = 32;
-  h.swiglu_limit = 7;
-  h.head_dim = 64;
-  h.num_heads = 2;
-  h.num_kv_heads = 1;
-  h.attention_window = 8;
-  h.rope_theta = 150000;
-  h.interpolation_scale = 0.03125f;
-  h.yarn_offset = -0.8697008f;
-  h.yarn_scale = 0.10746627f;
-  h.yarn_multiplier = 1.3465736f;
-  h.rmsnorm_epsilon = 1e-5f;
-  return h;
-}
-
 Bytes modelbin_seed(const fs::path& dir) {
-  modelbin::TokenizerSection tok;
-  tok.special_token_uuids = {modelbin::Uuid{}, modelbin::Uuid{1, 2, 3}};
-  tok.regex = "\\s+";
-  static const std::string tokens[] = {"a", "bc", "def", "  "};
-  for (const auto& t : tokens) tok.text_tokens.emplace_back(t);
-  modelbin::ModelBinWriter writer(dir / "seed.bin", tiny_modelbin_header(), tok);
-  std::vector<TensorSourcePtr> tensors;
-  uint8_t value = 1;
-  for (const auto& region : writer.layout().write_order()) tensors.push_back(owned_bytes(Bytes(region.region.size, value++)));
-  writer.write_tensors(tensors);
-  writer.commit();
+  write_tiny_modelbin(dir / "seed.bin");
   return read_bytes(dir / "seed.bin");
 }
 

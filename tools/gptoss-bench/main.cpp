@@ -13,6 +13,8 @@
 #include "convert/model_io.h"
 #include "formats/core/atomic_file.h"
 #include "runtime/engine.h"
+#include "tools/common/cli_options.h"
+#include "tools/common/tool_main.h"
 #include "tools/gptoss-bench/bench_report.h"
 #include "tools/gptoss-bench/bench_tests.h"
 #include "tools/gptoss-bench/model_summary.h"
@@ -107,9 +109,7 @@ void check_options(const Options& o, const std::vector<BenchTest>& tests) {
   if (o.models.empty()) throw std::invalid_argument("give a model (MODEL... or -m MODEL)");
   if (tests.empty()) throw std::invalid_argument("no test to run: -p and -n are all 0");
   if (o.repetitions == 0) throw std::invalid_argument("-r 0 runs no repetition: give -r 1 or more");
-  if (o.device && o.engine != "vulkan")
-    throw std::invalid_argument("--device picks a Vulkan device and the " + o.engine +
-                                " engine runs on the CPU: add --engine vulkan");
+  gptoss::refuse_device_unless_vulkan(o.device, o.engine);
   const bool any_decode = std::any_of(tests.begin(), tests.end(), [](const BenchTest& t) { return t.kind == TestKind::Decode; });
   if (o.greedy && !any_decode) throw std::invalid_argument("--greedy changes decode tests and -n 0 runs none");
 }
@@ -197,20 +197,22 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::optional<Outputs> outputs;
-  try {
-    const auto tests = plan_tests(o.prompt_sizes, o.gen_sizes, o.depths);
-    check_options(o, tests);
-    outputs.emplace(*output_format_from_name(o.output), save_files(o));
-    for (const auto& path : o.models) bench_model(o, path, tests, *outputs);
-    outputs->finish();
-    return 0;
-  } catch (const std::exception& e) {
+  return gptoss::report_errors("gptoss-bench", [&] {
     try {
-      if (outputs) outputs->finish();
-    } catch (const std::exception& save_error) {
-      std::cerr << "gptoss-bench: " << save_error.what() << "\n";
+      const auto tests = plan_tests(o.prompt_sizes, o.gen_sizes, o.depths);
+      check_options(o, tests);
+      outputs.emplace(*output_format_from_name(o.output), save_files(o));
+      for (const auto& path : o.models) bench_model(o, path, tests, *outputs);
+      outputs->finish();
+      return 0;
+    } catch (const std::exception&) {
+      // What finished is still written; a failure to write it is reported before the first error.
+      try {
+        if (outputs) outputs->finish();
+      } catch (const std::exception& save_error) {
+        std::cerr << "gptoss-bench: " << save_error.what() << "\n";
+      }
+      throw;
     }
-    std::cerr << "gptoss-bench: " << e.what() << "\n";
-    return 2;
-  }
+  });
 }

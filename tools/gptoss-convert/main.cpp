@@ -9,6 +9,7 @@
 #include "formats/core/atomic_file.h"
 #include "formats/core/dtype.h"
 #include "tools/common/progress_bar.h"
+#include "tools/common/tool_main.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Convert GPT-OSS models between safetensors (HF / original), GGUF and model.bin.\n"
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "print every lossy-step note (default: the first few and a count)");
   CLI11_PARSE(app, argc, argv);
   gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
-  try {
+  return gptoss::report_errors("gptoss-convert", [&] {
     gptoss::WriteOptions options;
     if (!layout.empty())
       options.layout = layout == "original" ? gptoss::CheckpointLayout::Original : gptoss::CheckpointLayout::HuggingFace;
@@ -55,9 +56,6 @@ int main(int argc, char** argv) {
     if (shown < notes.size())
       std::cerr << "lossy: ... and " << notes.size() - shown << " more tensors (-v lists them all)\n";
     std::cerr << "wrote " << output << " (" << gptoss::format_name(gptoss::output_format_for(output)) << ")\n";
-  } catch (const std::exception& e) {
-    std::cerr << "gptoss-convert: " << e.what() << "\n";
-    return 2;
-  }
-  return 0;
+    return 0;
+  });
 }

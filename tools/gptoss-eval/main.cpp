@@ -21,11 +21,15 @@
 #include "runtime/eval/reference_logits_file.h"
 #include "runtime/parity/trace_file.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tools/common/cli_options.h"
 #include "tools/common/progress_bar.h"
+#include "tools/common/tool_main.h"
 #include "verify/canonical_digest.h"
 
 namespace {
 
+using gptoss::model_label;
+using gptoss::refuse_if_given;
 using gptoss::runtime::EngineKind;
 
 constexpr const char* kDescription =
@@ -63,11 +67,6 @@ struct Options {
   std::vector<std::string> traces;
   double tolerance = 1e-3;
 };
-
-void refuse_if_given(const CLI::App& app, std::initializer_list<const char*> names, const std::string& why) {
-  for (const char* name : names)
-    if (app.count(name) > 0) throw std::invalid_argument(std::string(name) + " " + why);
-}
 
 void refuse_unhonoured(const CLI::App& app, const Options& o) {
   if (!o.traces.empty()) {
@@ -118,10 +117,6 @@ int compare_traces(const Options& o) {
 
 // ---- evaluation ----
 
-std::string model_label(const std::string& path) {
-  return gptoss::format_name(gptoss::detect_input_format(path)) + " " + std::filesystem::path(path).filename().string();
-}
-
 struct LoadedModel {
   std::string path, label;
   gptoss::CanonicalModel model;
@@ -152,10 +147,11 @@ std::vector<uint32_t> tokenize(const std::vector<LoadedModel>& models, const std
 }
 
 std::unique_ptr<gptoss::runtime::Engine> make_engine(const std::string& kind, const LoadedModel& m, const Options& o) {
+  const EngineKind engine_kind = *gptoss::runtime::engine_kind_from_name(kind);
   gptoss::runtime::EngineOptions options;
   options.max_context = o.ctx;
-  options.device_index = o.device;
-  return gptoss::runtime::make_engine(*gptoss::runtime::engine_kind_from_name(kind), m.model, options);
+  if (engine_kind == EngineKind::Vulkan) options.device_index = o.device;  // the CPU engine takes none
+  return gptoss::runtime::make_engine(engine_kind, m.model, options);
 }
 
 std::string digest_of(const gptoss::CanonicalModel& model) {
@@ -338,11 +334,8 @@ int main(int argc, char** argv) {
   app.add_option("--tolerance", o.tolerance, "--compare-traces: largest difference allowed, relative to the stage's largest |value|")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  try {
+  return gptoss::report_errors("gptoss-eval", [&] {
     refuse_unhonoured(app, o);
     return o.traces.empty() ? evaluate(o) : compare_traces(o);
-  } catch (const std::exception& e) {
-    std::cerr << "gptoss-eval: " << e.what() << "\n";
-    return 2;
-  }
+  });
 }

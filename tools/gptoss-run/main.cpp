@@ -19,12 +19,16 @@
 #include "runtime/parity/trace_file.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tools/common/cli_options.h"
+#include "tools/common/tool_main.h"
 #include "tools/gptoss-run/generation.h"
 #include "tools/gptoss-run/token_display.h"
 #include "verify/canonical_digest.h"
 
 namespace {
 
+using gptoss::model_label;
+using gptoss::refuse_if_given;
 using gptoss::runtime::EngineKind;
 
 constexpr const char* kDescription =
@@ -75,19 +79,6 @@ EngineKind engine_kind(const std::string& name) { return *gptoss::runtime::engin
 
 // ---- refusing options the mode cannot honour ----
 
-// The options given on the command line among `names`, as the user spelled them.
-std::vector<std::string> given(const CLI::App& app, std::initializer_list<const char*> names) {
-  std::vector<std::string> found;
-  for (const char* name : names)
-    if (app.count(name) > 0) found.emplace_back(name);
-  return found;
-}
-
-void refuse_if_given(const CLI::App& app, std::initializer_list<const char*> names, const std::string& why) {
-  const auto found = given(app, names);
-  if (!found.empty()) throw std::invalid_argument(found.front() + " " + why);
-}
-
 constexpr std::initializer_list<const char*> kGenerationOptions = {
     "--max-tokens", "--temperature", "--top-k", "--top-p", "--min-p", "--seed", "--stop-token",
     "--no-default-stops", "--dump-logits", "--json", "--raw", "--show-reasoning", "--no-harmony", "-p",
@@ -113,9 +104,7 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
     if (o.device && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add vulkan to --engines");
     return;
   }
-  if (o.device && o.engine_name != "vulkan")
-    throw std::invalid_argument("--device picks a Vulkan device and the " + o.engine_name +
-                                " engine runs on the CPU: add --engine vulkan");
+  gptoss::refuse_device_unless_vulkan(o.device, o.engine_name);
   if (o.sampling.temperature <= 0)
     refuse_if_given(app, {"--top-k", "--top-p", "--min-p", "--seed"},
                     "has no effect under greedy decoding (--temperature 0, the default): give --temperature T > 0");
@@ -156,11 +145,6 @@ int list_devices(bool json_output) {
   return 0;
 }
 
-// "GGUF model-q8_0.gguf": the format and file name, as tables label a model.
-std::string model_label(const std::string& path) {
-  return gptoss::format_name(gptoss::detect_input_format(path)) + " " + std::filesystem::path(path).filename().string();
-}
-
 // ---- --parity ----
 
 int parity(const Options& o) {
@@ -184,7 +168,7 @@ int parity(const Options& o) {
     for (const auto& name : o.parity_engines) {
       gptoss::runtime::EngineOptions options;
       options.max_context = std::max<size_t>(ids.size(), 1);
-      options.device_index = o.device;
+      if (engine_kind(name) == EngineKind::Vulkan) options.device_index = o.device;  // --device: the vulkan column
       const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
       traces.push_back(gptoss::parity::trace_engine(*engine, ids, name + ": " + label));
     }
@@ -276,10 +260,7 @@ int generate(const Options& o) {
   options.device_index = o.device;
   const auto engine = gptoss::runtime::make_engine(engine_kind(o.engine_name), model, options);
   if (engine->kind() == EngineKind::Vulkan) std::fprintf(stderr, "vulkan: %s\n", engine->device_description().c_str());
-  for (uint32_t id : prompt)
-    if (id >= engine->vocab_size())
-      throw std::invalid_argument("prompt token " + std::to_string(id) + " is outside the vocabulary of " +
-                                  std::to_string(engine->vocab_size()));
+  // Prompt ids outside the vocabulary: Engine::forward refuses them, naming the id and its position.
 
   const bool harmony = !o.prompt_text.empty() && !o.no_harmony;
   const auto mode = !tok ? gptoss::run::DisplayMode::Ids
@@ -397,13 +378,10 @@ int main(int argc, char** argv) {
   app.add_option("--refs-prompt", o.refs_prompt, "prompt name inside --refs (hi, four, harmony, long, random)");
   CLI11_PARSE(app, argc, argv);
 
-  try {
+  return gptoss::report_errors("gptoss-run", [&] {
     const bool parity_mode = !o.parity_models.empty() || !o.refs_path.empty() || app.count("--engines") > 0;
     refuse_unhonoured(app, o, parity_mode);
     if (o.list_devices) return list_devices(o.json_output);
     return parity_mode ? parity(o) : generate(o);
-  } catch (const std::exception& e) {
-    std::cerr << "gptoss-run: " << e.what() << "\n";
-    return 2;
-  }
+  });
 }

@@ -10,6 +10,7 @@
 #include "convert/synthesize.h"
 #include "formats/core/atomic_file.h"
 #include "tools/common/progress_bar.h"
+#include "tools/common/tool_main.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Write a deterministic synthetic GPT-OSS checkpoint (HF and original layouts)"};
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   app.add_option("-j,--threads", threads, "threads generating the tensors (default: one per core); any -j writes the same bytes");
   CLI11_PARSE(app, argc, argv);
   gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
-  try {
+  return gptoss::report_errors("gptoss-synth", [&] {
     namespace fs = std::filesystem;
     if (!tokenizer.empty() && layouts == "original")
       throw std::invalid_argument("--tokenizer goes into hf/, and --layouts original writes no hf/ folder");
@@ -65,9 +66,6 @@ int main(int argc, char** argv) {
       if (hf && !tokenizer.empty()) fs::copy_file(tokenizer, dir / "tokenizer.json", fs::copy_options::overwrite_existing);
       std::cout << "wrote " << dir.string() << "\n";
     }
-  } catch (const std::exception& e) {
-    std::cerr << "gptoss-synth: " << e.what() << "\n";
-    return 2;
-  }
-  return 0;
+    return 0;
+  });
 }

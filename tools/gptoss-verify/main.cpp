@@ -16,6 +16,7 @@
 #include "formats/core/atomic_file.h"
 #include "formats/core/error.h"
 #include "tools/common/progress_bar.h"
+#include "tools/common/tool_main.h"
 #include "verify/canonical_digest.h"
 #include "verify/checksums.h"
 #include "verify/equivalence.h"
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   gptoss::remove_temp_files_on_signals();  // Ctrl-C leaves no temp file beside the outputs
   const bool progress = !quiet && !json && stderr_is_terminal();
-  try {
+  return gptoss::report_errors("gptoss-verify", [&] {
     refuse_unhonoured(app);
     if (!check.empty()) return run_check(check, threads, progress, json);
     if (!same.empty()) {
@@ -178,8 +179,5 @@ int main(int argc, char** argv) {
     }
     if (json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
     return status;
-  } catch (const std::exception& e) {
-    std::cerr << "gptoss-verify: " << e.what() << "\n";
-    return 2;
-  }
+  });
 }
