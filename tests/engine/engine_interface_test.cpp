@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,11 +26,12 @@ const CanonicalModel& preset_a_model() {
 
 // The engine of `kind` with a KV cache of `capacity` positions, or null when it cannot run here
 // (a machine without a Vulkan device).
+// prefill_chunk: the Vulkan engine's tokens per submit (the CPU engines take none).
 std::unique_ptr<runtime::Engine> engine_or_null(EngineKind kind, uint64_t capacity, std::string* why,
-                                                uint32_t prefill_chunk = 512) {
+                                                std::optional<uint32_t> prefill_chunk = std::nullopt) {
   runtime::EngineOptions options;
   options.max_context = capacity;
-  options.prefill_chunk = prefill_chunk;
+  if (prefill_chunk && kind == EngineKind::Vulkan) options.prefill_chunk = *prefill_chunk;
   try {
     return runtime::make_engine(kind, preset_a_model(), options);
   } catch (const std::runtime_error& e) {
