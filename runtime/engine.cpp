@@ -34,7 +34,8 @@ const std::vector<std::string>& engine_kind_names() {
 }
 
 uint32_t Engine::run_forward_greedy(std::span<const uint32_t> tokens) {
-  const auto logits = run_forward(tokens, LogitRows::Last, {});
+  std::vector<float> logits(vocab_size());
+  run_forward(tokens, LogitRows::Last, logits, {});
   return static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
@@ -44,11 +45,31 @@ uint32_t Engine::forward_greedy(std::span<const uint32_t> tokens) {
   return run_forward_greedy(tokens);
 }
 
+LogitRows Engine::check_forward(std::span<const uint32_t> tokens, LogitRows rows) const {
+  if (rows.kind == LogitRows::Kind::Range) {
+    if (rows.first > tokens.size() || rows.count > tokens.size() - rows.first)
+      throw std::out_of_range("logit rows " + std::to_string(rows.first) + " .. " +
+                              std::to_string(rows.first + rows.count) + " (exclusive) are past the " +
+                              std::to_string(tokens.size()) + " new tokens of the forward");
+    if (rows.count == 0) rows = LogitRows::None;
+  }
+  check_forward(tokens);
+  return rows;
+}
+
+void Engine::forward(std::span<const uint32_t> tokens, LogitRows rows, std::vector<float>& logits,
+                     const ActivationObserver& observer) {
+  rows = check_forward(tokens, rows);
+  logits.resize(rows.row_count(tokens.size()) * vocab_size());
+  if (tokens.empty()) return;
+  run_forward(tokens, rows, logits, observer);
+}
+
 std::vector<float> Engine::forward(std::span<const uint32_t> tokens, LogitRows rows,
                                    const ActivationObserver& observer) {
-  check_forward(tokens);
-  if (tokens.empty()) return {};
-  return run_forward(tokens, rows, observer);
+  std::vector<float> logits;
+  forward(tokens, rows, logits, observer);
+  return logits;
 }
 
 void Engine::check_forward(std::span<const uint32_t> tokens) const {

@@ -35,8 +35,33 @@ struct ActivationView {
 };
 using ActivationObserver = std::function<void(const ActivationView&)>;
 
-// Which rows of logits a forward returns: none, the last new token's, or every new token's.
-enum class LogitRows { None, Last, All };
+// Which rows of logits a forward returns, counted among its new tokens (row 0: the first new
+// token): None, Last (the last new token's), All (every new token's), or range(first, count): rows
+// first .. first + count - 1 only, so the unembedding product and the copy to the caller cover just
+// those (gptoss-eval scores positions ctx/2 .. ctx-2 of each chunk and asks for those).
+// A range's rows are bit for bit the same rows of All on every engine. Last may differ from All's
+// last row in the last bits (the Vulkan engine fuses the final norm into a matrix-vector product
+// for it; the CPU engine takes a matrix-vector product instead of a GEMM).
+struct LogitRows {
+  enum class Kind : uint8_t { None, Last, All, Range };
+  Kind kind = Kind::Last;
+  uint64_t first = 0;  // Range only
+  uint64_t count = 0;  // Range only (0: no rows, as None)
+
+  static const LogitRows None, Last, All;
+  static constexpr LogitRows range(uint64_t first, uint64_t count) { return {Kind::Range, first, count}; }
+  // The first row and the number of rows a forward of `tokens` new tokens returns.
+  constexpr uint64_t first_row(uint64_t tokens) const {
+    return kind == Kind::Range ? first : kind == Kind::Last && tokens ? tokens - 1 : 0;
+  }
+  constexpr uint64_t row_count(uint64_t tokens) const {
+    return kind == Kind::Range ? count : kind == Kind::All ? tokens : kind == Kind::Last && tokens ? 1 : 0;
+  }
+  friend constexpr auto operator<=>(const LogitRows&, const LogitRows&) = default;
+};
+inline constexpr LogitRows LogitRows::None{LogitRows::Kind::None};
+inline constexpr LogitRows LogitRows::Last{LogitRows::Kind::Last};
+inline constexpr LogitRows LogitRows::All{LogitRows::Kind::All};
 
 enum class EngineKind { Cpu, CpuF64, Vulkan };
 // "cpu", "cpu-f64", "vulkan": the names the CLIs take.
@@ -77,10 +102,17 @@ class Engine {
   virtual uint64_t device_memory_bytes() const { return 0; }
 
   // Runs `tokens` after everything in the cache (a prefill when the cache is empty, a decode step
-  // for one token) and appends them to the cache. Returns the logits of the requested rows,
-  // row-major [rows, vocab]. The observer sees the embedding, every layer's residual stream and
-  // the final norm of all the new tokens. Throws std::out_of_range, before anything runs, for a
-  // token id >= vocab_size() or a context past capacity().
+  // for one token) and appends them to the cache. Writes the logits of the requested rows into
+  // `logits`, row-major [rows.row_count(tokens.size()), vocab], resized to exactly that: a vector
+  // reused across calls keeps its memory, so a caller that runs many forwards (gptoss-eval) pays
+  // no allocation or page faults per call, and the CPU engine writes its product straight into it
+  // (the Vulkan engine copies its mapped readback into it once). The observer sees the embedding,
+  // every layer's residual stream and the final norm of all the new tokens. Throws
+  // std::out_of_range, before anything runs, for a token id >= vocab_size(), a context past
+  // capacity() or a row range past the new tokens.
+  void forward(std::span<const uint32_t> tokens, LogitRows rows, std::vector<float>& logits,
+               const ActivationObserver& observer = {});
+  // The same, returning the logits in a new vector.
   std::vector<float> forward(std::span<const uint32_t> tokens, LogitRows rows = LogitRows::Last,
                              const ActivationObserver& observer = {});
   // forward(tokens, Last) reduced to the id of the largest logit (ties to the lowest id: greedy
@@ -88,15 +120,19 @@ class Engine {
   uint32_t forward_greedy(std::span<const uint32_t> tokens);
 
  protected:
-  // The engine's pass; `tokens` is non-empty and checked.
-  virtual std::vector<float> run_forward(std::span<const uint32_t> tokens, LogitRows rows,
-                                         const ActivationObserver& observer) = 0;
+  // The engine's pass; `tokens` is non-empty and checked, `rows` is None, Last, All or a range
+  // inside the new tokens with count > 0, and `logits` holds exactly rows.row_count(tokens.size())
+  // x vocab floats, to be overwritten.
+  virtual void run_forward(std::span<const uint32_t> tokens, LogitRows rows, std::span<float> logits,
+                           const ActivationObserver& observer) = 0;
   // The argmax of run_forward(tokens, Last); engines override it to decide where the logits are.
   virtual uint32_t run_forward_greedy(std::span<const uint32_t> tokens);
 
  private:
   // The checks every forward makes before anything runs (ids, capacity).
   void check_forward(std::span<const uint32_t> tokens) const;
+  // The checks of forward(tokens, rows, ...), and `rows` as run_forward takes it (an empty range: None).
+  LogitRows check_forward(std::span<const uint32_t> tokens, LogitRows rows) const;
 };
 
 // A Vulkan device as --list-devices shows it (index: what EngineOptions::device_index takes).

@@ -34,9 +34,9 @@ const GptOssConfig& CpuEngine::config() const { return pass_->config(); }
 uint64_t CpuEngine::position() const { return pass_->position(); }
 void CpuEngine::reset() { pass_->reset(); }
 
-std::vector<float> CpuEngine::run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
-                                          const runtime::ActivationObserver& observer) {
-  return pass_->forward(tokens, rows, observer);
+void CpuEngine::run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,
+                            const runtime::ActivationObserver& observer) {
+  pass_->forward(tokens, rows, logits, observer);
 }
 
 }  // namespace gptoss::cpu

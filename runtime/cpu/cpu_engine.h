@@ -46,8 +46,8 @@ class CpuEngine final : public runtime::Engine {
   void reset() override;
 
  private:
-  std::vector<float> run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
-                                 const runtime::ActivationObserver& observer) override;
+  void run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,
+                   const runtime::ActivationObserver& observer) override;
 
   CpuPrecision precision_;
   std::unique_ptr<ForwardPassBase> pass_;

@@ -47,8 +47,8 @@ void ForwardPass<Real>::ensure_cache_capacity(uint64_t tokens) {
 }
 
 template <class Real>
-std::vector<float> ForwardPass<Real>::forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
-                                              const runtime::ActivationObserver& observer) {
+void ForwardPass<Real>::forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,
+                                const runtime::ActivationObserver& observer) {
   using runtime::LogitRows;
   using runtime::Stage;
   const auto& c = weights_.config;
@@ -87,16 +87,19 @@ std::vector<float> ForwardPass<Real>::forward(std::span<const uint32_t> tokens, 
   observe(Stage::FinalNorm, -1, normed);
   position_ += count;
 
-  if (rows == LogitRows::None) return {};
-  const size_t first = rows == LogitRows::Last ? count - 1 : 0;
-  const size_t logit_rows = count - first;
-  std::vector<Real> logits(logit_rows * c.vocab_size);
-  linear(normed.data() + first * hidden, logit_rows, hidden, weights_.unembedding.data(), c.vocab_size, nullptr,
-         logits.data());
+  const size_t first = rows.first_row(count), logit_rows = rows.row_count(count);
+  if (logit_rows == 0) return;
+  // Last: a matrix-vector product. All and ranges: rows of one GEMM over the rows asked for, which
+  // OpenBLAS computes bit for bit as the same rows of a GEMM over every row (checked by
+  // EngineInterface.RowRangeIsExactlyThoseRowsOfAll), so a range is the rows of All.
+  const bool single = rows == LogitRows::Last || count == 1;
+  const Real* input = normed.data() + first * hidden;
   if constexpr (std::is_same_v<Real, float>) {
-    return logits;
+    unembed(input, logit_rows, hidden, weights_.unembedding.data(), c.vocab_size, single, logits.data());
   } else {
-    return std::vector<float>(logits.begin(), logits.end());
+    std::vector<Real> wide(logit_rows * c.vocab_size);
+    unembed(input, logit_rows, hidden, weights_.unembedding.data(), c.vocab_size, single, wide.data());
+    std::copy(wide.begin(), wide.end(), logits.begin());
   }
 }
 

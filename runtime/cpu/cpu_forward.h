@@ -17,9 +17,9 @@ class ForwardPassBase {
   virtual const GptOssConfig& config() const = 0;
   virtual uint64_t position() const = 0;
   virtual void reset() = 0;
-  // `tokens` is non-empty and checked by runtime::Engine::forward.
-  virtual std::vector<float> forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
-                                     const runtime::ActivationObserver& observer) = 0;
+  // `tokens` is non-empty and checked, `rows` and `logits` as runtime::Engine::run_forward takes them.
+  virtual void forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,
+                       const runtime::ActivationObserver& observer) = 0;
 };
 
 template <class Real>
@@ -30,8 +30,8 @@ class ForwardPass final : public ForwardPassBase {
   const GptOssConfig& config() const override { return weights_.config; }
   uint64_t position() const override { return position_; }
   void reset() override { position_ = 0; }
-  std::vector<float> forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
-                             const runtime::ActivationObserver& observer) override;
+  void forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,
+               const runtime::ActivationObserver& observer) override;
 
  private:
   void attention_block(uint32_t layer, const Real* x, size_t count, Real* out);

@@ -40,6 +40,16 @@ void linear_impl(const Real* x, size_t rows, size_t in, const Real* weight, size
 }
 
 template <class Real>
+void unembed_impl(const Real* x, size_t rows, size_t in, const Real* weight, size_t out, bool matvec, Real* y) {
+  if (rows == 0) return;
+  if (matvec && rows == 1) {
+    gemv(static_cast<blasint>(out), static_cast<blasint>(in), weight, x, 0, y);
+  } else {
+    gemm_nt(static_cast<blasint>(rows), static_cast<blasint>(out), static_cast<blasint>(in), x, weight, 0, y);
+  }
+}
+
+template <class Real>
 void rms_norm_impl(const Real* x, size_t rows, size_t dim, const Real* weight, double eps, Real* y) {
   for (size_t r = 0; r < rows; ++r) {
     const Real* row = x + r * dim;
@@ -115,6 +125,13 @@ void linear(const float* x, size_t rows, size_t in, const float* weight, size_t 
 }
 void linear(const double* x, size_t rows, size_t in, const double* weight, size_t out, const double* bias, double* y) {
   linear_impl(x, rows, in, weight, out, bias, y);
+}
+
+void unembed(const float* x, size_t rows, size_t in, const float* weight, size_t out, bool matvec, float* y) {
+  unembed_impl(x, rows, in, weight, out, matvec, y);
+}
+void unembed(const double* x, size_t rows, size_t in, const double* weight, size_t out, bool matvec, double* y) {
+  unembed_impl(x, rows, in, weight, out, matvec, y);
 }
 
 void rms_norm(const float* x, size_t rows, size_t dim, const float* weight, double eps, float* y) {

@@ -13,6 +13,11 @@ namespace gptoss::cpu {
 // y[rows, out] = x[rows, in] · weight[out, in]^T + bias[out] (bias may be null).
 void linear(const float* x, size_t rows, size_t in, const float* weight, size_t out, const float* bias, float* y);
 void linear(const double* x, size_t rows, size_t in, const double* weight, size_t out, const double* bias, double* y);
+// The unembedding: y[rows, out] = x[rows, in] · weight[out, in]^T, through a matrix-vector product
+// when `matvec` (one row), else through one GEMM even for one row: OpenBLAS gives each row of a
+// GEMM bit for bit whatever the other rows are, so rows asked alone equal those rows asked together.
+void unembed(const float* x, size_t rows, size_t in, const float* weight, size_t out, bool matvec, float* y);
+void unembed(const double* x, size_t rows, size_t in, const double* weight, size_t out, bool matvec, double* y);
 
 // y = x · rsqrt(mean(x²) + eps) · weight, per row of `dim` values. The mean is accumulated in
 // double so the reference is at least as accurate as the f32 implementations it is compared to.

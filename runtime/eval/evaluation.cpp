@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <future>
 #include <optional>
 #include <stdexcept>
 
@@ -31,10 +33,13 @@ void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
                                   " of the text is outside a model's vocabulary of " + std::to_string(smallest) + " rows");
 }
 
-// One chunk's reference: rows of live logits, or decoded records.
-struct ChunkReference {
-  const std::vector<float>* logits = nullptr;  // live: [ctx, vocab]
+// One chunk's forwards: the logits of its scored rows only (LogitRows::range(first_scored,
+// scored): [scored, vocab] per model), or the reference's records from a file. Two of these
+// alternate, so the vectors keep their memory from chunk to chunk.
+struct ChunkLogits {
+  std::vector<float> reference;                // live
   std::vector<ZstdFrameReader::Frame> frames;  // from a file: one per scored position
+  std::vector<std::vector<float>> candidates;
 };
 
 }  // namespace
@@ -60,24 +65,38 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   }
   std::vector<std::vector<uint8_t>> saved_frames(r.save ? scored : 0);
 
-  std::vector<float> ref_logits;
-  std::vector<std::vector<float>> cand_logits(r.candidates.size());
-  for (uint32_t chunk = 0; chunk < plan.chunks; ++chunk) {
-    const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
+  // Chunk i + 1's forwards run on a worker thread while this thread reduces chunk i: the engines
+  // (and the reference file's frame index) are only ever used by one thread at a time, and the
+  // reduction of every position is the same whichever thread runs next, so the results are those
+  // of running the chunks one after the other.
+  const runtime::LogitRows scored_rows = runtime::LogitRows::range(plan.first_scored(), scored);
+  ChunkLogits buffers[2];
+  for (auto& b : buffers) b.candidates.resize(r.candidates.size());
+  auto run_chunk = [&r, &plan, scored_rows](uint32_t chunk, ChunkLogits& out) {
+    leave_signals_to_the_main_thread();
     const auto forward_start = Clock::now();
-    ChunkReference ref;
+    const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
     if (r.reference) {
       r.reference->reset();
-      ref_logits = r.reference->forward(ids, runtime::LogitRows::All);
-      ref.logits = &ref_logits;
+      r.reference->forward(ids, scored_rows, out.reference);
     } else {
-      ref.frames = r.reference_file->next_chunk();
+      out.frames = r.reference_file->next_chunk();
     }
     for (size_t k = 0; k < r.candidates.size(); ++k) {
       r.candidates[k]->reset();
-      cand_logits[k] = r.candidates[k]->forward(ids, runtime::LogitRows::All);
+      r.candidates[k]->forward(ids, scored_rows, out.candidates[k]);
     }
-    result.forward_seconds += seconds_since(forward_start);
+    return seconds_since(forward_start);
+  };
+  // Declared after the buffers: destroyed (waited for) first when a reduction throws.
+  std::future<double> next;
+  if (plan.chunks > 0) next = std::async(std::launch::async, run_chunk, 0u, std::ref(buffers[0]));
+  for (uint32_t chunk = 0; chunk < plan.chunks; ++chunk) {
+    const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
+    result.forward_seconds += next.get();
+    const ChunkLogits& logits = buffers[chunk % 2];
+    if (chunk + 1 < plan.chunks)
+      next = std::async(std::launch::async, run_chunk, chunk + 1, std::ref(buffers[(chunk + 1) % 2]));
 
     const auto stats_start = Clock::now();
     const uint64_t first_global = uint64_t{chunk} * scored;
@@ -89,11 +108,11 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
       thread_local std::vector<float> decoded;
       std::span<const float> x;
       std::optional<ReferenceRecord> record;
-      if (ref.logits) {
-        x = std::span<const float>(*ref.logits).subspan(row * ref_vocab, ref_vocab);
+      if (r.reference) {
+        x = std::span<const float>(logits.reference).subspan(j * ref_vocab, ref_vocab);
       } else {
         decoded.resize(ref_vocab);
-        record = r.reference_file->decode(ref.frames[j], raw, decoded);
+        record = r.reference_file->decode(logits.frames[j], raw, decoded);
         x = record->relative_log_probs;
       }
       std::optional<RowSummary> ref_summary;
@@ -106,7 +125,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
       if (record) nll = record->nll;
       for (size_t k = 0; k < r.candidates.size(); ++k) {
         CandidateResult& cr = result.candidates[k];
-        const auto y = std::span<const float>(cand_logits[k]).subspan(row * cr.vocab_size, cr.vocab_size);
+        const auto y = std::span<const float>(logits.candidates[k]).subspan(j * cr.vocab_size, cr.vocab_size);
         PositionComparison c = compare_position(x.first(cr.shared_rows), y.first(cr.shared_rows));
         if (record && record->top < cr.shared_rows) {
           // The file's top and log P(top) are exact (the f16 row is not): the argmax over every row

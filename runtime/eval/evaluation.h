@@ -1,10 +1,12 @@
 #pragma once
 // One pass over a text's chunks (chunk_plan.h): each chunk runs through the reference (an engine,
-// or records read from a reference logits file) and every candidate engine as one forward with
-// the logits of every position, then the scored positions are reduced on all cores: the
-// reference's perplexity, each candidate's perplexity and its per-position comparison with the
-// reference (distribution_math.h). Sums are added in position order after each parallel pass, so
-// the results do not depend on the thread count.
+// or records read from a reference logits file) and every candidate engine as one forward that
+// returns the logits of the scored positions only (LogitRows::range(ctx/2, ctx - 1 - ctx/2)),
+// then the scored positions are reduced on all cores: the reference's perplexity, each
+// candidate's perplexity and its per-position comparison with the reference
+// (distribution_math.h). The next chunk's forwards run on a worker thread meanwhile (two sets of
+// logit buffers, reused from chunk to chunk). Sums are added in position order after each parallel
+// pass, so the results do not depend on the thread count or on that overlap.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -43,8 +45,9 @@ struct EvaluationResult {
   NllStats reference;
   std::vector<CandidateResult> candidates;
   double seconds = 0;             // the whole pass
-  double forward_seconds = 0;     // inside engine forwards
+  double forward_seconds = 0;     // inside engine forwards (on the worker thread)
   double statistics_seconds = 0;  // the parallel reductions (and compressing saved records)
+  // The two overlap: forward_seconds + statistics_seconds may exceed seconds.
 };
 
 // Throws std::invalid_argument for a request that cannot run (no reference, a scored token

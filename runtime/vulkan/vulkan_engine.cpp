@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "formats/core/error.h"
+#include "formats/core/parallel_for.h"
 #include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/device_upload.h"
 #include "runtime/vulkan/dispatch_list.h"
@@ -57,6 +58,18 @@ static_assert(layer_position(TensorRole::AttnVBias) > std::max({layer_position(T
 static_assert(layer_position(TensorRole::Mlp1Scales) > layer_position(TensorRole::Mlp1Blocks));
 static_assert(layer_position(TensorRole::Mlp2Scales) > layer_position(TensorRole::Mlp2Blocks));
 
+// Copies logits from the mapped readback into the caller's memory: pieces of 16 MiB on up to 8
+// threads, since a range of a chunk is hundreds of MB at the real vocabulary (255 rows: 205 MB) and
+// the device waits for the next submit meanwhile.
+void copy_rows(std::span<float> target, const float* source) {
+  constexpr size_t kPiece = size_t{4} << 20;  // floats
+  const size_t pieces = (target.size() + kPiece - 1) / kPiece;
+  parallel_for(pieces, std::min(8u, resolve_threads(0)), [&](size_t i) {
+    const size_t begin = i * kPiece, size = std::min(kPiece, target.size() - begin);
+    std::memcpy(target.data() + begin, source + begin, size * sizeof(float));
+  });
+}
+
 uint64_t gib_tenths(uint64_t bytes) { return (bytes * 10 + (1ull << 29)) >> 30; }
 std::string gib(uint64_t bytes) {
   const uint64_t t = gib_tenths(bytes);
@@ -88,7 +101,8 @@ struct VulkanEngine::Device {
   std::unique_ptr<Buffer> shared_partials, counters;
   // The cooperative GEMMs' inputs as split halves (hi, lo).
   std::unique_ptr<Buffer> halves_hi, halves_lo;
-  // Grown on demand: logits of the rows asked for, and the observer's stage copies.
+  // Grown on demand: logits of the rows asked for (the most rows one submit has asked so far), and
+  // the observer's stage copies.
   std::unique_ptr<Buffer> logits, logits_readback, stages;
   uint32_t logits_rows = 0, stage_rows = 0;
   std::unique_ptr<KernelProfiler> profiler;  // GPTOSS_VK_PROFILE=1
@@ -97,7 +111,11 @@ struct VulkanEngine::Device {
     VkCommandBuffer cb = VK_NULL_HANDLE;
     std::vector<std::string> labels;
   };
-  // One command buffer per forward shape (tokens, logit rows, observed, greedy), recorded once.
+  // One command buffer per submit shape (tokens, logit rows, observed, greedy), recorded once. The
+  // rows are None, Last or a range of the submit's tokens (All is the range of every token), so a
+  // caller asking the same rows chunk after chunk (gptoss-eval) records once; beyond
+  // kMaxRecorded shapes the recordings are dropped and made again as needed.
+  static constexpr size_t kMaxRecorded = 64;
   std::map<std::tuple<uint32_t, LogitRows, bool, bool>, Recorded> recorded;
   VkFence fence = VK_NULL_HANDLE;
 
@@ -107,7 +125,11 @@ struct VulkanEngine::Device {
     if (profiler) std::fprintf(stderr, "Vulkan kernel times on %s:\n%s", ctx->info().name.c_str(), profiler->report().c_str());
     profiler.reset();
     if (fence) vkDestroyFence(ctx->device(), fence, nullptr);
+    free_recorded();
+  }
+  void free_recorded() {
     for (auto& [key, r] : recorded) vkFreeCommandBuffers(ctx->device(), ctx->command_pool(), 1, &r.cb);
+    recorded.clear();
   }
 
   std::unique_ptr<Buffer> floats(uint64_t count, bool host_visible = false) const {
@@ -125,7 +147,8 @@ struct VulkanEngine::Device {
     return shape;
   }
   void ensure_stages(uint32_t rows);
-  // greedy: the last row's argmax on the device instead of its logits to the host.
+  // One submit of `count` tokens. rows: None, Last or Range (of these tokens; count > 0). greedy:
+  // the last row's argmax on the device instead of its logits to the host.
   DispatchList build(uint32_t count, LogitRows rows, bool observed, bool greedy) const;
   const Recorded& get(uint32_t count, LogitRows rows, bool observed, bool greedy = false);
   void submit(const Recorded& r);
@@ -275,17 +298,14 @@ void VulkanEngine::Device::ensure_logits(uint32_t rows) {
   logits = floats(uint64_t{rows} * config.vocab_size);
   logits_readback = floats(uint64_t{rows} * config.vocab_size, true);
   logits_rows = rows;
-  // Recorded command buffers hold the old addresses.
-  for (auto& [key, r] : recorded) vkFreeCommandBuffers(ctx->device(), ctx->command_pool(), 1, &r.cb);
-  recorded.clear();
+  free_recorded();  // recorded command buffers hold the old addresses
 }
 
 void VulkanEngine::Device::ensure_stages(uint32_t rows) {
   if (rows <= stage_rows) return;
   stages = floats((uint64_t{config.num_layers} + 2) * rows * config.hidden_size, true);
   stage_rows = rows;
-  for (auto& [key, r] : recorded) vkFreeCommandBuffers(ctx->device(), ctx->command_pool(), 1, &r.cb);
-  recorded.clear();
+  free_recorded();
 }
 
 DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool observed, bool greedy) const {
@@ -359,10 +379,17 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
     }
     if (observed) list.copy(*x, 0, *stages, (uint64_t{l} + 1) * stage_bytes, stage_bytes);
   }
-  const bool all_rows = rows == LogitRows::All;
-  if (observed || all_rows) {
+  const bool range = rows.kind == LogitRows::Kind::Range;
+  // The final norm: every row when observed (the stage copy), else only the range's rows, into xn
+  // from its start (per row the same kernel and arithmetic: the rows equal those of a full norm).
+  uint64_t range_input = xn->address();
+  if (observed) {
     k.rmsnorm(list, x->address(), final_norm->address(), xn->address(), c.hidden_size, count, 0, eps);
-    if (observed) list.copy(*xn, 0, *stages, (uint64_t{c.num_layers} + 1) * stage_bytes, stage_bytes);
+    list.copy(*xn, 0, *stages, (uint64_t{c.num_layers} + 1) * stage_bytes, stage_bytes);
+    if (range) range_input += rows.first * row_bytes;
+  } else if (range) {
+    k.rmsnorm(list, x->address(), final_norm->address(), xn->address(), c.hidden_size, static_cast<uint32_t>(rows.count),
+              static_cast<uint32_t>(rows.first), eps);
   }
   const uint64_t vocab_bytes = uint64_t{c.vocab_size} * 4;
   list.tag("unembedding");
@@ -376,19 +403,25 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
     } else {
       list.copy(*logits, 0, *logits_readback, 0, vocab_bytes);
     }
-  } else if (all_rows) {
-    if (count == 1) k.matvec(list, unembedding, 0, xn->address(), 0, logits->address(), false, eps);
-    else k.gemm(list, unembedding, 0, xn->address(), c.hidden_size, logits->address(), c.vocab_size, count, false, halves);
-    list.copy(*logits, 0, *logits_readback, 0, count * vocab_bytes);
+  } else if (range) {
+    // A one-token submit takes the matrix-vector product (as decode always has), any other the GEMM
+    // over the range's rows only: the GEMM computes each row from that row alone, so the rows are
+    // those of a GEMM over every row.
+    const auto n = static_cast<uint32_t>(rows.count);
+    if (count == 1) k.matvec(list, unembedding, 0, range_input, 0, logits->address(), false, eps);
+    else k.gemm(list, unembedding, 0, range_input, c.hidden_size, logits->address(), c.vocab_size, n, false, halves);
+    list.copy(*logits, 0, *logits_readback, 0, n * vocab_bytes);
   }
   return list;
 }
 
 const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, LogitRows rows, bool observed,
                                                                bool greedy) {
-  if (rows == LogitRows::All) ensure_logits(count);
+  if (rows.kind == LogitRows::Kind::Range) ensure_logits(static_cast<uint32_t>(rows.count));
   if (observed) ensure_stages(count);
-  auto& r = recorded[{count, rows, observed, greedy}];
+  const auto key = std::make_tuple(count, rows, observed, greedy);
+  if (recorded.size() >= kMaxRecorded && !recorded.count(key)) free_recorded();
+  auto& r = recorded[key];
   if (r.cb) return r;
   const DispatchList list = build(count, rows, observed, greedy);
   if (!profiler) profiler = KernelProfiler::from_environment(*ctx, 64 + 16 * config.num_layers);
@@ -455,7 +488,7 @@ uint64_t VulkanEngine::device_memory_bytes() const { return device_->ctx->alloca
 uint32_t VulkanEngine::run_forward_greedy(std::span<const uint32_t> tokens) {
   Device& d = *device_;
   // Every chunk but the last without logits; the last one's argmax stays on the device.
-  if (tokens.size() > 1) run_forward(tokens.first(tokens.size() - 1), LogitRows::None, {});
+  if (tokens.size() > 1) run_forward(tokens.first(tokens.size() - 1), LogitRows::None, {}, {});
   const auto& recorded = d.get(1, LogitRows::Last, false, true);
   d.tokens_to_device(tokens.last(1), static_cast<uint32_t>(position_));
   d.submit(recorded);
@@ -463,22 +496,27 @@ uint32_t VulkanEngine::run_forward_greedy(std::span<const uint32_t> tokens) {
   return static_cast<const uint32_t*>(d.argmax->mapped())[0];
 }
 
-std::vector<float> VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
-                                             const runtime::ActivationObserver& observer) {
+void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows, std::span<float> logits,
+                               const runtime::ActivationObserver& observer) {
   using runtime::Stage;
   Device& d = *device_;
   const auto& c = d.config;
   const size_t count = tokens.size(), hidden = c.hidden_size, vocab = c.vocab_size;
   const size_t stage_count = c.num_layers + 2;  // embedding, every layer, final norm
   std::vector<std::vector<float>> stages(observer ? stage_count : 0, std::vector<float>(count * hidden));
-  std::vector<float> logits(rows == LogitRows::None ? 0 : rows == LogitRows::Last ? vocab : count * vocab);
+  // The rows asked for, [row_begin, row_end) of the new tokens (Last: handled per submit below).
+  const bool last = rows == LogitRows::Last;
+  const size_t row_begin = rows.first_row(count), row_end = row_begin + rows.row_count(count);
   const uint64_t start = position_;
   for (size_t first = 0; first < count; first += d.chunk) {
     const auto n = static_cast<uint32_t>(std::min<size_t>(d.chunk, count - first));
     const bool last_chunk = first + n == count;
-    const LogitRows chunk_rows = rows == LogitRows::All ? LogitRows::All
-                                 : rows == LogitRows::Last && last_chunk ? LogitRows::Last
-                                                                         : LogitRows::None;
+    // This submit's rows: Last on the last submit, else the part of the range inside it (as a range
+    // of its own tokens), else none.
+    LogitRows chunk_rows = LogitRows::None;
+    const size_t from = std::max(row_begin, first), to = std::min(row_end, first + n);
+    if (last) chunk_rows = last_chunk ? LogitRows::Last : LogitRows::None;
+    else if (from < to) chunk_rows = LogitRows::range(from - first, to - from);
     const auto& recorded = d.get(n, chunk_rows, static_cast<bool>(observer));
     d.tokens_to_device(tokens.subspan(first, n), static_cast<uint32_t>(position_));
     d.submit(recorded);
@@ -486,10 +524,11 @@ std::vector<float> VulkanEngine::run_forward(std::span<const uint32_t> tokens, L
     const auto* stage_values = static_cast<const float*>(d.stages ? d.stages->mapped() : nullptr);
     for (size_t s = 0; s < stages.size(); ++s)
       std::memcpy(stages[s].data() + first * hidden, stage_values + s * n * hidden, n * hidden * sizeof(float));
+    // The one host copy of the logits: from the mapped readback into the caller's rows.
     const auto* logit_values = static_cast<const float*>(d.logits_readback->mapped());
     if (chunk_rows == LogitRows::Last) std::memcpy(logits.data(), logit_values, vocab * sizeof(float));
-    if (chunk_rows == LogitRows::All)
-      std::memcpy(logits.data() + first * vocab, logit_values, n * vocab * sizeof(float));
+    if (chunk_rows.kind == LogitRows::Kind::Range)
+      copy_rows(logits.subspan((from - row_begin) * vocab, (to - from) * vocab), logit_values);
   }
   if (observer) {
     auto view = [&](Stage stage, int layer, const std::vector<float>& values) {
@@ -499,7 +538,6 @@ std::vector<float> VulkanEngine::run_forward(std::span<const uint32_t> tokens, L
     for (uint32_t l = 0; l < c.num_layers; ++l) view(Stage::LayerOutput, static_cast<int>(l), stages[l + 1]);
     view(Stage::FinalNorm, -1, stages.back());
   }
-  return logits;
 }
 
 }  // namespace gptoss::vk

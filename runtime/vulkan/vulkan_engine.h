@@ -45,8 +45,8 @@ class VulkanEngine final : public runtime::Engine {
   uint64_t device_memory_bytes() const override;
 
  private:
-  std::vector<float> run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
-                                 const runtime::ActivationObserver& observer) override;
+  void run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,
+                   const runtime::ActivationObserver& observer) override;
   uint32_t run_forward_greedy(std::span<const uint32_t> tokens) override;
 
   struct Device;

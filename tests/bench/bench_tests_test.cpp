@@ -1,6 +1,7 @@
 // gptoss-bench's test plan, benchmark tokens and timing loop, on an engine that records its calls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -65,10 +66,10 @@ class RecordingEngine final : public runtime::Engine {
   bool fail = false;
 
  protected:
-  std::vector<float> run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows,
-                                 const runtime::ActivationObserver&) override {
+  void run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,
+                   const runtime::ActivationObserver&) override {
     record(tokens, rows == runtime::LogitRows::None ? "none" : rows == runtime::LogitRows::Last ? "last" : "all");
-    return std::vector<float>(rows == runtime::LogitRows::None ? 0 : config_.vocab_size, 0.0f);
+    std::fill(logits.begin(), logits.end(), 0.0f);
   }
   uint32_t run_forward_greedy(std::span<const uint32_t> tokens) override {
     record(tokens, "greedy");

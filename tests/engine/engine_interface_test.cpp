@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "convert/model_io.h"
 #include "runtime/engine.h"
@@ -23,9 +26,12 @@ const CanonicalModel& preset_a_model() {
 
 // The engine of `kind` with a KV cache of `capacity` positions, or null when it cannot run here
 // (a machine without a Vulkan device).
-std::unique_ptr<runtime::Engine> engine_or_null(EngineKind kind, uint64_t capacity, std::string* why) {
+// prefill_chunk: the Vulkan engine's tokens per submit (the CPU engines take none).
+std::unique_ptr<runtime::Engine> engine_or_null(EngineKind kind, uint64_t capacity, std::string* why,
+                                                std::optional<uint32_t> prefill_chunk = std::nullopt) {
   runtime::EngineOptions options;
   options.max_context = capacity;
+  if (prefill_chunk && kind == EngineKind::Vulkan) options.prefill_chunk = *prefill_chunk;
   try {
     return runtime::make_engine(kind, preset_a_model(), options);
   } catch (const std::runtime_error& e) {
@@ -132,6 +138,72 @@ TEST_P(EngineInterface, RowsAndObserverFollowTheContract) {
   engine->reset();
   EXPECT_TRUE(engine->forward(ids, runtime::LogitRows::None).empty());
   EXPECT_EQ(engine->position(), 4u);
+}
+
+// Rows r .. r + n - 1 of a forward's All, bit for bit: `all` holds every row of the same forward.
+void expect_rows_of_all(const std::vector<float>& range, const std::vector<float>& all, uint64_t first, uint64_t count,
+                        const std::string& what) {
+  constexpr size_t vocab = 201088;
+  ASSERT_EQ(range.size(), count * vocab) << what;
+  size_t differing = 0;
+  for (size_t i = 0; i < range.size(); ++i) differing += range[i] != all[first * vocab + i];
+  EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << range.size() << " logits differ from All's";
+}
+
+TEST_P(EngineInterface, RowRangeIsExactlyThoseRowsOfAll) {
+  // The Vulkan engine submits 5 tokens at a time here, so ranges start, end and span submits.
+  ENGINE_OR_SKIP(GetParam(), 32);
+  std::string unused;
+  const auto chunked = engine_or_null(GetParam(), 32, &unused, 5);
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < 12; ++i) ids.push_back(1000 + 7919 * i % 190000);
+  for (auto* e : {engine.get(), chunked.get()}) {
+    const auto all = e->forward(ids, runtime::LogitRows::All);
+    ASSERT_EQ(all.size(), 12u * 201088u);
+    std::vector<float> logits;  // one buffer for every range, as gptoss-eval reuses its own
+    const std::pair<uint64_t, uint64_t> ranges[] = {{0, 12}, {6, 5}, {0, 1}, {11, 1}, {3, 4}, {4, 7}, {5, 1}, {2, 9}};
+    for (const auto& [first, count] : ranges) {
+      e->reset();
+      e->forward(ids, runtime::LogitRows::range(first, count), logits);
+      EXPECT_EQ(e->position(), 12u);
+      expect_rows_of_all(logits, all, first, count, "rows " + std::to_string(first) + "+" + std::to_string(count));
+    }
+    // Observed (the Vulkan engine then normalizes every row and multiplies from the range's start).
+    e->reset();
+    int stages = 0;
+    e->forward(ids, runtime::LogitRows::range(6, 5), logits, [&](const runtime::ActivationView&) { ++stages; });
+    EXPECT_EQ(stages, 6);
+    expect_rows_of_all(logits, all, 6, 5, "observed rows 6+5");
+    // A one-token forward (a decode step): its range is its All.
+    const uint32_t next[] = {4242};
+    const auto step_all = e->forward(next, runtime::LogitRows::All);
+    e->reset();
+    e->forward(ids, runtime::LogitRows::None);
+    e->forward(next, runtime::LogitRows::range(0, 1), logits);
+    expect_rows_of_all(logits, step_all, 0, 1, "decode step");
+    // An empty range: nothing, and the tokens still run.
+    e->reset();
+    e->forward(ids, runtime::LogitRows::range(12, 0), logits);
+    EXPECT_TRUE(logits.empty());
+    EXPECT_EQ(e->position(), 12u);
+  }
+}
+
+TEST_P(EngineInterface, RowRangePastTheTokensIsRefusedBeforeAnythingRuns) {
+  ENGINE_OR_SKIP(GetParam(), 16);
+  const uint32_t ids[] = {10, 20, 30, 40};
+  std::vector<float> logits(3, 1.0f);
+  for (const auto rows : {runtime::LogitRows::range(3, 2), runtime::LogitRows::range(5, 0),
+                          runtime::LogitRows::range(1, UINT64_MAX)}) {
+    try {
+      engine->forward(ids, rows, logits);
+      FAIL() << "no exception";
+    } catch (const std::out_of_range& e) {
+      EXPECT_NE(std::string(e.what()).find("past the 4 new tokens of the forward"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(engine->position(), 0u);
+  EXPECT_EQ(logits.size(), 3u) << "a refused forward leaves the caller's buffer alone";
 }
 
 TEST_P(EngineInterface, GreedyForwardIsTheArgmaxOfTheLastRow) {

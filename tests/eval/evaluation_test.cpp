@@ -64,6 +64,77 @@ TEST(Evaluation, SameModelAgainstItselfIsZeroOnTheCpuF64Engine) {
 // Named Vulkan*: the sanitizer runs these with leak detection off (Mesa's driver leaks).
 TEST(VulkanEvaluation, SameModelAgainstItselfIsZero) { expect_same_model_gives_zero(runtime::EngineKind::Vulkan); }
 
+// evaluate() asks each forward for the scored rows only and overlaps the next chunk's forwards
+// with the statistics; the numbers must be those of the statistics taken on every row of
+// LogitRows::All, chunk after chunk (what evaluate() did before): equal, not close.
+void expect_same_as_all_rows(runtime::EngineKind kind) {
+  const auto reference_model = load_model(preset_a_checkpoint() / "hf");
+  const auto candidate_model = load_model(preset_a_q8_gguf());
+  const auto ids = fixed_ids(3 * 24);  // 3 chunks: both buffers, and one of them twice
+  const auto plan = eval::plan_chunks(ids.size(), 24, std::nullopt);
+  ASSERT_EQ(plan.chunks, 3u);
+  runtime::EngineOptions options;
+  options.max_context = 24;
+  std::unique_ptr<runtime::Engine> reference, candidate;
+  try {
+    reference = runtime::make_engine(kind, reference_model, options);
+    candidate = runtime::make_engine(kind, candidate_model, options);
+  } catch (const std::runtime_error& e) {
+    ASSERT_EQ(kind, runtime::EngineKind::Vulkan) << e.what();
+    GTEST_SKIP() << "no usable Vulkan device: " << e.what();
+  }
+  eval::EvaluationRequest request;
+  request.tokens = ids;
+  request.plan = plan;
+  request.reference = reference.get();
+  request.candidates = {candidate.get()};
+  const auto result = eval::evaluate(request);
+  ASSERT_EQ(result.candidates.size(), 1u);
+  const auto& c = result.candidates[0];
+  ASSERT_EQ(c.positions.size(), 3u * 11u);
+
+  eval::NllStats ref_nll, cand_nll;
+  size_t global = 0;
+  for (uint32_t chunk = 0; chunk < plan.chunks; ++chunk) {
+    const auto chunk_ids = std::span(ids).subspan(chunk * 24, 24);
+    reference->reset();
+    candidate->reset();
+    const auto x_all = reference->forward(chunk_ids, runtime::LogitRows::All);
+    const auto y_all = candidate->forward(chunk_ids, runtime::LogitRows::All);
+    const size_t vocab = reference->vocab_size();
+    for (size_t row = plan.first_scored(); row <= 22; ++row, ++global) {
+      const auto x = std::span<const float>(x_all).subspan(row * vocab, vocab);
+      const auto y = std::span<const float>(y_all).subspan(row * vocab, vocab);
+      const auto expected = eval::compare_position(x, y);
+      const auto& got = c.positions[global];
+      EXPECT_EQ(got.kl, expected.kl) << "position " << global;
+      EXPECT_EQ(got.ref_top, expected.ref_top) << "position " << global;
+      EXPECT_EQ(got.cand_top, expected.cand_top) << "position " << global;
+      EXPECT_EQ(got.p_ref_top, expected.p_ref_top) << "position " << global;
+      EXPECT_EQ(got.q_ref_top, expected.q_ref_top) << "position " << global;
+      EXPECT_EQ(got.ref_log_norm, expected.ref_log_norm) << "position " << global;
+      EXPECT_EQ(got.cand_log_norm, expected.cand_log_norm) << "position " << global;
+      ref_nll.add(expected.ref_log_norm - x[chunk_ids[row + 1]]);
+      cand_nll.add(expected.cand_log_norm - y[chunk_ids[row + 1]]);
+    }
+  }
+  EXPECT_EQ(global, c.positions.size());
+  EXPECT_GT(c.summary().kl_mean, 0.0);  // Q8_0 against BF16: the comparison is not trivially zero
+  EXPECT_EQ(result.reference.sum, ref_nll.sum);
+  EXPECT_EQ(result.reference.sum_squares, ref_nll.sum_squares);
+  EXPECT_EQ(c.nll.sum, cand_nll.sum);
+  EXPECT_EQ(c.nll.sum_squares, cand_nll.sum_squares);
+  EXPECT_EQ(c.nll.count, cand_nll.count);
+}
+
+TEST(Evaluation, ScoredRowsGiveTheNumbersOfEveryRowOnTheCpuEngine) {
+  expect_same_as_all_rows(runtime::EngineKind::Cpu);
+}
+TEST(Evaluation, ScoredRowsGiveTheNumbersOfEveryRowOnTheCpuF64Engine) {
+  expect_same_as_all_rows(runtime::EngineKind::CpuF64);
+}
+TEST(VulkanEvaluation, ScoredRowsGiveTheNumbersOfEveryRow) { expect_same_as_all_rows(runtime::EngineKind::Vulkan); }
+
 std::vector<float> read_f32(const std::filesystem::path& path) {
   const auto bytes = read_file_bytes(path);
   std::vector<float> v(bytes.size() / 4);
