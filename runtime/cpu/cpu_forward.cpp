@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "formats/core/parallel_for.h"
 #include "runtime/cpu/cpu_kernels.h"
 
 namespace gptoss::cpu {
@@ -25,6 +26,11 @@ void gemm(CBLAS_TRANSPOSE trans_b, blasint m, blasint n, blasint k, double alpha
 }
 
 blasint blas(size_t value) { return static_cast<blasint>(value); }
+
+// An expert is decoded in slices of about this many values, one slice per task; an expert smaller
+// than kParallelDecodeValues (preset a's are 12288) is decoded on the calling thread alone.
+constexpr uint64_t kDecodeSliceValues = 1u << 18;
+constexpr uint64_t kParallelDecodeValues = 1u << 20;
 
 }  // namespace
 
@@ -162,8 +168,32 @@ void ForwardPass<Real>::attention_block(uint32_t layer, const Real* x, size_t co
   linear(attn.data(), count, q_rows, w.out.data(), hidden, w.out_bias.data(), out);
 }
 
-// The mixture of experts: router top-k, softmax over the k, and per expert one GEMM over the
-// tokens that chose it. `out` gets Σ_e w_e · (W2 act + b2).
+// Expert `expert` of `layer`, mlp1 and mlp2, from MXFP4 into mlp1_rows_ and mlp2_rows_ (exact:
+// the values decode_mxfp4_experts gives), row slices spread over the cores.
+template <class Real>
+void ForwardPass<Real>::decode_expert(uint32_t layer, uint64_t expert) {
+  const auto& w = weights_.layers[layer];
+  const Mxfp4Experts* matrices[2] = {&w.mlp1, &w.mlp2};
+  std::vector<Real>* targets[2] = {&mlp1_rows_, &mlp2_rows_};
+  uint64_t slice_rows[2], slices[2], values = 0;
+  for (int m = 0; m < 2; ++m) {
+    const auto& matrix = *matrices[m];
+    targets[m]->resize(matrix.rows() * matrix.columns());
+    slice_rows[m] = std::max<uint64_t>(1, kDecodeSliceValues / std::max<uint64_t>(1, matrix.columns()));
+    slices[m] = (matrix.rows() + slice_rows[m] - 1) / slice_rows[m];
+    values += matrix.rows() * matrix.columns();
+  }
+  parallel_for(slices[0] + slices[1], values >= kParallelDecodeValues ? 0 : 1, [&](size_t i) {
+    const int m = i < slices[0] ? 0 : 1;
+    const uint64_t slice = m == 0 ? i : i - slices[0];
+    const auto& matrix = *matrices[m];
+    const uint64_t first = slice * slice_rows[m], rows = std::min(slice_rows[m], matrix.rows() - first);
+    matrix.decode_rows(expert, first, rows, targets[m]->data() + first * matrix.columns());
+  });
+}
+
+// The mixture of experts: router top-k, softmax over the k, and per chosen expert its weights
+// decoded from MXFP4, then one GEMM over the tokens that chose it. `out` gets Σ_e w_e · (W2 act + b2).
 template <class Real>
 void ForwardPass<Real>::moe_block(uint32_t layer, const Real* x, size_t count, Real* out) {
   const auto& c = weights_.config;
@@ -193,14 +223,21 @@ void ForwardPass<Real>::moe_block(uint32_t layer, const Real* x, size_t count, R
     const size_t n = assigned.size();
     gathered.resize(n * hidden);
     for (size_t i = 0; i < n; ++i) std::copy_n(x + assigned[i].token * hidden, hidden, gathered.data() + i * hidden);
+    const Real *mlp1 = nullptr, *mlp2 = nullptr;
+    if (w.mlp1_decoded.empty()) {
+      decode_expert(layer, e);
+      mlp1 = mlp1_rows_.data();
+      mlp2 = mlp2_rows_.data();
+    } else {  // predecode_experts
+      mlp1 = w.mlp1_decoded.data() + e * 2 * inter * hidden;
+      mlp2 = w.mlp2_decoded.data() + e * hidden * inter;
+    }
     gate_up.resize(n * 2 * inter);
-    linear(gathered.data(), n, hidden, w.mlp1.data() + e * 2 * inter * hidden, 2 * inter,
-           w.mlp1_bias.data() + e * 2 * inter, gate_up.data());
+    linear(gathered.data(), n, hidden, mlp1, 2 * inter, w.mlp1_bias.data() + e * 2 * inter, gate_up.data());
     act.resize(n * inter);
     for (size_t i = 0; i < n; ++i) swiglu_interleaved(gate_up.data() + i * 2 * inter, inter, limit, act.data() + i * inter);
     down.resize(n * hidden);
-    linear(act.data(), n, inter, w.mlp2.data() + e * hidden * inter, hidden, w.mlp2_bias.data() + e * hidden,
-           down.data());
+    linear(act.data(), n, inter, mlp2, hidden, w.mlp2_bias.data() + e * hidden, down.data());
     for (size_t i = 0; i < n; ++i) {
       Real* row = out + assigned[i].token * hidden;
       for (size_t d = 0; d < hidden; ++d) row[d] += assigned[i].weight * down[i * hidden + d];

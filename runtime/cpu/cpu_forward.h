@@ -36,6 +36,7 @@ class ForwardPass final : public ForwardPassBase {
  private:
   void attention_block(uint32_t layer, const Real* x, size_t count, Real* out);
   void moe_block(uint32_t layer, const Real* x, size_t count, Real* out);
+  void decode_expert(uint32_t layer, uint64_t expert);
   void ensure_cache_capacity(uint64_t tokens);
 
   BasicCpuWeights<Real> weights_;
@@ -44,6 +45,8 @@ class ForwardPass final : public ForwardPassBase {
   uint64_t position_ = 0;
   uint64_t cache_capacity_ = 0;
   std::vector<std::vector<Real>> k_cache_, v_cache_;  // per layer [capacity, kv_heads * D], K rotated
+  // One expert's mlp1 [2I, H] and mlp2 [H, I] decoded from MXFP4 just before its GEMMs.
+  std::vector<Real> mlp1_rows_, mlp2_rows_;
 };
 
 extern template class ForwardPass<float>;

@@ -1,9 +1,12 @@
 #include "runtime/cpu/cpu_weights.h"
 
+#include <algorithm>
+
 #include "formats/codecs/float_codec.h"
 #include "formats/codecs/mxfp4.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/error.h"
+#include "formats/core/parallel_for.h"
 #include "formats/core/tensor_source.h"
 
 namespace gptoss::cpu {
@@ -36,7 +39,120 @@ TensorBytes tensor_bytes(const CanonicalTensor& tensor, uint64_t expected_size) 
   return bytes;
 }
 
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// The tensor's bytes for as long as the returned owner lives: a view of the source itself when it
+// is contiguous in memory (a mapped file), else one copy, read in parallel slices (a generated or
+// repacked source produces its bytes on the fly; sources are thread-safe for disjoint ranges).
+std::span<const uint8_t> keep_bytes(const CanonicalTensor& tensor, uint64_t expected_size,
+                                    std::shared_ptr<const void>& owner) {
+  if (tensor.source->size() != expected_size)
+    throw_format_error(tensor.origin, tensor.spec.name, std::nullopt,
+                       "holds " + std::to_string(tensor.source->size()) + " bytes, its shape and " +
+                           std::string(dtype_name(tensor.dtype)) + " need " + std::to_string(expected_size));
+  if (auto view = tensor.source->contiguous()) {
+    owner = tensor.source;
+    return *view;
+  }
+  // Not a std::vector: its zero fill would touch every page once more for nothing.
+  std::shared_ptr<uint8_t[]> copy = std::make_shared_for_overwrite<uint8_t[]>(expected_size);
+  const uint64_t granularity = std::max<uint64_t>(1, tensor.source->granularity());
+  const uint64_t slice = std::max<uint64_t>(1, (64u << 20) / granularity) * granularity;
+  const uint64_t slices = (expected_size + slice - 1) / slice;
+  parallel_for(slices, 0, [&](size_t i) {
+    const uint64_t offset = i * slice, size = std::min(slice, expected_size - offset);
+    tensor.source->read(offset, std::span<uint8_t>(copy.get() + offset, size));
+  });
+  const std::span<const uint8_t> bytes(copy.get(), expected_size);
+  owner = std::move(copy);
+  return bytes;
+}
+
+// Both values of an OpenAI MXFP4 byte (element 2j in the low nibble, 2j + 1 in the high one) under
+// each scale byte: pairs[256 * scale + byte], each the f32 product FP4[code] * 2^(scale - 127)
+// that mxfp4::dequantize_oai writes, widened for double (exact). One load and one store per byte
+// instead of two lookups; 512 KiB (f32) or 1 MiB (f64), of which a model's few scales touch little.
+template <class Real>
+struct ValuePair {
+  Real low, high;
+};
+
+template <class Real>
+const ValuePair<Real>* value_pairs() {
+  static const std::vector<ValuePair<Real>> pairs = [] {
+    std::vector<ValuePair<Real>> all(256 * 256);
+    for (unsigned scale = 0; scale < 256; ++scale) {
+      const float s = mxfp4::scale_value(static_cast<uint8_t>(scale));
+      for (unsigned byte = 0; byte < 256; ++byte)
+        all[256 * scale + byte] = {static_cast<Real>(mxfp4::kFp4Values[byte & 0x0f] * s),
+                                   static_cast<Real>(mxfp4::kFp4Values[byte >> 4] * s)};
+    }
+    return all;
+  }();
+  return pairs.data();
+}
+
+template <class Real>
+void decode_blocks(const uint8_t* blocks, const uint8_t* scales, uint64_t block_count, Real* out) {
+  static_assert(sizeof(ValuePair<Real>) == 2 * sizeof(Real));
+  const ValuePair<Real>* pairs = value_pairs<Real>();
+  for (uint64_t b = 0; b < block_count; ++b) {
+    const ValuePair<Real>* under_scale = pairs + 256 * size_t{scales[b]};
+    const uint8_t* block = blocks + 16 * b;
+    Real* o = out + 32 * b;
+    for (unsigned j = 0; j < 16; ++j) {
+      const ValuePair<Real>& pair = under_scale[block[j]];
+      o[2 * j] = pair.low;
+      o[2 * j + 1] = pair.high;
+    }
+  }
+}
+
 }  // namespace
+
+Mxfp4Experts::Mxfp4Experts(const CanonicalTensor& blocks, const CanonicalTensor& scales) {
+  if (blocks.dtype != DType::U8 || scales.dtype != DType::U8)
+    throw_format_error(blocks.origin, blocks.spec.name, std::nullopt, "MXFP4 experts must be U8 blocks and scales");
+  const auto& bs = blocks.spec.shape;
+  const auto& ss = scales.spec.shape;
+  if (bs.size() != 4 || bs[3] != kMxfp4OaiBlockBytes || ss.size() != 3 || ss[0] != bs[0] || ss[1] != bs[1] ||
+      ss[2] != bs[2])
+    throw_format_error(blocks.origin, blocks.spec.name, std::nullopt,
+                       "MXFP4 experts need blocks [experts, rows, blocks, 16] and scales [experts, rows, blocks]; "
+                       "found " + shape_text(bs) + " and " + shape_text(ss));
+  const uint64_t block_count = element_count(scales);
+  experts_ = bs[0];
+  rows_ = bs[1];
+  columns_ = bs[2] * kMxfp4BlockElements;
+  std::shared_ptr<const void> block_owner, scale_owner;
+  blocks_ = keep_bytes(blocks, block_count * kMxfp4OaiBlockBytes, block_owner);
+  scales_ = keep_bytes(scales, block_count, scale_owner);
+  // One owner for both: a pair of shared pointers in one allocation.
+  owner_ = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const void>>>(
+      std::move(block_owner), std::move(scale_owner));
+}
+
+void Mxfp4Experts::decode_rows(uint64_t expert, uint64_t first_row, uint64_t row_count, float* out) const {
+  const uint64_t row_blocks = columns_ / kMxfp4BlockElements, first_block = (expert * rows_ + first_row) * row_blocks;
+  decode_blocks(blocks_.data() + first_block * kMxfp4OaiBlockBytes, scales_.data() + first_block,
+                row_count * row_blocks, out);
+}
+
+void Mxfp4Experts::decode_rows(uint64_t expert, uint64_t first_row, uint64_t row_count, double* out) const {
+  const uint64_t row_blocks = columns_ / kMxfp4BlockElements, first_block = (expert * rows_ + first_row) * row_blocks;
+  decode_blocks(blocks_.data() + first_block * kMxfp4OaiBlockBytes, scales_.data() + first_block,
+                row_count * row_blocks, out);
+}
+
+std::vector<float> Mxfp4Experts::decode_all() const {
+  std::vector<float> values(experts_ * rows_ * columns_);
+  for (uint64_t e = 0; e < experts_; ++e) decode_rows(e, 0, rows_, values.data() + e * rows_ * columns_);
+  return values;
+}
 
 std::vector<float> decode_dense_tensor(const CanonicalTensor& tensor) {
   if (!is_decodable(tensor.dtype) || tensor.dtype == DType::MXFP4)
@@ -73,6 +189,18 @@ CpuWeights decode_cpu_weights(const CanonicalModel& model) {
   CpuWeights w;
   w.config = model.config;
   auto dense = [&](TensorRole role, int layer = -1) { return decode_dense_tensor(model.get(role, layer)); };
+  const uint64_t hidden = model.config.hidden_size, inter = model.config.intermediate_size;
+  auto experts = [&](TensorRole blocks_role, TensorRole scales_role, int layer, uint64_t rows, uint64_t columns) {
+    const auto& blocks = model.get(blocks_role, layer);
+    Mxfp4Experts e(blocks, model.get(scales_role, layer));
+    if (e.experts() != model.config.num_experts || e.rows() != rows || e.columns() != columns)
+      throw_format_error(blocks.origin, blocks.spec.name, std::nullopt,
+                         "holds " + std::to_string(e.experts()) + " experts of " + std::to_string(e.rows()) + " x " +
+                             std::to_string(e.columns()) + "; the config needs " +
+                             std::to_string(model.config.num_experts) + " of " + std::to_string(rows) + " x " +
+                             std::to_string(columns));
+    return e;
+  };
   w.embedding = dense(TensorRole::Embedding);
   w.final_norm = dense(TensorRole::FinalNorm);
   w.unembedding = dense(TensorRole::Unembedding);
@@ -93,12 +221,24 @@ CpuWeights decode_cpu_weights(const CanonicalModel& model) {
     layer.mlp_norm = dense(TensorRole::MlpNorm, l);
     layer.router = dense(TensorRole::RouterWeight, l);
     layer.router_bias = dense(TensorRole::RouterBias, l);
-    layer.mlp1 = decode_mxfp4_experts(model.get(TensorRole::Mlp1Blocks, l), model.get(TensorRole::Mlp1Scales, l));
+    layer.mlp1 = experts(TensorRole::Mlp1Blocks, TensorRole::Mlp1Scales, l, 2 * inter, hidden);
     layer.mlp1_bias = dense(TensorRole::Mlp1Bias, l);
-    layer.mlp2 = decode_mxfp4_experts(model.get(TensorRole::Mlp2Blocks, l), model.get(TensorRole::Mlp2Scales, l));
+    layer.mlp2 = experts(TensorRole::Mlp2Blocks, TensorRole::Mlp2Scales, l, hidden, inter);
     layer.mlp2_bias = dense(TensorRole::Mlp2Bias, l);
   }
   return w;
+}
+
+void predecode_experts(CpuWeights& weights) {
+  auto decode = [](const Mxfp4Experts& experts) {
+    std::vector<float> values(experts.experts() * experts.rows() * experts.columns());
+    mxfp4::dequantize_oai(experts.blocks().data(), experts.scales().data(), experts.scales().size(), values.data());
+    return values;
+  };
+  for (auto& layer : weights.layers) {
+    layer.mlp1_decoded = decode(layer.mlp1);
+    layer.mlp2_decoded = decode(layer.mlp2);
+  }
 }
 
 namespace {
@@ -123,10 +263,12 @@ BasicCpuWeights<double> widen_to_f64(CpuWeights weights) {
                                   {&from.k, &to.k}, {&from.k_bias, &to.k_bias}, {&from.v, &to.v},
                                   {&from.v_bias, &to.v_bias}, {&from.out, &to.out}, {&from.out_bias, &to.out_bias},
                                   {&from.sinks, &to.sinks}, {&from.mlp_norm, &to.mlp_norm}, {&from.router, &to.router},
-                                  {&from.router_bias, &to.router_bias}, {&from.mlp1, &to.mlp1},
-                                  {&from.mlp1_bias, &to.mlp1_bias}, {&from.mlp2, &to.mlp2},
-                                  {&from.mlp2_bias, &to.mlp2_bias}})
+                                  {&from.router_bias, &to.router_bias}, {&from.mlp1_bias, &to.mlp1_bias},
+                                  {&from.mlp2_bias, &to.mlp2_bias}, {&from.mlp1_decoded, &to.mlp1_decoded},
+                                  {&from.mlp2_decoded, &to.mlp2_decoded}})
       *target = widen(*source);
+    to.mlp1 = std::move(from.mlp1);
+    to.mlp2 = std::move(from.mlp2);
   }
   return w;
 }

@@ -118,14 +118,17 @@ std::vector<Doubles> reference_layer_zero(const cpu::CpuWeights& weights, const 
     const size_t inter = c.intermediate_size;
     for (size_t s = 0; s < chosen.size(); ++s) {
       const size_t e = chosen[s];
-      const Doubles gate_up = linear_double(mlp_in, w.mlp1, w.mlp1_bias, 2 * inter, e * 2 * inter * hidden, e * 2 * inter);
+      std::vector<float> mlp1(2 * inter * hidden), mlp2(hidden * inter);  // expert e, decoded from MXFP4
+      w.mlp1.decode_rows(e, 0, 2 * inter, mlp1.data());
+      w.mlp2.decode_rows(e, 0, hidden, mlp2.data());
+      const Doubles gate_up = linear_double(mlp_in, mlp1, w.mlp1_bias, 2 * inter, 0, e * 2 * inter);
       Doubles act(inter);
       for (size_t j = 0; j < inter; ++j) {
         const double gate = std::min(gate_up[2 * j], c.swiglu_limit);
         const double up = std::clamp(gate_up[2 * j + 1], -c.swiglu_limit, c.swiglu_limit);
         act[j] = (up + 1) * gate / (1 + std::exp(-1.702 * gate));
       }
-      const Doubles down = linear_double(act, w.mlp2, w.mlp2_bias, hidden, e * hidden * inter, e * hidden);
+      const Doubles down = linear_double(act, mlp2, w.mlp2_bias, hidden, 0, e * hidden);
       for (size_t i = 0; i < hidden; ++i) x[i] += gate_weights[s] / gate_sum * down[i];
     }
     outputs.push_back(std::move(x));
