@@ -13,8 +13,8 @@
 #   parity      the Vulkan engine against the CPU engine on prompts of 16 and 64 tokens:
 #               gptoss-run MODEL --engines CPU,vulkan, each stage's max abs difference and the
 #               same relative to the stage's largest |value| (goal: <= 1e-3). CPU is cpu-f64 when
-#               the host memory holds it (8 bytes per parameter: ~170 GB at 20b, e.g. the
-#               nvidia-h200-x2 machine), else cpu (4 bytes per parameter, ~85 GB)
+#               the host memory holds it (8 bytes per dense parameter, the experts staying MXFP4
+#               at 0.53 bytes: ~25 GB at 20b, ~78 GB at 120b), else cpu (4 bytes per dense one)
 #   parity120b  the same at 120b through the synth:120b model spec, when gptoss-run knows it
 #   eval        gptoss-eval of the Q8_0 GGUF, the BF16 GGUF and model.bin against the HF checkpoint
 #               over CHUNKS x CTX tokens of TEXT (default 32 x 512 = 16,384) on the Vulkan engine
@@ -80,30 +80,34 @@ step_files() {
   df -h "$OUT" | tail -1
 }
 
-# The CPU engine that fits this host for a model of PARAMS parameters: cpu-f64, cpu, or none.
+# The CPU engine that fits this host for a model of DENSE dense and EXPERTS expert parameters:
+# cpu-f64, cpu, or none. Dense tensors cost 8 (f64) or 4 (f32) bytes per parameter, the experts
+# stay MXFP4 (17 bytes per 32); 10% on top for scratch, the KV cache and the allocator.
+cpu_gb() { echo $((($1 * $3 + $2 * 17 / 32) * 11 / 10 / 1000000000)); }  # cpu_gb DENSE EXPERTS BYTES
 cpu_engine_for() {
-  local params=$1 mem_kb
-  mem_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
-  if ((mem_kb / 1024 / 1024 > params * 9 / 1000000000)); then echo cpu-f64
-  elif ((mem_kb / 1024 / 1024 > params * 9 / 2000000000)); then echo cpu
+  local dense=$1 experts=$2 mem_gb
+  mem_gb=$(awk '/^MemAvailable:/ {print int($2 / 976562.5)}' /proc/meminfo)
+  if ((mem_gb > $(cpu_gb "$dense" "$experts" 8))); then echo cpu-f64
+  elif ((mem_gb > $(cpu_gb "$dense" "$experts" 4))); then echo cpu
   else echo none; fi
 }
 
-params_of() {  # parameters of an HF checkpoint folder, from its config.json
+params_of() {  # "DENSE EXPERTS": the parameters of an HF checkpoint folder, from its config.json
   local config=$1/config.json
   field() { grep -o "\"$1\": *[0-9]*" "$config" | head -1 | grep -o '[0-9]*$'; }
   local h i l heads kv d e v
   h=$(field hidden_size) i=$(field intermediate_size) l=$(field num_hidden_layers) heads=$(field num_attention_heads)
   kv=$(field num_key_value_heads) d=$(field head_dim) e=$(field num_local_experts) v=$(field vocab_size)
-  echo $((2 * v * h + l * (h * (heads + 2 * kv) * d + heads * d * h + e * (3 * i * h + h) + 2 * h)))
+  local experts=$((l * e * 3 * i * h))
+  echo "$((2 * v * h + l * (h * (heads + 2 * kv) * d + heads * d * h + e * h + 2 * h))) $experts"
 }
 
-parity_on() {  # parity_on MODEL PARAMS
-  local model=$1 params=$2 cpu
-  cpu=$(cpu_engine_for "$params")
-  echo "host memory available: $(awk '/^MemAvailable:/ {printf "%.0f GB", $2 / 1048576}' /proc/meminfo); $params parameters -> CPU engine: $cpu"
+parity_on() {  # parity_on MODEL DENSE EXPERTS
+  local model=$1 dense=$2 experts=$3 cpu
+  cpu=$(cpu_engine_for "$dense" "$experts")
+  echo "host memory available: $(awk '/^MemAvailable:/ {printf "%.0f GB", $2 / 976562.5}' /proc/meminfo); $dense dense + $experts expert parameters -> CPU engine: $cpu"
   if [ "$cpu" = none ]; then
-    echo "the CPU engine cannot hold this model here (f32 needs ~$((params * 9 / 2000000000)) GB): no parity run"
+    echo "the CPU engine cannot hold this model here (f32 needs ~$(cpu_gb "$dense" "$experts" 4) GB): no parity run"
     return 0
   fi
   for prompt in "$P16" "$P64"; do
@@ -116,7 +120,7 @@ step_parity() {
   echo "== parity: the $ENGINE engine against the CPU engine, preset $PRESET"
   local params
   params=$(params_of "$HF")
-  parity_on "$HF" "$params"
+  parity_on "$HF" $params
 }
 
 step_parity120b() {
@@ -125,7 +129,7 @@ step_parity120b() {
     echo "this gptoss-run does not know the synth: model specs (its --help does not mention them): skipped"
     return 0
   fi
-  parity_on synth:120b 117000000000
+  parity_on synth:120b 2167000000 114660000000
 }
 
 step_eval() {

@@ -66,6 +66,7 @@ std::span<const uint8_t> keep_bytes(const CanonicalTensor& tensor, uint64_t expe
   parallel_for(slices, 0, [&](size_t i) {
     const uint64_t offset = i * slice, size = std::min(slice, expected_size - offset);
     tensor.source->read(offset, std::span<uint8_t>(copy.get() + offset, size));
+    tensor.source->release_range(offset, size);  // a mapped input's pages behind it (GGUF, model.bin)
   });
   const std::span<const uint8_t> bytes(copy.get(), expected_size);
   owner = std::move(copy);
@@ -168,6 +169,7 @@ std::vector<float> decode_dense_tensor(const CanonicalTensor& tensor) {
   const auto bytes = tensor_bytes(tensor, *size);
   std::vector<float> values(elements);
   decode_to_f32(tensor.dtype, bytes.view.data(), elements, values.data());
+  tensor.source->release_pages();  // a mapped file's pages: the values are all the engine keeps
   return values;
 }
 
