@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "convert/synthesize.h"
+#include "formats/core/parallel_for.h"
 #include "formats/core/tensor_source.h"
 
 namespace gptoss {
@@ -25,7 +26,7 @@ void read_in_parallel(const TensorSource& source, uint64_t offset, std::span<uin
     unsigned count = ++reads_in_flight;
     ~InFlight() { --reads_in_flight; }
   } in_flight;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = available_cores();
   const uint64_t pieces = std::min<uint64_t>(out.size() / kPieceBytes, std::max(1u, cores / in_flight.count));
   if (pieces <= 1) {
     source.read(offset, out);

@@ -28,10 +28,17 @@ std::optional<fs::path> goldens_dir() {
   return std::nullopt;
 }
 
+fs::path cache_dir() { return GPTOSS_CACHE_DIR; }
+
 std::optional<fs::path> tokenizer_json_path() {
-  const fs::path p = fs::path(GPTOSS_CACHE_DIR) / "tokenizer.json";
+  const fs::path p = cache_dir() / "tokenizer.json";
   if (fs::exists(p)) return p;
   return std::nullopt;
+}
+
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
 }
 
 fs::path tools_dir() { return GPTOSS_TOOLS_DIR; }

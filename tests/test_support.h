@@ -18,6 +18,11 @@ std::filesystem::path shared_dir();
 bool shared_dir_exists();
 // The real o200k_harmony tokenizer.json fetched by scripts/setup.sh, when present.
 std::optional<std::filesystem::path> tokenizer_json_path();
+// The set-up cache (.cache/ of the source tree) it is fetched into.
+std::filesystem::path cache_dir();
+// CI=true in the environment. CI runs scripts/test.sh, whose scripts/setup.sh fetches the
+// tokenizer into .cache/, so there a missing tokenizer is a failure, not a skip (TOKENIZER_OR_SKIP).
+bool in_ci();
 std::filesystem::path tools_dir();
 
 // A fresh empty folder under the system temp dir, removed at destruction.
@@ -64,4 +69,9 @@ const std::filesystem::path& preset_a_bf16_gguf();
   }
 #define TOKENIZER_OR_SKIP()                                                                      \
   const auto tokenizer_json = ::gptoss::test::tokenizer_json_path();                             \
-  if (!tokenizer_json) GTEST_SKIP() << "tokenizer.json is not cached: run scripts/setup.sh";
+  if (!tokenizer_json) {                                                                         \
+    if (::gptoss::test::in_ci())                                                                 \
+      FAIL() << "CI=true but " << (::gptoss::test::cache_dir() / "tokenizer.json").string()     \
+             << " is missing: scripts/setup.sh fetches it in CI, and CI must not skip what needs it"; \
+    GTEST_SKIP() << "tokenizer.json is not cached: run scripts/setup.sh";                        \
+  }

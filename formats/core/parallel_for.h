@@ -1,10 +1,12 @@
 #pragma once
 // The one way the toolkit spreads independent items (hashing, digests, value scans) over threads.
 // Streams that must keep an order (writing a file) use OrderedChunkPipeline (chunk_pipeline.h).
+#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <exception>
 #include <mutex>
@@ -13,10 +15,31 @@
 
 namespace gptoss {
 
-// `-j N` as every tool takes it: 0 means one thread per core.
-inline unsigned resolve_threads(unsigned requested) {
-  return requested != 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
+// The cores the calling thread may run on: its CPU affinity mask (taskset, cpusets, a container's
+// --cpuset-cpus), which std::thread::hardware_concurrency() ignores (it counts the host's cores),
+// else hardware_concurrency(); at least 1. A CPU-time quota (cgroup cpu.max, `docker --cpus`)
+// without a cpuset is not seen.
+inline unsigned available_cores() {
+#if defined(__linux__) && defined(CPU_COUNT_S)
+  // Masks larger than cpu_set_t's 1024 CPUs: sched_getaffinity says EINVAL until the set is large enough.
+  for (int cpus = CPU_SETSIZE; cpus <= (1 << 16); cpus *= 2) {
+    cpu_set_t* set = CPU_ALLOC(cpus);
+    if (!set) break;
+    const size_t size = CPU_ALLOC_SIZE(cpus);
+    CPU_ZERO_S(size, set);
+    const bool read = sched_getaffinity(0, size, set) == 0;
+    const bool too_small = !read && errno == EINVAL;
+    const int count = read ? CPU_COUNT_S(size, set) : 0;
+    CPU_FREE(set);
+    if (count > 0) return static_cast<unsigned>(count);
+    if (!too_small) break;
+  }
+#endif
+  return std::max(1u, std::thread::hardware_concurrency());
 }
+
+// `-j N` as every tool takes it: 0 means one thread per available core (available_cores()).
+inline unsigned resolve_threads(unsigned requested) { return requested != 0 ? requested : available_cores(); }
 
 // For a worker thread's first line: signals sent to the process (Ctrl-C, kill) go to the thread
 // that started the workers, whose handler (remove_temp_files_on_signals) and signal masks

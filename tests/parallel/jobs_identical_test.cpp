@@ -1,11 +1,14 @@
 // Output bytes do not depend on the number of threads: every conversion direction (each input
-// format, single-file and sharded, to each output format, single-file and split) written with one
-// thread and with eight gives the same files; with either, preset a still gives the published
-// golden hashes (checkpoints, llama.cpp's GGUF, OpenAI's model.bin).
+// format, single-file and sharded, BF16 and Q8_0 GGUF, to each output format, single-file and
+// split, with every dense encoding) written with one thread and with eight gives the same files;
+// with either, preset a still gives the published golden hashes (checkpoints, llama.cpp's GGUF,
+// OpenAI's model.bin). Preset a's hf/, original/ and BF16 model.gguf come from the ctest fixture
+// (tests/test_support.h); the other inputs are made on first use, once per test process.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <map>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -38,16 +41,17 @@ struct Output {
   bool needs_tokenizer = false;
 };
 
-const std::vector<Output>& outputs() {
-  static const std::vector<Output> list = {
-      {"hf-sharded", CheckpointLayout::HuggingFace, std::nullopt, kShardBytes},
-      {"original", CheckpointLayout::Original, std::nullopt, 0},
-      {"split.gguf", std::nullopt, std::nullopt, kShardBytes},
-      {"q8.gguf", std::nullopt, DType::Q8_0, 0},
-      {"model.bin", std::nullopt, std::nullopt, 0, true},
-  };
-  return list;
-}
+const Output kHf{"hf", CheckpointLayout::HuggingFace, std::nullopt, 0};
+const Output kHfSharded{"hf-sharded", CheckpointLayout::HuggingFace, std::nullopt, kShardBytes};
+const Output kOriginal{"original", CheckpointLayout::Original, std::nullopt, 0};
+const Output kSplitGguf{"split.gguf", std::nullopt, std::nullopt, kShardBytes};
+const Output kQ8Gguf{"q8.gguf", std::nullopt, DType::Q8_0, 0};
+const Output kF16Gguf{"f16.gguf", std::nullopt, DType::F16, 0};
+const Output kF32Gguf{"f32.gguf", std::nullopt, DType::F32, 0};
+const Output kModelBin{"model.bin", std::nullopt, std::nullopt, 0, true};
+
+// What every input is written as; the tests below add the outputs their input makes interesting.
+const std::vector<Output> kEveryFormat = {kHfSharded, kOriginal, kSplitGguf, kQ8Gguf, kModelBin};
 
 // Writes `model` as `output` into dir/jN/ with N threads; returns the files written.
 std::map<std::string, std::vector<uint8_t>> write_with(const CanonicalModel& model, const Output& output,
@@ -63,65 +67,125 @@ std::map<std::string, std::vector<uint8_t>> write_with(const CanonicalModel& mod
   return files_in(folder);
 }
 
-class JobsIdentical : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    // Inputs in every format: preset a's two checkpoints, a sharded one, a split GGUF, a model.bin.
-    inputs_ = new TempDir;
-    const auto& a = preset_a_checkpoint();
+// The encoding of a dense weight (layer 0's Q projection): what --dense chose, or what an input holds.
+DType dense_dtype(const CanonicalModel& model) {
+  for (const auto& t : model.tensors)
+    if (t.spec.name == "layers.0.attn_q.weight") return t.dtype;
+  throw std::runtime_error("no layers.0.attn_q.weight");
+}
+
+// Inputs beyond the fixture's, made on first use in a folder of this process.
+const fs::path& inputs_dir() {
+  static const TempDir dir;
+  return dir.path();
+}
+
+const fs::path& sharded_hf_input() {
+  static const fs::path path = [] {
+    const fs::path dir = inputs_dir() / "hf-sharded";
     SafetensorsWriteOptions sharded;
     sharded.max_shard_bytes = kShardBytes;
-    write_safetensors_model(synthesize_model(synth_preset("a")), *inputs_ / "hf-sharded", sharded);
-    if (fs::exists(a / "hf" / "tokenizer.json")) fs::copy_file(a / "hf" / "tokenizer.json", *inputs_ / "hf-sharded" / "tokenizer.json");
-    const CanonicalModel hf = load_model(a / "hf");
+    write_safetensors_model(synthesize_model(synth_preset("a")), dir, sharded);
+    const fs::path tokenizer = preset_a_checkpoint() / "hf" / "tokenizer.json";
+    if (fs::exists(tokenizer)) fs::copy_file(tokenizer, dir / "tokenizer.json");
+    return dir;
+  }();
+  return path;
+}
+
+// The first shard of preset a as a split BF16 GGUF (any shard reads the set).
+const fs::path& split_gguf_input() {
+  static const fs::path path = [] {
     WriteOptions split;
     split.max_shard_bytes = kShardBytes;
-    write_model(hf, *inputs_ / "split.gguf", split);
-    if (hf.tokenizer) write_model(hf, *inputs_ / "model.bin", {});
-  }
-  static void TearDownTestSuite() { delete inputs_; }
+    write_model(load_model(preset_a_checkpoint() / "hf"), inputs_dir() / "split.gguf", split);
+    std::vector<fs::path> first_shards;
+    for (const auto& e : fs::directory_iterator(inputs_dir()))
+      if (e.path().filename().string().starts_with("split-00001-of-")) first_shards.push_back(e.path());
+    if (first_shards.size() != 1) throw std::runtime_error("the split GGUF input has no single first shard");
+    return first_shards.front();
+  }();
+  return path;
+}
 
-  // Every output of the input at `path`, with 1 and with 8 threads.
-  static void expect_identical_outputs(const fs::path& path) {
-    const CanonicalModel model = load_model(path);
-    for (const auto& output : outputs()) {
-      if (output.needs_tokenizer && !model.tokenizer) continue;
-      TempDir dir;
-      const auto one = write_with(model, output, dir.path(), 1);
-      const auto eight = write_with(model, output, dir.path(), 8);
-      ASSERT_FALSE(one.empty()) << output.name;
-      ASSERT_EQ(one.size(), eight.size()) << path << " -> " << output.name;
-      for (const auto& [name, bytes] : one) {
-        const auto it = eight.find(name);
-        ASSERT_NE(it, eight.end()) << name;
-        EXPECT_TRUE(it->second == bytes) << path << " -> " << output.name << ": " << name << " differs with -j 8";
-      }
-      if (output.shard_bytes) {
-        EXPECT_GT(one.size(), 2u) << output.name << " was meant to be split";
-      }
+// Preset a as a GGUF with Q8_0 dense tensors: reading it dequantizes.
+const fs::path& q8_gguf_input() {
+  static const fs::path path = [] {
+    WriteOptions q8;
+    q8.dense_dtype = DType::Q8_0;
+    write_model(load_model(preset_a_checkpoint() / "hf"), inputs_dir() / "q8.gguf", q8);
+    return inputs_dir() / "q8.gguf";
+  }();
+  return path;
+}
+
+// Needs the tokenizer (model.bin carries it).
+const fs::path& modelbin_input() {
+  static const fs::path path = [] {
+    write_model(load_model(preset_a_checkpoint() / "hf"), inputs_dir() / "model.bin", {});
+    return inputs_dir() / "model.bin";
+  }();
+  return path;
+}
+
+// Every output in `outputs` of the input at `path`, with 1 and with 8 threads.
+void expect_identical_outputs(const fs::path& path, const std::vector<Output>& outputs) {
+  const CanonicalModel model = load_model(path);
+  for (const auto& output : outputs) {
+    if (output.needs_tokenizer && !model.tokenizer) continue;
+    SCOPED_TRACE(path.string() + " -> " + output.name);
+    TempDir dir;
+    const auto one = write_with(model, output, dir.path(), 1);
+    const auto eight = write_with(model, output, dir.path(), 8);
+    ASSERT_FALSE(one.empty()) << output.name;
+    ASSERT_EQ(one.size(), eight.size()) << path << " -> " << output.name;
+    for (const auto& [name, bytes] : one) {
+      const auto it = eight.find(name);
+      ASSERT_NE(it, eight.end()) << name;
+      EXPECT_TRUE(it->second == bytes) << path << " -> " << output.name << ": " << name << " differs with -j 8";
+    }
+    if (output.shard_bytes) {
+      EXPECT_GT(one.size(), 2u) << output.name << " was meant to be split";
+    } else if (output.layout) {
+      EXPECT_TRUE(one.contains(output.name + "/model.safetensors")) << output.name << " was meant to be one file";
+    }
+    if (output.dense) {
+      EXPECT_EQ(dense_dtype(load_model(dir / "j8" / output.name)), *output.dense) << output.name;
     }
   }
-
-  static TempDir* inputs_;
-};
-TempDir* JobsIdentical::inputs_ = nullptr;
-
-TEST_F(JobsIdentical, FromTheHfCheckpoint) { expect_identical_outputs(preset_a_checkpoint() / "hf"); }
-TEST_F(JobsIdentical, FromAShardedHfCheckpoint) {
-  ASSERT_TRUE(fs::exists(*inputs_ / "hf-sharded" / "model.safetensors.index.json"));
-  expect_identical_outputs(*inputs_ / "hf-sharded");
 }
-TEST_F(JobsIdentical, FromTheOriginalCheckpoint) { expect_identical_outputs(preset_a_checkpoint() / "original"); }
-TEST_F(JobsIdentical, FromASplitGguf) {
-  std::vector<fs::path> first_shards;
-  for (const auto& e : fs::directory_iterator(inputs_->path()))
-    if (e.path().filename().string().starts_with("split-00001-of-")) first_shards.push_back(e.path());
-  ASSERT_EQ(first_shards.size(), 1u);
-  expect_identical_outputs(first_shards.front());
+
+TEST(JobsIdentical, FromTheHfCheckpoint) { expect_identical_outputs(preset_a_checkpoint() / "hf", kEveryFormat); }
+TEST(JobsIdentical, FromTheHfCheckpointToF16AndF32Gguf) {
+  expect_identical_outputs(preset_a_checkpoint() / "hf", {kF16Gguf, kF32Gguf});
 }
-TEST_F(JobsIdentical, FromAModelBin) {
+TEST(JobsIdentical, FromAShardedHfCheckpoint) {
+  ASSERT_TRUE(fs::exists(sharded_hf_input() / "model.safetensors.index.json"));
+  auto outputs = kEveryFormat;
+  outputs.push_back(kHf);
+  expect_identical_outputs(sharded_hf_input(), outputs);
+}
+TEST(JobsIdentical, FromTheOriginalCheckpoint) {
+  auto outputs = kEveryFormat;
+  outputs.push_back(kHf);
+  expect_identical_outputs(preset_a_checkpoint() / "original", outputs);
+}
+TEST(JobsIdentical, FromASplitGguf) { expect_identical_outputs(split_gguf_input(), kEveryFormat); }
+// The fixture's single-file BF16 GGUF (what `gptoss-convert hf/ model.gguf --dense bf16` writes).
+TEST(JobsIdentical, FromASingleFileBf16Gguf) {
   TOKENIZER_OR_SKIP();
-  expect_identical_outputs(*inputs_ / "model.bin");
+  ASSERT_EQ(dense_dtype(load_model(preset_a_bf16_gguf())), DType::BF16);
+  ASSERT_TRUE(load_model(preset_a_bf16_gguf()).tokenizer) << "the fixture's GGUF carries no tokenizer: model.bin would be skipped";
+  expect_identical_outputs(preset_a_bf16_gguf(), {kHf, kModelBin});
+}
+// Reading Q8_0 dequantizes (to BF16 for a checkpoint, exactly to F32).
+TEST(JobsIdentical, FromAQ8Gguf) {
+  ASSERT_EQ(dense_dtype(load_model(q8_gguf_input())), DType::Q8_0);
+  expect_identical_outputs(q8_gguf_input(), {kHf, kF32Gguf});
+}
+TEST(JobsIdentical, FromAModelBin) {
+  TOKENIZER_OR_SKIP();
+  expect_identical_outputs(modelbin_input(), kEveryFormat);
 }
 
 TEST(JobsGolden, SynthesizedCheckpointsKeepTheirPublishedHashes) {

@@ -9,6 +9,7 @@
 
 #include "convert/tokenizer_data.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tests/test_support.h"
 
 namespace gptoss::test {
 
@@ -28,4 +29,9 @@ std::string mixed_text(size_t bytes, uint64_t seed);
 
 #define REAL_TOKENIZER_OR_SKIP()                                                             \
   const ::gptoss::Tokenizer* tokenizer = ::gptoss::test::real_tokenizer();                   \
-  if (!tokenizer) GTEST_SKIP() << "tokenizer.json is not cached: run scripts/setup.sh";
+  if (!tokenizer) {                                                                          \
+    if (::gptoss::test::in_ci())                                                             \
+      FAIL() << "CI=true but " << (::gptoss::test::cache_dir() / "tokenizer.json").string()   \
+             << " is missing: scripts/setup.sh fetches it in CI, and CI must not skip what needs it"; \
+    GTEST_SKIP() << "tokenizer.json is not cached: run scripts/setup.sh";                    \
+  }
