@@ -55,6 +55,7 @@ if [ "${1:-}" = pack ]; then
     cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')" "$stage/lib/$lib"
   done
   cp .cache/tokenizer.json "$stage/tokenizer.json"
+  git rev-parse --short HEAD >"$stage/COMMIT"  # the device's copy of the tree has no history
   tar -C "$stage" -cJf "$PACK" .
   rm -rf "$stage"
   ls -l "$PACK"
@@ -97,7 +98,7 @@ setup() {
   [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
   mkdir -p "$WORK"
   {
-    echo "## $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "## $(date -u +%Y-%m-%dT%H:%M:%SZ), tools built at commit $(cat "$KIT/COMMIT" 2>/dev/null || echo unknown)"
     echo '```'
     echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc); memory $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'

@@ -64,10 +64,11 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define MATVEC_ROWS_PER_SUBGROUP 2
 // Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; GPTOSS_VK_EXPERT
 // overrides them to compare): outputs per subgroup and blocks per lane loaded before any is used.
+// Swept on the H100 (docs/vulkan-engine.md): 2,1,2,1 gave tg128 241 tokens/s, 2,4,2,4 233.
 #define EXPERT_MLP1_OUTPUTS 2
-#define EXPERT_MLP1_BATCH 4
+#define EXPERT_MLP1_BATCH 1
 #define EXPERT_MLP2_OUTPUTS 2
-#define EXPERT_MLP2_BATCH 4
+#define EXPERT_MLP2_BATCH 1
 #define EXPERT_MAX_OUTPUTS 16     // the largest outputs per subgroup the launchers accept
 #define EXPERT_MAX_BATCH 8
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
