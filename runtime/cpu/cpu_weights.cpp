@@ -210,23 +210,31 @@ CpuWeights decode_cpu_weights(const CanonicalModel& model) {
   for (uint32_t i = 0; i < model.config.num_layers; ++i) {
     const int l = static_cast<int>(i);
     auto& layer = w.layers[i];
-    layer.attn_norm = dense(TensorRole::AttnNorm, l);
-    layer.q = dense(TensorRole::AttnQ, l);
-    layer.q_bias = dense(TensorRole::AttnQBias, l);
-    layer.k = dense(TensorRole::AttnK, l);
-    layer.k_bias = dense(TensorRole::AttnKBias, l);
-    layer.v = dense(TensorRole::AttnV, l);
-    layer.v_bias = dense(TensorRole::AttnVBias, l);
-    layer.out = dense(TensorRole::AttnOut, l);
-    layer.out_bias = dense(TensorRole::AttnOutBias, l);
-    layer.sinks = dense(TensorRole::AttnSinks, l);
-    layer.mlp_norm = dense(TensorRole::MlpNorm, l);
-    layer.router = dense(TensorRole::RouterWeight, l);
-    layer.router_bias = dense(TensorRole::RouterBias, l);
-    layer.mlp1 = experts(TensorRole::Mlp1Blocks, TensorRole::Mlp1Scales, l, 2 * inter, hidden);
-    layer.mlp1_bias = dense(TensorRole::Mlp1Bias, l);
-    layer.mlp2 = experts(TensorRole::Mlp2Blocks, TensorRole::Mlp2Scales, l, hidden, inter);
-    layer.mlp2_bias = dense(TensorRole::Mlp2Bias, l);
+    // The layer's roles from the one list (kLayerRoles); -Wswitch names a role left out here.
+    for_each_layer_tensor(model, l, [&](TensorRole role, const CanonicalTensor& tensor) {
+      switch (role) {
+        case TensorRole::AttnNorm: layer.attn_norm = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnQ: layer.q = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnQBias: layer.q_bias = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnK: layer.k = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnKBias: layer.k_bias = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnV: layer.v = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnVBias: layer.v_bias = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnOut: layer.out = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnOutBias: layer.out_bias = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnSinks: layer.sinks = decode_dense_tensor(tensor); break;
+        case TensorRole::MlpNorm: layer.mlp_norm = decode_dense_tensor(tensor); break;
+        case TensorRole::RouterWeight: layer.router = decode_dense_tensor(tensor); break;
+        case TensorRole::RouterBias: layer.router_bias = decode_dense_tensor(tensor); break;
+        case TensorRole::Mlp1Bias: layer.mlp1_bias = decode_dense_tensor(tensor); break;
+        case TensorRole::Mlp2Bias: layer.mlp2_bias = decode_dense_tensor(tensor); break;
+        // An expert pair is read at its scales, the second of the two in kLayerRoles.
+        case TensorRole::Mlp1Scales: layer.mlp1 = experts(TensorRole::Mlp1Blocks, role, l, 2 * inter, hidden); break;
+        case TensorRole::Mlp2Scales: layer.mlp2 = experts(TensorRole::Mlp2Blocks, role, l, hidden, inter); break;
+        case TensorRole::Mlp1Blocks: case TensorRole::Mlp2Blocks: break;
+        case TensorRole::Embedding: case TensorRole::FinalNorm: case TensorRole::Unembedding: break;  // not per layer
+      }
+    });
   }
   return w;
 }
