@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh replay                               the CI gate: every target over its seeds and
 #                                                        fuzz/regressions/<target>/, then a fixed-seed run
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer args...]   one target, e.g. scripts/fuzz.sh gguf 600
-#   scripts/fuzz.sh all SECONDS                          every target for SECONDS (open-ended campaigns)
+#   scripts/fuzz.sh all SECONDS [libFuzzer args...]      every target for SECONDS (open-ended campaigns;
+#                                                        e.g. -runs=1000000 to stop at that many executions)
 #   scripts/fuzz.sh list                                 the target names
 #
 # Exits non-zero when a target crashes, leaks, times out (5 s per input) or goes past its memory
@@ -17,7 +18,8 @@
 # Environment: GPTOSS_FUZZ_BUILD (build folder, default build-fuzz; a folder that
 # scripts/sanitize.sh configured is used as it is), GPTOSS_FUZZ_JOBS (ninja -j, and how many
 # targets `all` and `replay` run at once; default 1), GPTOSS_SHARED_DIR (goldens for the seeds,
-# default ../shared).
+# default ../shared), GPTOSS_FUZZ_PREBUILT=1 (use the binaries and seeds already in the build folder,
+# built elsewhere: scripts/h100.sh carries them to a machine without compilers).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${GPTOSS_FUZZ_BUILD:-$ROOT/build-fuzz}"
@@ -39,6 +41,13 @@ max_len() {
 }
 
 build() {
+  if [[ "${GPTOSS_FUZZ_PREBUILT:-0}" == 1 ]]; then
+    for t in "${TARGETS[@]}"; do
+      [[ -x "$BUILD/fuzz/fuzz_$t" ]] || { echo "fuzz: GPTOSS_FUZZ_PREBUILT=1 but no $BUILD/fuzz/fuzz_$t"; exit 2; }
+    done
+    [[ -f "$BUILD/fuzz-seeds/.done" ]] || { echo "fuzz: GPTOSS_FUZZ_PREBUILT=1 but no seeds in $BUILD/fuzz-seeds"; exit 2; }
+    return 0
+  fi
   mkdir -p "$BUILD"
   exec 9>"$BUILD/.fuzz-build.lock"
   flock 9  # two fuzz.sh started at once must not run ninja in the same folder together
@@ -162,7 +171,7 @@ case "$1" in
   all)
     [[ $# -ge 2 ]] || usage
     build
-    on_every_target run "$2"
+    on_every_target run "$2" "${@:3}"
     if ((${#failed[@]})); then echo "fuzz: crashes in: ${failed[*]} (inputs in $BUILD/fuzz-artifacts/)"; exit 1; fi
     echo "fuzz: all ${#TARGETS[@]} targets ran $2 s each without a finding"
     ;;

@@ -26,6 +26,8 @@
 #   sweep      the decode expert kernels' shapes (GPTOSS_VK_EXPERT, each of SHAPES) through
 #              vulkan_kernel_bench, then tg128 of the HF checkpoint with each; then tg128 at depth
 #              DEPTH with each decode-attention range cap of SPLITS (GPTOSS_VK_ATTN_SPLITS)
+#   fuzz       every libFuzzer target at once (pack with FUZZ_BUILD=build-asan), FUZZ_RUNS executions
+#              each (default 10^6) or FUZZ_SECONDS (540), whichever comes first
 #   diagnose   VulkanWideLayer (one layer at 20b widths against a double reference) with the
 #              cooperative GEMMs, without them, and without the split f16 inputs
 #
@@ -56,6 +58,11 @@ if [ "${1:-}" = pack ]; then
   done
   cp .cache/tokenizer.json "$stage/tokenizer.json"
   git rev-parse --short HEAD >"$stage/COMMIT"  # the device's copy of the tree has no history
+  if [ -n "${FUZZ_BUILD:-}" ]; then  # the libFuzzer targets and their seeds (scripts/fuzz.sh's build folder)
+    mkdir -p "$stage/fuzzbuild/fuzz"
+    for f in "$FUZZ_BUILD"/fuzz/fuzz_*; do [ -x "$f" ] && [ -f "$f" ] && cp "$f" "$stage/fuzzbuild/fuzz/"; done
+    cp -r "$FUZZ_BUILD/fuzz-seeds" "$stage/fuzzbuild/"
+  fi
   tar -C "$stage" -cJf "$PACK" .
   rm -rf "$stage"
   ls -l "$PACK"
@@ -191,6 +198,18 @@ step_sweep() {
       -o md -q 2>&1 | tail -1 | tee -a "$SUMMARY"
   done
 }
+step_fuzz() {
+  note "### scripts/fuzz.sh all ${FUZZ_SECONDS:-540} -runs=${FUZZ_RUNS:-1000000}, every target at once"
+  local log=$WORK/fuzz.log start=$SECONDS rc=0
+  GPTOSS_FUZZ_BUILD=$KIT/fuzzbuild GPTOSS_FUZZ_PREBUILT=1 GPTOSS_FUZZ_JOBS=6 \
+    scripts/fuzz.sh all "${FUZZ_SECONDS:-540}" -runs="${FUZZ_RUNS:-1000000}" >"$log" 2>&1 || rc=$?
+  grep -E '^== fuzz_|^Done [0-9]+ runs|^stat::number_of_executed_units|^stat::peak_rss|FOUND|^fuzz:' "$log" |
+    tee -a "$SUMMARY"
+  if ((rc)); then
+    note "-- fuzz campaign: FAILED (exit $rc) after $((SECONDS - start)) s"
+    find "$KIT/fuzzbuild/fuzz-artifacts" -type f | head -5 | while read -r f; do cp "$f" "$OUT/"; done
+  else note "-- fuzz campaign: $((SECONDS - start)) s"; fi
+}
 step_diagnose() {
   for variant in "" GPTOSS_VK_NO_COOPMAT=1 GPTOSS_VK_COOP_SPLIT=0; do
     note "### VulkanWideLayer ${variant:-(defaults)}"
@@ -201,7 +220,7 @@ step_diagnose() {
 setup
 for step in "$@"; do
   case "$step" in
-    tests|convert|bench|profile|eval|parity|big|parity120b|sweep|diagnose) "step_$step" ;;
+    tests|convert|bench|profile|eval|parity|big|parity120b|sweep|diagnose|fuzz) "step_$step" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
