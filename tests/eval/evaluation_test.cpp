@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include "convert/model_io.h"
 #include "runtime/engine.h"
@@ -23,28 +25,43 @@ std::vector<uint32_t> fixed_ids(size_t n) {
   return ids;
 }
 
+struct EnginePair {
+  std::unique_ptr<runtime::Engine> reference, candidate;
+};
+// Engines of `kind` for the two models, `ctx` positions each; nullopt (with the reason) where
+// the Vulkan engine has no usable device. Any other failure propagates and fails the test.
+std::optional<EnginePair> make_engine_pair(runtime::EngineKind kind, const CanonicalModel& reference,
+                                           const CanonicalModel& candidate, uint64_t ctx, std::string& why) {
+  runtime::EngineOptions options;
+  options.max_context = ctx;
+  try {
+    return EnginePair{runtime::make_engine(kind, reference, options), runtime::make_engine(kind, candidate, options)};
+  } catch (const std::runtime_error& e) {
+    if (kind != runtime::EngineKind::Vulkan) throw;
+    why = std::string("no usable Vulkan device: ") + e.what();
+    return std::nullopt;
+  }
+}
+eval::EvaluationResult evaluate_pair(const EnginePair& engines, const std::vector<uint32_t>& ids,
+                                     const eval::ChunkPlan& plan) {
+  eval::EvaluationRequest request;
+  request.tokens = ids;
+  request.plan = plan;
+  request.reference = engines.reference.get();
+  request.candidates = {engines.candidate.get()};
+  return eval::evaluate(request);
+}
+
 // A model against itself on `kind`: exactly zero divergence, full agreement, equal perplexity.
 void expect_same_model_gives_zero(runtime::EngineKind kind) {
   const auto model = load_model(preset_a_checkpoint() / "hf");
   const auto ids = fixed_ids(32);
   const auto plan = eval::plan_chunks(ids.size(), 16, std::nullopt);
   ASSERT_EQ(plan.chunks, 2u);
-  runtime::EngineOptions options;
-  options.max_context = 16;
-  std::unique_ptr<runtime::Engine> reference, candidate;
-  try {
-    reference = runtime::make_engine(kind, model, options);
-    candidate = runtime::make_engine(kind, model, options);
-  } catch (const std::runtime_error& e) {
-    ASSERT_EQ(kind, runtime::EngineKind::Vulkan) << e.what();
-    GTEST_SKIP() << "no usable Vulkan device: " << e.what();
-  }
-  eval::EvaluationRequest request;
-  request.tokens = ids;
-  request.plan = plan;
-  request.reference = reference.get();
-  request.candidates = {candidate.get()};
-  const auto result = eval::evaluate(request);
+  std::string why;
+  const auto engines = make_engine_pair(kind, model, model, 16, why);
+  if (!engines) GTEST_SKIP() << why;
+  const auto result = evaluate_pair(*engines, ids, plan);
   ASSERT_EQ(result.candidates.size(), 1u);
   const auto& c = result.candidates[0];
   const auto s = c.summary();
@@ -73,22 +90,12 @@ void expect_same_as_all_rows(runtime::EngineKind kind) {
   const auto ids = fixed_ids(3 * 24);  // 3 chunks: both buffers, and one of them twice
   const auto plan = eval::plan_chunks(ids.size(), 24, std::nullopt);
   ASSERT_EQ(plan.chunks, 3u);
-  runtime::EngineOptions options;
-  options.max_context = 24;
-  std::unique_ptr<runtime::Engine> reference, candidate;
-  try {
-    reference = runtime::make_engine(kind, reference_model, options);
-    candidate = runtime::make_engine(kind, candidate_model, options);
-  } catch (const std::runtime_error& e) {
-    ASSERT_EQ(kind, runtime::EngineKind::Vulkan) << e.what();
-    GTEST_SKIP() << "no usable Vulkan device: " << e.what();
-  }
-  eval::EvaluationRequest request;
-  request.tokens = ids;
-  request.plan = plan;
-  request.reference = reference.get();
-  request.candidates = {candidate.get()};
-  const auto result = eval::evaluate(request);
+  std::string why;
+  const auto engines = make_engine_pair(kind, reference_model, candidate_model, 24, why);
+  if (!engines) GTEST_SKIP() << why;
+  const auto result = evaluate_pair(*engines, ids, plan);
+  auto& reference = engines->reference;
+  auto& candidate = engines->candidate;
   ASSERT_EQ(result.candidates.size(), 1u);
   const auto& c = result.candidates[0];
   ASSERT_EQ(c.positions.size(), 3u * 11u);
