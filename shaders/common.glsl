@@ -60,32 +60,43 @@ vec4 int8x4(uint word) {
   return vec4(float(bitfieldExtract(int(word), 0, 8)), float(bitfieldExtract(int(word), 8, 8)),
               float(bitfieldExtract(int(word), 16, 8)), float(bitfieldExtract(int(word), 24, 8)));
 }
-// The f16 Q8_0 scale of block `block` (scales are [blocks] f16, two per word).
-float q8_0_scale(uvec2 scales, uint block) {
-  uint word = WordsIn(scales).v[block >> 1];
-  return unpackHalf2x16((block & 1u) != 0u ? (word >> 16) : word).x;
-}
 
-// Elements index .. index + 7 (index a multiple of 8) of the matrix at `data` in ENCODING
-// (`scales`: the Q8_0 block scales).
-void load8(uvec2 data, uvec2 scales, uint index, out vec4 lo, out vec4 hi) {
+// The raw bytes of elements index .. index + 7 (index a multiple of 8) of the matrix at `data` in
+// ENCODING: loads kept apart from decoding, so a kernel can issue its loads early and decode
+// later (F32 uses a and b; BF16/F16 a; Q8_0 a.xy for the quants and a.z for the word holding the
+// block's f16 scale, from `scales`).
+void load_raw8(uvec2 data, uvec2 scales, uint index, out uvec4 a, out uvec4 b) {
+  b = uvec4(0u);
   if (ENCODING == ENC_F32) {
-    lo = Vec4sIn(data).v[index >> 2];
-    hi = Vec4sIn(data).v[(index >> 2) + 1u];
-  } else if (ENCODING == ENC_BF16) {
-    uvec4 q = QuadsIn(data).v[index >> 3];
-    lo = bf16_low_high(q.x, q.y);
-    hi = bf16_low_high(q.z, q.w);
-  } else if (ENCODING == ENC_F16) {
-    uvec4 q = QuadsIn(data).v[index >> 3];
-    lo = f16_low_high(q.x, q.y);
-    hi = f16_low_high(q.z, q.w);
+    a = QuadsIn(data).v[index >> 2];
+    b = QuadsIn(data).v[(index >> 2) + 1u];
+  } else if (ENCODING == ENC_BF16 || ENCODING == ENC_F16) {
+    a = QuadsIn(data).v[index >> 3];
   } else {
-    uvec2 q = PairsIn(data).v[index >> 3];
-    float d = q8_0_scale(scales, index >> 5);
-    lo = d * int8x4(q.x);
-    hi = d * int8x4(q.y);
+    a = uvec4(PairsIn(data).v[index >> 3], WordsIn(scales).v[index >> 6], 0u);
   }
+}
+void decode_raw8(uvec4 a, uvec4 b, uint index, out vec4 lo, out vec4 hi) {
+  if (ENCODING == ENC_F32) {
+    lo = uintBitsToFloat(a);
+    hi = uintBitsToFloat(b);
+  } else if (ENCODING == ENC_BF16) {
+    lo = bf16_low_high(a.x, a.y);
+    hi = bf16_low_high(a.z, a.w);
+  } else if (ENCODING == ENC_F16) {
+    lo = f16_low_high(a.x, a.y);
+    hi = f16_low_high(a.z, a.w);
+  } else {
+    float d = unpackHalf2x16(((index >> 5) & 1u) != 0u ? (a.z >> 16) : a.z).x;
+    lo = d * int8x4(a.x);
+    hi = d * int8x4(a.y);
+  }
+}
+// Elements index .. index + 7 of the matrix at `data` in ENCODING, decoded.
+void load8(uvec2 data, uvec2 scales, uint index, out vec4 lo, out vec4 hi) {
+  uvec4 a, b;
+  load_raw8(data, scales, index, a, b);
+  decode_raw8(a, b, index, lo, hi);
 }
 
 // ---- MXFP4 (experts): blocks of 32 values, 16 bytes of nibbles (low nibble = even element) and

@@ -45,6 +45,9 @@ ABI_CONST(uint, ENC_Q8_0, 3u);
 // ---- limits ----
 ABI_CONST(uint, kMaxExpertsPerToken, 32u);  // router, expert kernels: per-token arrays
 ABI_CONST(uint, kMaxExperts, 1024u);        // router: logits in shared memory
+ABI_CONST(uint, kMaxExpertDepth, 4096u);    // decode expert kernels: the input vector in shared memory
+ABI_CONST(uint, kMaxMatvecCols, 8192u);     // decode matvec: the input vector in shared memory
+ABI_CONST(uint, kMaxRouterHidden, 8192u);   // router: the input vector in shared memory
 ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registers/shared memory
 ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
 ABI_CONST(uint, kAttentionSplits, 128u);    // decode attention: most key ranges per KV head the kernel holds
@@ -62,18 +65,21 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define COOP_WORKGROUP_SIZE 128   // cooperative-matrix GEMM: 4 subgroups of 32, 32 x 32 each
 #define COOP_TILE_K 64            // cooperative-matrix GEMM: depth per step (two 32-value blocks)
 #define MATVEC_ROWS_PER_SUBGROUP 2
+#define MATVEC_WORKGROUP_SIZE 256  // decode matvec: 16 rows per workgroup share one staged x
 // Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; GPTOSS_VK_EXPERT
-// overrides them to compare): outputs per subgroup and blocks per lane loaded before any is used.
-// Swept on the H100 (docs/vulkan-engine.md): 2,1,2,1 gave tg128 241 tokens/s, 2,4,2,4 233.
+// overrides them to compare): outputs per subgroup and blocks per lane loaded before any is used
+// (3 x 32 lanes covers a 2880-wide row of gpt-oss in one batch).
+#define EXPERT_WORKGROUP_SIZE 256
 #define EXPERT_MLP1_OUTPUTS 2
-#define EXPERT_MLP1_BATCH 1
-#define EXPERT_MLP2_OUTPUTS 2
-#define EXPERT_MLP2_BATCH 1
+#define EXPERT_MLP1_BATCH 3
+#define EXPERT_MLP2_OUTPUTS 4
+#define EXPERT_MLP2_BATCH 3
 #define EXPERT_MAX_OUTPUTS 16     // the largest outputs per subgroup the launchers accept
 #define EXPERT_MAX_BATCH 8
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
 #define DECODE_ATTENTION_SIZE 256 // decode attention: (query head, key) pairs per workgroup
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once
+#define ROUTER_DECODE_EXPERTS 4     // router, one token: experts per workgroup
 #define ARGMAX_GROUPS 128         // argmax: slices reduced at once
 #define ATTENTION_KEY_BLOCK 32    // prefill attention: keys per step
 
@@ -181,7 +187,8 @@ struct AttentionPrefillArgs {
 };
 
 // Per token t < count: x' = RMSNorm(x[t]) * norm (written to xn[t]), router logits
-// W x' + bias, the k largest (ties to the lower expert) and their softmax.
+// W x' + bias, the k largest (ties to the lower expert) and their softmax. With several workgroups
+// per token (decode), their logits meet in partials [count, experts].
 struct RouterArgs {
   ABI_ADDRESS x;
   ABI_ADDRESS norm;
@@ -191,6 +198,8 @@ struct RouterArgs {
   ABI_ADDRESS xn;
   ABI_ADDRESS chosen;        // [count, k] expert ids
   ABI_ADDRESS gate_weights;  // [count, k]
+  ABI_ADDRESS partials;
+  ABI_ADDRESS counters;      // [count], zero between dispatches
   uint hidden;
   uint experts;
   uint k;

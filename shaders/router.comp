@@ -1,52 +1,89 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// The MoE router of token t (one workgroup each, t < count; 1024 invocations, so that each expert
-// of a 32-expert layer has its own subgroup), fused with the RMSNorm before it:
-// xn[t] = RMSNorm(x[t]) * norm (the experts' input), logits = W xn + bias (one subgroup per
-// expert, W [experts, hidden] in ENCODING), the k largest in descending order (ties to the lower
-// expert, as the CPU engine's partial sort) by ranking every expert in parallel, and the softmax
-// over those k.
+// The MoE router, fused with the RMSNorm before it: xn[t] = RMSNorm(x[t]) * norm (the experts'
+// input), logits = W xn + bias (W [experts, hidden] in ENCODING), the k largest in descending
+// order (ties to the lower expert, as the CPU engine's partial sort) by ranking every expert in
+// parallel, and the softmax over those k.
+//
+// Workgroup (g, t) computes the logits of expert group g of token t; each expert's row is split
+// over NumSubgroups / (experts in the group) subgroups. Prefill has one group per token (every
+// expert in one workgroup). Decode has one token, and a single workgroup reading 32 rows would be
+// latency bound (17.7 us on the H100 for 184 KB), so its experts are spread over groups of
+// ROUTER_DECODE_EXPERTS workgroups; they write their logits to `partials` and the last to finish
+// ranks them. x (times norm) is staged once per workgroup, and the RMS factor, one scalar, is
+// applied to each logit.
 #include "common.glsl"
 layout(local_size_x = ROUTER_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { RouterArgs args; };
 
 shared float logits[kMaxExperts];
+shared float part_sums[ROUTER_WORKGROUP_SIZE / 4u];  // one per subgroup (subgroups of 4 at least)
 shared uint ranked[kMaxExpertsPerToken];
+shared vec4 staged_lo[kMaxRouterHidden / 8u], staged_hi[kMaxRouterHidden / 8u];
 
 void main() {
-  uint t = gl_WorkGroupID.x;
-  uint H = args.hidden;
-  uint base = t * H;
+  uint t = gl_WorkGroupID.y, g = gl_WorkGroupID.x, groups = gl_NumWorkGroups.x;
+  uint H = args.hidden, chunks = H / 8u;
+  uint base = t * H / 4u;  // x[t] in vec4s
   float sum_squares = 0.0;
-  for (uint i = gl_LocalInvocationIndex; i < H / 4u; i += ROUTER_WORKGROUP_SIZE) {
-    vec4 v = Vec4sIn(args.x).v[base / 4u + i];
-    sum_squares += dot(v, v);
+  for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
+    vec4 lo = Vec4sIn(args.x).v[base + 2u * c], hi = Vec4sIn(args.x).v[base + 2u * c + 1u];
+    sum_squares += dot(lo, lo) + dot(hi, hi);
+    staged_lo[c] = lo * Vec4sIn(args.norm).v[2u * c];
+    staged_hi[c] = hi * Vec4sIn(args.norm).v[2u * c + 1u];
   }
-  float inv_rms = 1.0 / sqrt(workgroup_sum(sum_squares) / float(H) + args.eps);
-  for (uint i = gl_LocalInvocationIndex; i < H / 4u; i += ROUTER_WORKGROUP_SIZE)
-    Vec4s(args.xn).v[base / 4u + i] = (Vec4sIn(args.x).v[base / 4u + i] * inv_rms) * Vec4sIn(args.norm).v[i];
+  float inv_rms = 1.0 / sqrt(workgroup_sum(sum_squares) / float(H) + args.eps);  // its barriers order the staging
+  if (g == 0u)
+    for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
+      Vec4s(args.xn).v[base + 2u * c] = staged_lo[c] * inv_rms;
+      Vec4s(args.xn).v[base + 2u * c + 1u] = staged_hi[c] * inv_rms;
+    }
 
-  for (uint e = gl_SubgroupID; e < args.experts; e += gl_NumSubgroups) {
+  uint per_group = (args.experts + groups - 1u) / groups;
+  uint first = min(g * per_group, args.experts), here = min(per_group, args.experts - first);
+  // Subgroups per expert (at least one); parts of a row: chunks part, part + parts, ...
+  uint parts = max(1u, gl_NumSubgroups / max(here, 1u));
+  for (uint e0 = 0u; e0 < here; e0 += gl_NumSubgroups / parts) {
+    uint e_local = e0 + gl_SubgroupID / parts, part = gl_SubgroupID % parts;
+    bool working = e_local < here && gl_SubgroupID < (gl_NumSubgroups / parts) * parts;
     float acc = 0.0;
-    // Four chunks per lane per pass, loaded before any is used (latency bounds a short row).
-    const uint kBatch = 4u;
-    uint chunks = H / 8u, step = gl_SubgroupSize;
-    for (uint c0 = gl_SubgroupInvocationID; c0 < chunks; c0 += kBatch * step) {
-      vec4 w[kBatch][2], x[kBatch][2], n[kBatch][2];
-      [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
-        uint c = min(c0 + u * step, chunks - 1u);
-        load8(args.weight, args.scales, e * H + 8u * c, w[u][0], w[u][1]);
-        x[u][0] = Vec4sIn(args.x).v[base / 4u + 2u * c];
-        x[u][1] = Vec4sIn(args.x).v[base / 4u + 2u * c + 1u];
-        n[u][0] = Vec4sIn(args.norm).v[2u * c];
-        n[u][1] = Vec4sIn(args.norm).v[2u * c + 1u];
+    if (working) {
+      uint e = first + e_local;
+      // Four chunks per lane per pass, loaded before any is used (latency bounds a short row).
+      const uint kBatch = 4u;
+      uint lane_chunk = part * gl_SubgroupSize + gl_SubgroupInvocationID, stride = parts * gl_SubgroupSize;
+      for (uint c0 = lane_chunk; c0 < chunks; c0 += kBatch * stride) {
+        uvec4 raw[kBatch][2];
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+          load_raw8(args.weight, args.scales, e * H + 8u * min(c0 + u * stride, chunks - 1u), raw[u][0], raw[u][1]);
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+          uint c = c0 + u * stride;
+          if (c >= chunks) break;
+          vec4 lo, hi;
+          decode_raw8(raw[u][0], raw[u][1], e * H + 8u * c, lo, hi);
+          acc += dot(lo, staged_lo[c]) + dot(hi, staged_hi[c]);
+        }
       }
-      [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-        if (c0 + u * step < chunks)
-          acc += dot(w[u][0], (x[u][0] * inv_rms) * n[u][0]) + dot(w[u][1], (x[u][1] * inv_rms) * n[u][1]);
     }
     acc = subgroupAdd(acc);
-    if (subgroupElect()) logits[e] = acc + FloatsIn(args.bias).v[e];
+    if (subgroupElect()) part_sums[gl_SubgroupID] = acc;
+    barrier();
+    if (gl_LocalInvocationIndex < gl_NumSubgroups / parts && e0 + gl_LocalInvocationIndex < here) {
+      uint e_local2 = e0 + gl_LocalInvocationIndex, e = first + e_local2;
+      float sum = 0.0;
+      for (uint p = 0u; p < parts; ++p) sum += part_sums[gl_LocalInvocationIndex * parts + p];
+      float logit = sum * inv_rms + FloatsIn(args.bias).v[e];
+      if (groups == 1u)
+        logits[e] = logit;
+      else
+        SharedFloats(args.partials).v[t * args.experts + e] = logit;
+    }
+    barrier();
+  }
+  if (groups > 1u) {
+    if (!arrive_last(args.counters, t, groups)) return;
+    for (uint e = gl_LocalInvocationIndex; e < args.experts; e += ROUTER_WORKGROUP_SIZE)
+      logits[e] = SharedFloats(args.partials).v[t * args.experts + e];
   }
   if (gl_LocalInvocationIndex < kMaxExpertsPerToken) ranked[gl_LocalInvocationIndex] = 0u;  // NaN logits rank none
   barrier();

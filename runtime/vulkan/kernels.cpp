@@ -113,11 +113,12 @@ void Kernels::rmsnorm(DispatchList& list, Address x, Address weight, Address y, 
 void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm, Address y,
                      bool accumulate, float eps) {
   require(weight.cols % 8 == 0, "matvec", limit("row width", weight.cols, "is not a multiple of", 8));
+  require(weight.cols <= abi::kMaxMatvecCols, "matvec", limit("row width", weight.cols, ">", abi::kMaxMatvecCols));
   const uint32_t flags = (accumulate ? abi::MATVEC_ACCUMULATE : 0u) | (bias ? abi::MATVEC_BIAS : 0u) |
                          (norm ? abi::MATVEC_NORM : 0u);
   const abi::MatvecArgs args{weight.address(), weight.scales_address(), bias, x, norm, y, weight.rows, weight.cols,
                              flags, eps};
-  const uint32_t rows_per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * MATVEC_ROWS_PER_SUBGROUP;
+  const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * MATVEC_ROWS_PER_SUBGROUP;
   const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
   list.dispatch(pipeline("matvec", sizeof args, weight.encoding), args, gx, gy);
 }
@@ -200,21 +201,28 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
   list.dispatch(pipeline("attention_prefill", sizeof args), args, s.kv_heads, ceil_div(count, queries_per_group));
 }
 
+uint32_t Kernels::router_groups(uint32_t experts, uint32_t count) {
+  return count == 1 ? ceil_div(experts, ROUTER_DECODE_EXPERTS) : 1;
+}
+
 void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
-                     const RouterOutputs& out, uint32_t k, uint32_t count, float eps) {
+                     const RouterOutputs& out, uint32_t k, uint32_t count, float eps, const Shared& shared) {
   require(weight.rows <= abi::kMaxExperts, "router", limit("experts", weight.rows, ">", abi::kMaxExperts));
   require(k >= 1 && k <= abi::kMaxExpertsPerToken && k <= weight.rows, "router",
           "experts per token " + std::to_string(k) + " outside 1 .. min(" + std::to_string(abi::kMaxExpertsPerToken) +
               ", experts)");
   require(weight.cols % 8 == 0, "router", limit("hidden", weight.cols, "is not a multiple of", 8));
-  const abi::RouterArgs args{x, norm, weight.address(), weight.scales_address(), bias, out.xn, out.chosen,
-                             out.gate_weights, weight.cols, weight.rows, k, count, eps};
-  list.dispatch(pipeline("router", sizeof args, weight.encoding), args, count);
+  require(weight.cols <= abi::kMaxRouterHidden, "router", limit("hidden", weight.cols, ">", abi::kMaxRouterHidden));
+  const abi::RouterArgs args{x,           norm,         weight.address(), weight.scales_address(), bias,
+                             out.xn,      out.chosen,   out.gate_weights, shared.partials,         shared.counters,
+                             weight.cols, weight.rows,  k,                count,                   eps};
+  list.dispatch(pipeline("router", sizeof args, weight.encoding), args, router_groups(weight.rows, count), count);
 }
 
 namespace {
 void check_experts(const char* kernel, const DeviceExperts& e, uint32_t k) {
   require(e.cols % 32 == 0, kernel, limit("input width", e.cols, "is not a multiple of", 32));
+  require(e.cols <= abi::kMaxExpertDepth, kernel, limit("input width", e.cols, ">", abi::kMaxExpertDepth));
   require(k >= 1 && k <= abi::kMaxExpertsPerToken, kernel, limit("experts per token", k, ">", abi::kMaxExpertsPerToken));
 }
 }  // namespace
@@ -225,8 +233,10 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
   const uint32_t intermediate = mlp1.rows / 2;
   const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, chosen, act, mlp1.cols,
                                  intermediate, k, limit_value};
-  const uint32_t per_group = WORKGROUP_SIZE / ctx_.info().subgroup_size * expert_shape_.mlp1_outputs;
-  list.dispatch(pipeline("expert_mlp1", sizeof args), args, ceil_div(intermediate, per_group), k);
+  // One subgroup per (slot, group of outputs), every slot's groups in one row of workgroups.
+  const uint32_t subgroups = EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size;
+  const uint32_t items = k * ceil_div(intermediate, expert_shape_.mlp1_outputs);
+  list.dispatch(pipeline("expert_mlp1", sizeof args), args, ceil_div(items, subgroups));
 }
 
 uint64_t Kernels::expert_mlp2_partials(uint32_t hidden, uint32_t k) { return uint64_t{hidden} * k; }
@@ -237,7 +247,7 @@ void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address
   const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,           act,
                                  chosen,                 gate_weights,           residual,       shared.partials,
                                  shared.counters,        mlp2.rows,              mlp2.cols,      k};
-  const uint32_t groups = ceil_div(mlp2.rows, WORKGROUP_SIZE / ctx_.info().subgroup_size * expert_shape_.mlp2_outputs);
+  const uint32_t groups = ceil_div(mlp2.rows, EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size * expert_shape_.mlp2_outputs);
   require(groups <= kCounters, "expert_mlp2", limit("output groups", groups, ">", kCounters));
   list.dispatch(pipeline("expert_mlp2", sizeof args), args, groups, k);
 }

@@ -60,8 +60,11 @@ class Kernels {
   struct RouterOutputs {
     Address xn, chosen, gate_weights;
   };
+  // Workgroups per token: one for several tokens, experts / ROUTER_DECODE_EXPERTS for one, which
+  // then share `shared` (partials: experts floats per token).
+  static uint32_t router_groups(uint32_t experts, uint32_t count);
   void router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
-              const RouterOutputs& out, uint32_t k, uint32_t count, float eps);
+              const RouterOutputs& out, uint32_t k, uint32_t count, float eps, const Shared& shared);
   void expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address chosen,
                    Address act, uint32_t k, float limit);
   static uint64_t expert_mlp2_partials(uint32_t hidden, uint32_t k);  // floats

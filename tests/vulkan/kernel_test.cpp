@@ -478,10 +478,16 @@ TEST(VulkanKernels, RouterTopKWithTiesAndSoftmaxPerToken) {
       auto xn_buf = host_buffer(*ctx, std::vector<float>(x.size()));
       auto chosen_buf = host_buffer(*ctx, std::vector<uint32_t>(size_t{count} * k, 99));
       auto weights_buf = host_buffer(*ctx, std::vector<float>(size_t{count} * k));
+      // One token spreads its experts over workgroups that meet in the partials.
+      EXPECT_EQ(vk::Kernels::router_groups(experts, count), count == 1 ? experts / ROUTER_DECODE_EXPERTS : 1u);
+      auto partials = host_buffer(*ctx, std::vector<float>(experts, NAN));
+      auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
       run(*ctx, [&](vk::DispatchList& list) {
         kernels(*ctx).router(list, w.device, b_buf->address(), x_buf->address(), n_buf->address(),
-                             {xn_buf->address(), chosen_buf->address(), weights_buf->address()}, k, count, 1e-5f);
+                             {xn_buf->address(), chosen_buf->address(), weights_buf->address()}, k, count, 1e-5f,
+                             {partials->address(), counters->address()});
       });
+      EXPECT_EQ(read_buffer<uint32_t>(*counters, 1)[0], 0u) << "the last workgroup resets its counter";
       const auto chosen = read_buffer<uint32_t>(*chosen_buf, size_t{count} * k);
       const auto gate = read_buffer<float>(*weights_buf, size_t{count} * k);
       const auto xn = read_buffer<float>(*xn_buf, x.size());
@@ -722,7 +728,7 @@ TEST(VulkanKernels, LaunchersNameTheKernelAndTheViolatedLimit) {
   }
   auto router = dense_matrix(*ctx, DType::BF16, 8, 32, 1);
   try {
-    kernels(*ctx).router(list, router.device, 0, 0, 0, {0, 0, 0}, 40, 1, 1e-5f);
+    kernels(*ctx).router(list, router.device, 0, 0, 0, {0, 0, 0}, 40, 1, 1e-5f, {0, 0});
     FAIL() << "accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("Vulkan kernel router: experts per token 40 outside"), std::string::npos)

@@ -205,15 +205,18 @@ int main(int argc, char** argv) {
     });
     report("moe_combine 512 tokens", us, 0, 0);
     const auto router = matrix(*ctx, DType::BF16, E, H, 13);
+    auto router_partials = device_floats(*ctx, std::vector<float>(E));
+    auto router_counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+    const vk::Kernels::Shared router_shared{router_partials->address(), router_counters->address()};
     auto norm = device_floats(*ctx, random_floats(H, 14)), rb = device_floats(*ctx, random_floats(E, 15));
     us = bench.time([&](vk::DispatchList& l, uint32_t) {
       kernels.router(l, router, rb->address(), x->address(), norm->address(),
-                     {xn->address(), chosen_buf->address(), gate->address()}, k, T, 1e-5f);
+                     {xn->address(), chosen_buf->address(), gate->address()}, k, T, 1e-5f, router_shared);
     });
     report("router 512 tokens", us, 0, 0);
     us = bench.time([&](vk::DispatchList& l, uint32_t) {
       kernels.router(l, router, rb->address(), x->address(), norm->address(),
-                     {xn->address(), chosen_buf->address(), gate->address()}, k, 1, 1e-5f);
+                     {xn->address(), chosen_buf->address(), gate->address()}, k, 1, 1e-5f, router_shared);
     });
     report("router decode", us, 0, 0);
 
