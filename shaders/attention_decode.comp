@@ -132,7 +132,9 @@ void main() {
     subgroupMemoryBarrierShared();
     subgroupBarrier();
     // Keys past the range repeat its last key (probability 0), so every load is of a visible
-    // key and none waits on a branch.
+    // key and none waits on a branch: the new key's cache slot is loaded too, then replaced by
+    // the shared copy (a load under a condition would keep the loads of the block from
+    // overlapping).
     uint last = min(S, end - block) - 1u;
     uint ring = block % args.slots;
     [[unroll]] for (uint k = 0u; k < S; ++k) {
@@ -143,7 +145,8 @@ void main() {
       float v[kDimsPerLane];
       [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
         uint d = min(lane + i * S, HEAD_DIM - 1u);
-        v[i] = new_key ? v_new[d] : FloatsIn(args.v_cache).v[row + d];
+        float cached = FloatsIn(args.v_cache).v[row + d];
+        v[i] = new_key ? v_new[d] : cached;
       }
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
         float p = scratch[probs + hh * S + k];
