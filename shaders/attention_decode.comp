@@ -1,181 +1,263 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Decode attention of the token at step.position over up to kAttentionSplits key ranges per KV
-// head, so every multiprocessor has work. Workgroup (KV head g, range s) walks its range of the
-// keys (t-W < j <= t on sliding layers) in blocks of K = DECODE_ATTENTION_SIZE / G keys against
-// the G = heads/kv_heads query heads of g (GQA: h / G == g), one (head, key) pair per invocation,
-// keeping an online softmax (maximum, sum, weighted V) per head. The rotated new Q and K rows are
-// made here (RoPE, half-split pairs, YaRN tables), and the range holding the position stores the
-// new K and V in its cache slot (position % slots, a ring on sliding layers). The last range of g
-// to finish merges the ranges: with M the largest of the sink and their maxima, out =
-// sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s e^(m_s - M) l_s), the sink's probability dropped,
-// as the CPU engine; every range's weight is computed once, in parallel.
+// Decode attention of the token at step.position (flash-decoding). The keys (t-W < j <= t on
+// sliding layers) of KV head g are cut into ranges of at least DECODE_ATTENTION_SIZE keys, at
+// most the `splits` workgroups dispatched per KV head (the dispatch is recorded once for every
+// position; workgroups past the ranges the position needs return at once). In workgroup (g,
+// range) each subgroup takes its own blocks of SUBGROUP_SIZE keys with no workgroup barrier in
+// the key loop: lane = key for the scores of the GROUP query heads of g (GQA: h / GROUP == g),
+// an online softmax per head across the lanes, then lane = dims for the values (coalesced), the
+// probabilities passed through shared memory. The subgroups' (maximum, sum, weighted V) merge
+// through shared memory at the end; the last range of g to finish merges the ranges with the
+// sinks: with M the largest of the sink and their maxima, out = sum_s e^(m_s - M) V_s /
+// (e^(sink - M) + sum_s e^(m_s - M) l_s), the sink's probability dropped, as the CPU engine. A
+// single range finishes by itself. The rotated new Q and K rows are made here (RoPE, half-split
+// pairs, YaRN tables), and the range holding the position stores the new K and V in its cache
+// slot (position % slots, a ring on sliding layers).
 #include "common.glsl"
 layout(local_size_x = DECODE_ATTENTION_SIZE) in;
 layout(push_constant) uniform Push { AttentionDecodeArgs args; };
+// The shape as constants, so the per-lane arrays below live in registers at their exact size.
+layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;  // query heads per KV head
+layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
 
-shared vec4 q_rows[kMaxAttentionGroupValues / 4u];  // [G, D], rotated
-shared vec4 k_new[kMaxHeadDim / 4u];
-shared float v_new[kMaxHeadDim];
-shared float probs[DECODE_ATTENTION_SIZE];  // [G, K] of the current block
-shared float head_max[kMaxHeadsPerKvHead], head_sum[kMaxHeadsPerKvHead], head_rescale[kMaxHeadsPerKvHead];
-shared float range_weight[kMaxHeadsPerKvHead * kAttentionSplits];  // the merge: e^(m_s - M)
-shared float head_denominator[kMaxHeadsPerKvHead];
+// SPIR-V 1.5 (Vulkan 1.2) pipelines run in subgroups of the device's subgroupSize, which the
+// launcher passes as SUBGROUP_SIZE: a constant here, so the key blocks unroll.
+const uint S = SUBGROUP_SIZE;
+const uint kSubgroups = DECODE_ATTENTION_SIZE / S;
+const uint kQuads = HEAD_DIM / 4u;
+const uint kDimsPerLane = (HEAD_DIM + S - 1u) / S;  // lane owns dims lane, lane + S, ...
+const uint kGroupValues = GROUP * HEAD_DIM;
+const uint kOutputsPerInvocation = (kGroupValues + DECODE_ATTENTION_SIZE - 1u) / DECODE_ATTENTION_SIZE;
+const uint kScratch = 2u * kMaxAttentionGroupValues;
+const uint kMergeSlots = kScratch / kGroupValues;  // subgroups' accumulators held at once (>= 2)
 
-const uint kOutputsPerInvocation = kMaxAttentionGroupValues / DECODE_ATTENTION_SIZE;
+shared vec4 q_rows[GROUP * kQuads];  // [GROUP, HEAD_DIM], rotated
+shared vec4 k_new[kQuads];
+shared float v_new[HEAD_DIM];
+// The key loop: each subgroup's probabilities of its block [GROUP, S]; the subgroup merge: up to
+// kMergeSlots subgroups' accumulators [GROUP, HEAD_DIM]; the range merge: range weights.
+shared float scratch[kScratch];
+shared float subgroup_max[kSubgroups * GROUP], subgroup_sum[kSubgroups * GROUP];
+shared float head_max[GROUP], head_sum[GROUP], head_denominator[GROUP];
+
+vec4 key_row[kQuads];  // the lane's key row of the current block
+
+void load_key_row(uint j, uint g, uint kv_rows) {
+  uint row = ((j % args.slots) * kv_rows + g * HEAD_DIM) >> 2;
+  [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) key_row[d4] = Vec4sIn(args.k_cache).v[row + d4];
+}
 
 void main() {
-  uint t = gl_LocalInvocationIndex;
+  uint t = gl_LocalInvocationIndex, lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
   uint g = gl_WorkGroupID.x, s = gl_WorkGroupID.y;
-  uint D = args.head_dim, half_dim = D / 2u, G = args.heads / args.kv_heads;
-  uint K = DECODE_ATTENTION_SIZE / G;  // keys per block
-  uint kv_rows = args.kv_heads * D;
+  uint kv_rows = args.kv_heads * HEAD_DIM, heads = args.kv_heads * GROUP, half_dim = HEAD_DIM / 2u;
   uint position = WordsIn(args.step).v[0];
   uint first_key = (args.window != 0u && position + 1u > args.window) ? position + 1u - args.window : 0u;
-  uint per_range = (position + 1u - first_key + args.splits - 1u) / args.splits;
+  uint keys = position + 1u - first_key;
+  // Ranges of at least one block per subgroup: fewer, longer ranges cost less to merge.
+  uint ranges = min(args.splits, (keys + DECODE_ATTENTION_SIZE - 1u) / DECODE_ATTENTION_SIZE);
+  if (s >= ranges) return;
+  uint per_range = (keys + ranges - 1u) / ranges;
   uint begin = min(first_key + s * per_range, position + 1u);
   uint end = min(begin + per_range, position + 1u);
+
+  // The first block's key rows, loading while the new Q and K rotate.
+  uint block = begin + sg * S;
+  if (block < end) load_key_row(min(block + lane, end - 1u), g, kv_rows);
   FloatsIn qkv = FloatsIn(args.qkv);
-  bool empty = begin >= end;
-  if (!empty) {
-    for (uint p = t; p < G * half_dim; p += DECODE_ATTENTION_SIZE) {
-      uint hh = p / half_dim, i = p % half_dim;
+  for (uint p = t; p < GROUP * half_dim; p += DECODE_ATTENTION_SIZE) {
+    uint hh = p / half_dim, i = p % half_dim;
+    vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
+    uint base = (g * GROUP + hh) * HEAD_DIM;
+    float a = qkv.v[base + i], b = qkv.v[base + i + half_dim];
+    uint lo = hh * HEAD_DIM + i, hi = lo + half_dim;
+    q_rows[lo >> 2][lo & 3u] = a * cs.x - b * cs.y;
+    q_rows[hi >> 2][hi & 3u] = b * cs.x + a * cs.y;
+  }
+  // The range holding the new token stores it and reads it from shared memory (its cache store
+  // is not visible to the other invocations without a buffer barrier).
+  if (end == position + 1u) {
+    uint slot = (position % args.slots) * kv_rows + g * HEAD_DIM;
+    for (uint i = t; i < half_dim; i += DECODE_ATTENTION_SIZE) {
       vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
-      uint base = (g * G + hh) * D;
+      uint base = (heads + g) * HEAD_DIM;
       float a = qkv.v[base + i], b = qkv.v[base + i + half_dim];
-      uint lo = hh * D + i, hi = lo + half_dim;
-      q_rows[lo >> 2][lo & 3u] = a * cs.x - b * cs.y;
-      q_rows[hi >> 2][hi & 3u] = b * cs.x + a * cs.y;
+      float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
+      uint hi = i + half_dim;
+      k_new[i >> 2][i & 3u] = ra;
+      k_new[hi >> 2][hi & 3u] = rb;
+      Floats(args.k_cache).v[slot + i] = ra;
+      Floats(args.k_cache).v[slot + hi] = rb;
     }
-    if (end == position + 1u) {  // this range holds the new token
-      for (uint i = t; i < half_dim; i += DECODE_ATTENTION_SIZE) {
-        vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
-        uint base = (args.heads + g) * D;
-        float a = qkv.v[base + i], b = qkv.v[base + i + half_dim];
-        float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
-        uint hi = i + half_dim;
-        k_new[i >> 2][i & 3u] = ra;
-        k_new[hi >> 2][hi & 3u] = rb;
-        uint slot = (position % args.slots) * kv_rows + g * D;
-        Floats(args.k_cache).v[slot + i] = ra;
-        Floats(args.k_cache).v[slot + hi] = rb;
-      }
-      for (uint i = t; i < D; i += DECODE_ATTENTION_SIZE) {
-        float v = qkv.v[(args.heads + args.kv_heads + g) * D + i];
-        v_new[i] = v;
-        Floats(args.v_cache).v[(position % args.slots) * kv_rows + g * D + i] = v;
-      }
+    for (uint i = t; i < HEAD_DIM; i += DECODE_ATTENTION_SIZE) {
+      float v = qkv.v[(heads + args.kv_heads + g) * HEAD_DIM + i];
+      v_new[i] = v;
+      Floats(args.v_cache).v[slot + i] = v;
     }
-  }
-  if (t < G) {
-    head_max[t] = -1.0 / 0.0;
-    head_sum[t] = 0.0;
   }
   barrier();
-  uint hh = t / K, key = t % K;
-  float acc[kOutputsPerInvocation];
-  for (uint o = 0u; o < kOutputsPerInvocation; ++o) acc[o] = 0.0;
-  for (uint block = begin; block < end; block += K) {
-    uint j = block + key;
-    float score = -1.0 / 0.0;
-    if (hh < G && j < end) {
-      float dot_qk = 0.0;
-      uint row = ((j % args.slots) * kv_rows + g * D) >> 2;
-      for (uint d4 = 0u; d4 < D / 4u; ++d4) {
-        vec4 k4 = j == position ? k_new[d4] : Vec4sIn(args.k_cache).v[row + d4];
-        dot_qk += dot(q_rows[hh * (D / 4u) + d4], k4);
-      }
-      score = dot_qk * args.scale;
+
+  // Per subgroup and head: the running maximum (uniform), this lane's share of the sum, and the
+  // weighted values of the lane's dims.
+  float run_max[GROUP], lane_sum[GROUP], acc[GROUP * kDimsPerLane];
+  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
+    run_max[hh] = -1.0 / 0.0;
+    lane_sum[hh] = 0.0;
+    [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] = 0.0;
+  }
+  uint probs = sg * GROUP * S;  // this subgroup's [GROUP, S] of scratch
+  for (; block < end; block += DECODE_ATTENTION_SIZE) {
+    uint j = block + lane;
+    float score[GROUP];
+    [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] = 0.0;
+    [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) {
+      vec4 k4 = j == position ? k_new[d4] : key_row[d4];
+      [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] += dot(q_rows[hh * kQuads + d4], k4);
     }
-    probs[t] = score;
-    barrier();
-    for (uint head = gl_SubgroupID; head < G; head += gl_NumSubgroups) {
-      float m = -1.0 / 0.0;
-      for (uint i = gl_SubgroupInvocationID; i < K; i += gl_SubgroupSize) m = max(m, probs[head * K + i]);
-      float new_max = max(head_max[head], subgroupMax(m));
+    // The next block's key rows now: their loads overlap this block's softmax and values.
+    uint next = block + DECODE_ATTENTION_SIZE;
+    if (next < end) load_key_row(min(next + lane, end - 1u), g, kv_rows);
+    subgroupBarrier();  // every lane has read the previous block's probabilities
+    [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
+      float x = j < end ? score[hh] * args.scale : -1.0 / 0.0;
+      float new_max = max(run_max[hh], subgroupMax(x));  // finite: the block's first key is visible
+      float rescale = exp(run_max[hh] - new_max);
+      float p = exp(x - new_max);
+      run_max[hh] = new_max;
+      lane_sum[hh] = lane_sum[hh] * rescale + p;
+      [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] *= rescale;
+      scratch[probs + hh * S + lane] = p;
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    // Keys past the range repeat its last key (probability 0), so every load is of a visible
+    // key and none waits on a branch: the new key's cache slot is loaded too, then replaced by
+    // the shared copy (a load under a condition would keep the loads of the block from
+    // overlapping).
+    uint last = min(S, end - block) - 1u;
+    uint ring = block % args.slots;
+    [[unroll]] for (uint k = 0u; k < S; ++k) {
+      uint kk = min(k, last), slot = ring + kk;
+      if (slot >= args.slots) slot -= args.slots;
+      uint row = slot * kv_rows + g * HEAD_DIM;
+      bool new_key = block + kk == position;
+      float v[kDimsPerLane];
+      [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
+        uint d = min(lane + i * S, HEAD_DIM - 1u);
+        float cached = FloatsIn(args.v_cache).v[row + d];
+        v[i] = new_key ? v_new[d] : cached;
+      }
+      [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
+        float p = scratch[probs + hh * S + k];
+        [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] += p * v[i];
+      }
+    }
+  }
+
+  // The subgroups' merge: each weighs its accumulators by e^(its maximum - the range's).
+  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
+    float sum = subgroupAdd(lane_sum[hh]);
+    if (subgroupElect()) {
+      subgroup_max[sg * GROUP + hh] = run_max[hh];
+      subgroup_sum[sg * GROUP + hh] = sum;
+    }
+  }
+  barrier();
+  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
+    float top = -1.0 / 0.0;
+    for (uint i = 0u; i < kSubgroups; ++i) top = max(top, subgroup_max[i * GROUP + hh]);
+    float w = run_max[hh] == -1.0 / 0.0 ? 0.0 : exp(run_max[hh] - top);  // 0 for a subgroup with no keys
+    [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] *= w;
+    if (t == hh) {
       float sum = 0.0;
-      for (uint i = gl_SubgroupInvocationID; i < K; i += gl_SubgroupSize) {
-        float p = exp(probs[head * K + i] - new_max);  // a block has a visible key: new_max is finite
-        probs[head * K + i] = p;
-        sum += p;
+      for (uint i = 0u; i < kSubgroups; ++i) {
+        float m = subgroup_max[i * GROUP + hh];
+        if (m != -1.0 / 0.0) sum += subgroup_sum[i * GROUP + hh] * exp(m - top);
       }
-      sum = subgroupAdd(sum);
-      if (subgroupElect()) {
-        float rescale = exp(head_max[head] - new_max);
-        head_rescale[head] = rescale;
-        head_sum[head] = head_sum[head] * rescale + sum;
-        head_max[head] = new_max;
-      }
+      head_max[hh] = top;
+      head_sum[hh] = sum;
     }
-    barrier();
-    uint keys = min(K, end - block);
-    for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
-      uint output_index = t + o * DECODE_ATTENTION_SIZE;
-      if (output_index >= G * D) break;
-      uint head = output_index / D, d = output_index % D;
-      float sum = acc[o] * head_rescale[head];
-      // Eight keys' values loaded before any is used: the loads overlap instead of queueing.
-      for (uint i0 = 0u; i0 < keys; i0 += 8u) {
-        float v[8];
-        [[unroll]] for (uint u = 0u; u < 8u; ++u) {
-          uint kj = block + min(i0 + u, keys - 1u);
-          v[u] = kj == position ? v_new[d] : FloatsIn(args.v_cache).v[(kj % args.slots) * kv_rows + g * D + d];
+  }
+  float total[kOutputsPerInvocation];
+  [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) total[o] = 0.0;
+  for (uint first = 0u; first < kSubgroups; first += kMergeSlots) {
+    if (sg >= first && sg < first + kMergeSlots) {
+      uint at = (sg - first) * kGroupValues;
+      [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh)
+        [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
+          uint d = lane + i * S;
+          if (d < HEAD_DIM) scratch[at + hh * HEAD_DIM + d] = acc[hh * kDimsPerLane + i];
         }
-        [[unroll]] for (uint u = 0u; u < 8u; ++u)
-          if (i0 + u < keys) sum += probs[head * K + i0 + u] * v[u];
-      }
-      acc[o] = sum;
     }
     barrier();
+    uint held = min(kMergeSlots, kSubgroups - first);
+    [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+      uint e = t + o * DECODE_ATTENTION_SIZE;
+      if (e < kGroupValues)
+        for (uint c = 0u; c < held; ++c) total[o] += scratch[c * kGroupValues + e];
+    }
+    barrier();  // scratch free for the next subgroups (or the range merge)
   }
-  for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
-    uint output_index = t + o * DECODE_ATTENTION_SIZE;
-    if (output_index >= G * D) break;
-    uint head = output_index / D, d = output_index % D;
-    uint base = ((g * G + head) * args.splits + s) * (D + 2u);
-    SharedFloats(args.partials).v[base + d] = acc[o];
+
+  if (ranges == 1u) {  // the only range: out with the sink here
+    [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+      uint e = t + o * DECODE_ATTENTION_SIZE;
+      if (e >= kGroupValues) break;
+      uint hh = e / HEAD_DIM, h = g * GROUP + hh;
+      float sink = FloatsIn(args.sinks).v[h];
+      float top = max(head_max[hh], sink), w = exp(head_max[hh] - top);
+      Floats(args.target).v[h * HEAD_DIM + e % HEAD_DIM] = total[o] * w / (head_sum[hh] * w + exp(sink - top));
+    }
+    return;
+  }
+  SharedFloats partials = SharedFloats(args.partials);
+  [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+    uint e = t + o * DECODE_ATTENTION_SIZE;
+    if (e >= kGroupValues) break;
+    uint hh = e / HEAD_DIM, d = e % HEAD_DIM;
+    uint base = ((g * GROUP + hh) * args.splits + s) * (HEAD_DIM + 2u);
+    partials.v[base + d] = total[o];
     if (d == 0u) {
-      SharedFloats(args.partials).v[base + D] = empty ? -1.0 / 0.0 : head_max[head];
-      SharedFloats(args.partials).v[base + D + 1u] = empty ? 0.0 : head_sum[head];
+      partials.v[base + HEAD_DIM] = head_max[hh];
+      partials.v[base + HEAD_DIM + 1u] = head_sum[hh];
     }
   }
-  if (!arrive_last(args.counters, g, args.splits)) return;
+  if (!arrive_last(args.counters, g, ranges)) return;
   // The merge, by the last range: each (head, range) weight once, then every output.
-  SharedFloats partials = SharedFloats(args.partials);
-  for (uint e = t; e < G * args.splits; e += DECODE_ATTENTION_SIZE) {
-    uint head = e / args.splits, r = e % args.splits;
-    range_weight[e] = partials.v[((g * G + head) * args.splits + r) * (D + 2u) + D];  // its maximum, for now
+  for (uint e = t; e < GROUP * ranges; e += DECODE_ATTENTION_SIZE) {
+    uint hh = e / ranges, r = e % ranges;
+    scratch[e] = partials.v[((g * GROUP + hh) * args.splits + r) * (HEAD_DIM + 2u) + HEAD_DIM];  // its maximum, for now
   }
   barrier();
-  for (uint head = gl_SubgroupID; head < G; head += gl_NumSubgroups) {
-    uint h = g * G + head;
+  for (uint hh = sg; hh < GROUP; hh += kSubgroups) {
+    uint h = g * GROUP + hh;
     float sink = FloatsIn(args.sinks).v[h];
     float top = sink;
-    for (uint r = gl_SubgroupInvocationID; r < args.splits; r += gl_SubgroupSize) top = max(top, range_weight[head * args.splits + r]);
+    for (uint r = lane; r < ranges; r += S) top = max(top, scratch[hh * ranges + r]);
     top = subgroupMax(top);
     float denominator = 0.0;
-    for (uint r = gl_SubgroupInvocationID; r < args.splits; r += gl_SubgroupSize) {
-      float w = exp(range_weight[head * args.splits + r] - top);  // 0 for an empty range (maximum -inf)
-      range_weight[head * args.splits + r] = w;
-      denominator += partials.v[(h * args.splits + r) * (D + 2u) + D + 1u] * w;
+    for (uint r = lane; r < ranges; r += S) {
+      float w = exp(scratch[hh * ranges + r] - top);  // every range has keys: its maximum is finite
+      scratch[hh * ranges + r] = w;
+      denominator += partials.v[(h * args.splits + r) * (HEAD_DIM + 2u) + HEAD_DIM + 1u] * w;
     }
     denominator = subgroupAdd(denominator);
-    if (subgroupElect()) head_denominator[head] = denominator + exp(sink - top);
+    if (subgroupElect()) head_denominator[hh] = denominator + exp(sink - top);
   }
   barrier();
-  for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
-    uint output_index = t + o * DECODE_ATTENTION_SIZE;
-    if (output_index >= G * D) break;
-    uint head = output_index / D, d = output_index % D;
-    uint h = g * G + head;
+  [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+    uint e = t + o * DECODE_ATTENTION_SIZE;
+    if (e >= kGroupValues) break;
+    uint hh = e / HEAD_DIM, d = e % HEAD_DIM, h = g * GROUP + hh;
     float sum = 0.0;
-    for (uint r0 = 0u; r0 < args.splits; r0 += 8u) {  // eight ranges' loads in flight at once
+    for (uint r0 = 0u; r0 < ranges; r0 += 8u) {  // eight ranges' loads in flight at once
       float part[8];
       [[unroll]] for (uint u = 0u; u < 8u; ++u)
-        part[u] = partials.v[(h * args.splits + min(r0 + u, args.splits - 1u)) * (D + 2u) + d];
+        part[u] = partials.v[(h * args.splits + min(r0 + u, ranges - 1u)) * (HEAD_DIM + 2u) + d];
       [[unroll]] for (uint u = 0u; u < 8u; ++u)
-        if (r0 + u < args.splits) sum += part[u] * range_weight[head * args.splits + r0 + u];
+        if (r0 + u < ranges) sum += part[u] * scratch[hh * ranges + r0 + u];
     }
-    Floats(args.target).v[h * D + d] = sum / head_denominator[head];
+    Floats(args.target).v[h * HEAD_DIM + d] = sum / head_denominator[hh];
   }
 }

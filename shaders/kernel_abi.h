@@ -33,6 +33,8 @@ using uint = uint32_t;
 #define SPEC_PROBE 7          // measuring only (GPTOSS_VK_PROBE): 1 skips the arithmetic, 2 the weight loads
 #define SPEC_EXPERT_OUTPUTS 8 // decode expert kernels: outputs per subgroup (mlp1: gate/up row pairs)
 #define SPEC_EXPERT_BATCH 9   // decode expert kernels: blocks per lane loaded before any is used
+#define SPEC_ATTENTION_GROUP 10     // decode attention: query heads per KV head
+#define SPEC_ATTENTION_HEAD_DIM 11  // decode attention: head_dim
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
@@ -50,7 +52,7 @@ ABI_CONST(uint, kMaxMatvecCols, 8192u);     // decode matvec: the input vector i
 ABI_CONST(uint, kMaxRouterHidden, 8192u);   // router: the input vector in shared memory
 ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registers/shared memory
 ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
-ABI_CONST(uint, kAttentionSplits, 128u);    // decode attention: most key ranges per KV head the kernel holds
+ABI_CONST(uint, kAttentionSplits, 128u);    // decode attention: most key ranges (workgroups) per KV head the kernel holds
 ABI_CONST(uint, kDefaultAttentionSplits, 32u);  // ... and the most the launcher uses (GPTOSS_VK_ATTN_SPLITS overrides)
 ABI_CONST(uint, kMaxAttentionGroupValues, 2048u);  // attention: (heads / kv_heads) * head_dim
 ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in registers
@@ -77,7 +79,7 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define EXPERT_MAX_OUTPUTS 16     // the largest outputs per subgroup the launchers accept
 #define EXPERT_MAX_BATCH 8
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
-#define DECODE_ATTENTION_SIZE 256 // decode attention: (query head, key) pairs per workgroup
+#define DECODE_ATTENTION_SIZE 256 // decode attention: invocations per workgroup, and the fewest keys a range has
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once
 #define ROUTER_DECODE_EXPERTS 4     // router, one token: experts per workgroup
 #define ARGMAX_GROUPS 128         // argmax: slices reduced at once
@@ -130,9 +132,10 @@ struct MatvecArgs {
 };
 
 // Decode attention of the token at step.position: RoPE of its Q and K (half-split pairs, YaRN
-// tables), K and V into the cache slot position % slots, then for each KV head and each of
+// tables), K and V into the cache slot position % slots, then for each KV head and each of up to
 // `splits` key ranges a partial softmax (max, sum, weighted V) of the query heads of that KV head;
 // the last range of a KV head to finish merges them with the sinks into target [heads * head_dim].
+// The query heads per KV head and head_dim are specialization constants (SPEC_ATTENTION_*).
 struct AttentionDecodeArgs {
   ABI_ADDRESS qkv;  // [heads + 2 kv_heads, head_dim] of the new token
   ABI_ADDRESS k_cache;
@@ -143,12 +146,10 @@ struct AttentionDecodeArgs {
   ABI_ADDRESS sinks;
   ABI_ADDRESS target;
   ABI_ADDRESS counters;  // [kv_heads], zero between dispatches
-  uint heads;
   uint kv_heads;
-  uint head_dim;
   uint window;  // 0: every key
   uint slots;   // cache positions (a ring of `slots` on sliding layers)
-  uint splits;
+  uint splits;  // workgroups per KV head: the most ranges the kernel cuts the keys into
   float scale;
   float concentration;
 };

@@ -73,8 +73,9 @@ std::string Kernels::pipeline_statistics() const {
   return out;
 }
 
-const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding) {
-  auto& slot = pipelines_[{shader, encoding.value_or(0)}];
+const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding,
+                                  AttentionConstants attention) {
+  auto& slot = pipelines_[{shader, encoding.value_or(0), attention}];
   if (!slot) {
     const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{16, 16, 16});
     const bool mlp2 = shader == "expert_mlp2";
@@ -87,7 +88,9 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        ctx_.fp4_decode(),
                                        probe(),
                                        mlp2 ? expert_shape_.mlp2_outputs : expert_shape_.mlp1_outputs,
-                                       mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch};
+                                       mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch,
+                                       attention.first,
+                                       attention.second};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -151,11 +154,9 @@ uint32_t Kernels::attention_split_cap() {
 }
 
 uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
-  const uint32_t group = std::max<uint32_t>(1, s.heads / std::max<uint32_t>(1, s.kv_heads));
   const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
-  // Ranges of at least one block of DECODE_ATTENTION_SIZE / group keys, at most the cap.
-  return std::clamp<uint32_t>(ceil_div(keys, std::max<uint32_t>(1, DECODE_ATTENTION_SIZE / group)), 1,
-                              attention_split_cap());
+  // Ranges of at least DECODE_ATTENTION_SIZE keys (one block per subgroup), at most the cap.
+  return std::clamp<uint32_t>(ceil_div(keys, DECODE_ATTENTION_SIZE), 1, attention_split_cap());
 }
 
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
@@ -168,10 +169,11 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   check_attention_shape("attention_decode", s);
   const uint32_t splits = decode_attention_splits(s);
   require(s.kv_heads <= kCounters, "attention_decode", limit("KV heads", s.kv_heads, ">", kCounters));
-  const abi::AttentionDecodeArgs args{qkv,        k_cache,    v_cache,          inv_freq, step,    shared.partials,
-                                      sinks,      target,     shared.counters,  s.heads,  s.kv_heads,
-                                      s.head_dim, s.window,   s.slots,          splits,   s.scale, s.concentration};
-  list.dispatch(pipeline("attention_decode", sizeof args), args, s.kv_heads, splits);
+  const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
+                                      sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
+                                      splits, s.scale,         s.concentration};
+  const AttentionConstants constants{s.heads / s.kv_heads, s.head_dim};
+  list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.kv_heads, splits);
 }
 
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "runtime/vulkan/device_tensors.h"
@@ -43,8 +44,10 @@ class Kernels {
   struct Shared {
     Address partials, counters;
   };
-  // Decode attention over key ranges of DECODE_ATTENTION_SIZE / (heads / kv_heads) keys, as many
-  // as the layer's keys need (its window, or its cache slots), merged with the sinks into target.
+  // Decode attention over key ranges of at least DECODE_ATTENTION_SIZE keys: the dispatch has as
+  // many workgroups per KV head as the layer's most keys (its window, or its cache slots) fill, at
+  // most the cap; the kernel uses as many as the keys at the step's position fill. Merged with the
+  // sinks into target.
   static uint32_t decode_attention_splits(const AttentionShape& shape);
   static uint32_t attention_split_cap();  // kDefaultAttentionSplits, or GPTOSS_VK_ATTN_SPLITS
   static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
@@ -116,11 +119,14 @@ class Kernels {
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
 
  private:
-  const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {});
+  // Decode attention's specialization: query heads per KV head and head_dim (0, 0 elsewhere).
+  using AttentionConstants = std::pair<uint32_t, uint32_t>;
+  const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},
+                           AttentionConstants attention = {});
   const Context& ctx_;
   bool force_portable_ = false;
   ExpertShape expert_shape_;
-  std::map<std::pair<std::string, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
+  std::map<std::tuple<std::string, uint32_t, AttentionConstants>, std::unique_ptr<Pipeline>> pipelines_;
 };
 
 }  // namespace gptoss::vk

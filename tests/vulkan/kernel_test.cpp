@@ -448,8 +448,27 @@ TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
       check_decode_attention(*ctx, {16, 2, 64, window}, position, 1024);
       check_decode_attention(*ctx, {64, 8, 64, window}, position, 600);
     }
-  check_decode_attention(*ctx, {4, 4, 32, 0}, 700, 1000);  // one head per KV head: 256 keys a block
-  check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 94 blocks of 32 keys: 32 ranges by default, 94 with GPTOSS_VK_ATTN_SPLITS=128
+  check_decode_attention(*ctx, {4, 4, 32, 0}, 700, 1000);  // one head per KV head: 3 ranges
+  check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 12 ranges of 250 or 251 keys
+}
+
+// The edges of the kernel's key ranges (at least DECODE_ATTENTION_SIZE keys each, as many as the
+// keys fill up to the dispatched workgroups) and of its per-lane shapes: ranges of several blocks
+// per subgroup, a last block of a few keys, a window of several ranges over a ring, 1 and 16
+// query heads per KV head, a head_dim that the subgroup does not divide.
+TEST(VulkanKernels, DecodeAttentionRangesAndShapes) {
+  VULKAN_OR_SKIP();
+  const uint32_t splits = vk::Kernels::attention_split_cap();
+  // More keys than the dispatched ranges hold at DECODE_ATTENTION_SIZE each: longer ranges.
+  check_decode_attention(*ctx, {2, 2, 32, 0}, DECODE_ATTENTION_SIZE * splits * 5 / 2 + 37,
+                         DECODE_ATTENTION_SIZE * splits * 3);
+  check_decode_attention(*ctx, {16, 2, 64, 700}, 5000, 6000);  // 700 keys over a ring of 701: 3 ranges
+  // Shapes small enough that lavapipe compiles each kernel (unrolled over heads and dims) quickly.
+  for (uint32_t position : {0u, 40u, 256u, 1100u}) {
+    check_decode_attention(*ctx, {16, 16, 36, 0}, position, 1200);  // one query head per KV head
+    check_decode_attention(*ctx, {32, 2, 32, 0}, position, 1200);   // 16 query heads per KV head
+    check_decode_attention(*ctx, {8, 4, 36, 100}, position, 1200);
+  }
 }
 
 // ---- router ----

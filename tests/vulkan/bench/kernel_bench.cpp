@@ -267,8 +267,8 @@ int main(int argc, char** argv) {
     report("argmax 201088", us, 0, V * 4.0);
   }
 
-  // ---- attention ----
-  for (uint32_t position : {512u, 4096u}) {
+  // ---- attention (decode at a short and long context too: the kernel's ranges follow the keys) ----
+  for (uint32_t position : {128u, 512u, 4096u}) {
     const uint32_t slots = 4224;
     auto qkv = device_floats(*ctx, random_floats(size_t{T} * (Q + 2 * KV), 60));
     auto kc = device_floats(*ctx, random_floats(size_t{slots} * KV, 61)), vc = device_floats(*ctx, random_floats(size_t{slots} * KV, 62));
@@ -288,7 +288,8 @@ int main(int argc, char** argv) {
       report(("attention decode @" + std::to_string(position) + (window ? " window 128" : " full")).c_str(), us, 0,
              2.0 * std::min(position + 1, window ? window : position + 1) * KV * 4);
     }
-    auto pstep = device_words(*ctx, {position - 512, T, 0u, 0u});
+    if (position < T) continue;  // prefill cases: T new tokens after position - T
+    auto pstep = device_words(*ctx, {position - T, T, 0u, 0u});
     for (uint32_t window : {0u, 128u}) {
       const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f};
       double us = bench.time([&](vk::DispatchList& l, uint32_t) {
