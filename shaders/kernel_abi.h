@@ -59,8 +59,13 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define GEMM_TILE_N 64            // output rows (weight rows) per GEMM tile
 #define GEMM_TILE_K 32            // depth per step: one Q8_0 / MXFP4 block
 #define GEMM_WORKGROUP_SIZE 256   // portable GEMM: 4 x 4 outputs per invocation
-#define COOP_WORKGROUP_SIZE 128   // cooperative-matrix GEMM: 4 subgroups of 32, 32 x 32 each
-#define COOP_TILE_K 64            // cooperative-matrix GEMM: depth per step (two 32-value blocks)
+#define COOP_WORKGROUP_SIZE 128   // dense cooperative-matrix GEMM (GEMM_TILE_M x GEMM_TILE_N): 4 subgroups of 32, 32 x 32 each
+#define COOP_TILE_K 64            // cooperative-matrix GEMMs: depth per step (two 32-value blocks)
+// The cooperative expert GEMM's tiles: GEMM_TILE_M rows (moe_route's tiles) x COOP_EXPERT_TILE_N
+// weight rows (its grid's columns), 8 subgroups of 32, 32 x 32 each: an A tile in shared memory
+// serves twice the weight rows of the 64-wide tile (mlp1 reads each A tile 45 times instead of 90).
+#define COOP_EXPERT_TILE_N 128
+#define COOP_EXPERT_WORKGROUP_SIZE 256
 #define MATVEC_ROWS_PER_SUBGROUP 2
 // Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; GPTOSS_VK_EXPERT
 // overrides them to compare): outputs per subgroup and blocks per lane loaded before any is used.
@@ -274,7 +279,8 @@ struct GemmArgs {
 // Groups the (token, slot) assignments of `count` tokens by expert: for expert e its rows
 // [offsets[e], offsets[e] + counts[e]) of the grouped order; assign_token[row] = token,
 // row_of[t * k + s] = row; tiles: (expert, first row, rows) of at most GEMM_TILE_M rows; the
-// indirect dispatch sizes (n_tiles_mlp1 / n_tiles_mlp2, tiles, 1) of the two expert GEMMs.
+// indirect dispatch sizes (n_tiles_mlp1 / n_tiles_mlp2, tiles, 1) of the two expert GEMMs, the
+// column tiles of the kernel each runs (GEMM_TILE_N or COOP_EXPERT_TILE_N weight rows wide).
 struct MoeRouteArgs {
   ABI_ADDRESS chosen;
   ABI_ADDRESS assign_token;

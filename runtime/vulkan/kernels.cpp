@@ -272,12 +272,21 @@ uint32_t Kernels::max_moe_tiles(uint32_t choices, uint32_t experts) {
   return ceil_div(choices, GEMM_TILE_M) + std::min(choices, experts);
 }
 
+bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
+  return cooperative() && weights.cols % COOP_TILE_K == 0;
+}
+
+uint32_t Kernels::expert_column_tiles(const DeviceExperts& weights) const {
+  return ceil_div(weights.rows, expert_cooperative(weights) ? COOP_EXPERT_TILE_N : GEMM_TILE_N);
+}
+
 void Kernels::moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
-                        uint32_t experts, uint32_t mlp1_rows, uint32_t mlp2_rows) {
-  require(experts <= abi::kMaxExperts, "moe_route", limit("experts", experts, ">", abi::kMaxExperts));
+                        const DeviceExperts& mlp1, const DeviceExperts& mlp2) {
+  require(mlp1.experts == mlp2.experts, "moe_route", limit("mlp1 experts", mlp1.experts, "differ from mlp2's", mlp2.experts));
+  require(mlp1.experts <= abi::kMaxExperts, "moe_route", limit("experts", mlp1.experts, ">", abi::kMaxExperts));
   const abi::MoeRouteArgs args{chosen,     tables.assign_token, tables.row_of, tables.tiles,
-                               tables.dispatch->address(), count, k, experts, ceil_div(mlp1_rows, GEMM_TILE_N),
-                               ceil_div(mlp2_rows, GEMM_TILE_N)};
+                               tables.dispatch->address(), count, k, mlp1.experts, expert_column_tiles(mlp1),
+                               expert_column_tiles(mlp2)};
   list.dispatch(pipeline("moe_route", sizeof args), args, 1);
 }
 
@@ -290,7 +299,7 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
   const abi::ExpertGemmArgs args{halves.hi, halves.lo, a,       tables.assign_token, weights.blocks->address(),
                                  weights.scales->address(), bias, tables.tiles, target, weights.cols,
                                  weights.rows, flags, limit_value};
-  const bool coop = cooperative() && weights.cols % COOP_TILE_K == 0;
+  const bool coop = expert_cooperative(weights);
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
   list.dispatch_indirect(pipeline(coop ? "expert_gemm_coop" : "expert_gemm", sizeof args), args, *tables.dispatch,
                          first_projection ? 0 : 12);

@@ -85,8 +85,10 @@ class Kernels {
     Address assign_token, row_of, tiles;
     const Buffer* dispatch;  // 6 uints: the two expert GEMMs' indirect grids
   };
+  // The grids it writes are those of the kernels expert_gemm picks for mlp1 and mlp2 now: route
+  // again after force_portable.
   void moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
-                 uint32_t experts, uint32_t mlp1_rows, uint32_t mlp2_rows);
+                 const DeviceExperts& mlp1, const DeviceExperts& mlp2);
   // mlp1: act[row] = SwiGLU(xn[token of row] W1^T + b1); mlp2: y[row] = act[row] W2^T + b2.
   // a_rows: the rows of `a` (tokens for mlp1, tokens * k for mlp2), split into `halves` first on
   // cooperative matrices.
@@ -114,6 +116,9 @@ class Kernels {
 
  private:
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {});
+  // Whether expert_gemm takes the cooperative kernel for these weights, and its grid's columns.
+  bool expert_cooperative(const DeviceExperts& weights) const;
+  uint32_t expert_column_tiles(const DeviceExperts& weights) const;
   const Context& ctx_;
   bool force_portable_ = false;
   ExpertShape expert_shape_;

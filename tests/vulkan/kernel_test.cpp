@@ -587,8 +587,10 @@ TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
   struct Case {
     uint32_t count, experts, k, hidden, inter;
   };
+  // On cooperative matrices (depths a multiple of COOP_TILE_K, weight rows COOP_EXPERT_TILE_N per
+  // tile): 64 to 320 weight rows (partial last tiles), depths of 1 to 3 double-buffered steps.
   for (const Case c : {Case{1, 8, 4, 64, 64}, Case{3, 8, 4, 96, 64}, Case{33, 8, 4, 64, 96}, Case{65, 32, 4, 64, 64},
-                       Case{513, 128, 4, 64, 32}}) {
+                       Case{513, 128, 4, 64, 32}, Case{17, 4, 2, 192, 128}, Case{40, 4, 3, 128, 160}}) {
     SCOPED_TRACE("tokens " + std::to_string(c.count) + " experts " + std::to_string(c.experts));
     const auto p = moe_problem(c.count, c.experts, c.k, c.hidden, c.inter);
     const auto mlp1 = mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1);
@@ -608,7 +610,7 @@ TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
     auto hi = host_buffer(*ctx, std::vector<uint16_t>(halves)), lo = host_buffer(*ctx, std::vector<uint16_t>(halves));
     run(*ctx, [&](vk::DispatchList& list) {
       auto& k = kernels(*ctx);
-      k.moe_route(list, chosen->address(), tables, c.count, c.k, c.experts, 2 * c.inter, c.hidden);
+      k.moe_route(list, chosen->address(), tables, c.count, c.k, mlp1.device, mlp2.device);
       k.expert_gemm(list, mlp1.device, b1->address(), xn->address(), c.count, tables, act->address(), true, limit,
                     {hi->address(), lo->address()});
       k.expert_gemm(list, mlp2.device, b2->address(), act->address(), choices, tables, y->address(), false, 0.0f,
