@@ -23,9 +23,9 @@
 #              on GPL-3's first 16 and 64 tokens
 #   big        gptoss-bench on synth:120b (generated while it is uploaded; 65 GB never on disk)
 #   parity120b the parity step on synth:120b
-#   sweep      the decode expert kernels' shapes (GPTOSS_VK_EXPERT, each of SHAPES) through
-#              vulkan_kernel_bench, then tg128 of the HF checkpoint with each; then tg128 at depth
-#              DEPTH with each decode-attention range cap of SPLITS (GPTOSS_VK_ATTN_SPLITS)
+#   sweep      tgN of the HF checkpoint with the defaults and each of VARIANTS (environment
+#              settings such as GPTOSS_VK_EXPERT, GPTOSS_VK_MATVEC; ';' joins several), then tgN
+#              at depth DEPTH with the defaults and each of DEEP_VARIANTS (GPTOSS_VK_ATTN_SPLITS)
 #   fuzz       every libFuzzer target at once (pack with FUZZ_BUILD=build-asan), FUZZ_RUNS executions
 #              each (default 10^6) or FUZZ_SECONDS (540), whichever comes first
 #   diagnose   VulkanWideLayer (one layer at 20b widths against a double reference) with the
@@ -181,22 +181,19 @@ step_big() {
 }
 step_parity120b() { parity_on synth:120b "${CPU_ENGINE:-cpu-f64}"; }
 
-SHAPES=${SHAPES:-"2,4,2,4 4,2,4,2 4,3,8,1 8,1,8,2 2,4,8,2 4,2,8,2 8,2,16,1"}
+# Each variant: environment settings joined by ';' (GPTOSS_VK_EXPERT=2,1,4,1;GPTOSS_VK_MATVEC=1,4).
+VARIANTS=${VARIANTS:-"GPTOSS_VK_EXPERT=2,3,4,3 GPTOSS_VK_MATVEC=1,4 GPTOSS_VK_MATVEC=1,12"}
+DEEP_VARIANTS=${DEEP_VARIANTS:-"GPTOSS_VK_ATTN_SPLITS=64"}
+sweep_one() {  # sweep_one VARIANT gptoss-bench-options...
+  local variant=$1
+  shift
+  note "#### ${variant:-(defaults)}: $*"
+  env ${variant//;/ } "$BIN"/gptoss-bench "$HF" -r "$R" -o md -q "$@" 2>&1 | tail -1 | tee -a "$SUMMARY"
+}
 step_sweep() {
-  note "### decode expert shapes (GPTOSS_VK_EXPERT=mlp1_outputs,mlp1_batch,mlp2_outputs,mlp2_batch)"
-  for shape in $SHAPES; do
-    note "#### GPTOSS_VK_EXPERT=$shape: vulkan_kernel_bench"
-    GPTOSS_VK_EXPERT=$shape "$BIN"/vulkan_kernel_bench 2>&1 | grep -i "expert_mlp\|kernel " | tee -a "$SUMMARY"
-  done
-  for shape in $SHAPES; do
-    note "#### GPTOSS_VK_EXPERT=$shape: tg$N"
-    GPTOSS_VK_EXPERT=$shape "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -r "$R" -o md -q 2>&1 | tail -1 | tee -a "$SUMMARY"
-  done
-  for splits in ${SPLITS:-32 64 128}; do
-    note "#### GPTOSS_VK_ATTN_SPLITS=$splits: tg$N @ d$DEPTH"
-    GPTOSS_VK_EXPERT=${BEST_SHAPE:-} GPTOSS_VK_ATTN_SPLITS=$splits "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -d "$DEPTH" -r "$R" \
-      -o md -q 2>&1 | tail -1 | tee -a "$SUMMARY"
-  done
+  note "### decode variants (the kernels' shapes from the environment, compared without rebuilding)"
+  for variant in "" $VARIANTS; do sweep_one "$variant" -p 0 -n "$N"; done
+  for variant in "" $DEEP_VARIANTS; do sweep_one "$variant" -p 0 -n "$N" -d "$DEPTH"; done
 }
 step_fuzz() {
   note "### scripts/fuzz.sh all ${FUZZ_SECONDS:-540} -runs=${FUZZ_RUNS:-1000000}, every target at once"

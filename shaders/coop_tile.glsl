@@ -1,38 +1,72 @@
 // The cooperative-matrix GEMM tile shared by gemm_coop.comp and expert_gemm_coop.comp
 // (VK_NV_cooperative_matrix; written so the KHR form is a rename of types and calls): a
-// GEMM_TILE_M x GEMM_TILE_N block of C = A W^T, COOP_TILE_K deep per step, from f16 tiles in
-// shared memory (A rounded to f16, or with SPLIT_A as f16 hi + f16 lo parts, two products, for
-// about f32 accuracy; W decoded from its encoding to f16, exact for BF16/F16/MXFP4 values in f16
-// range, Q8_0's d * q rounded to f16), f32 accumulators. COOP_WORKGROUP_SIZE invocations = 4
-// subgroups of 32, each owning a 32 x 32 quadrant as (32/M) x (32/N) matrices of the device's
-// M x N x K shape.
+// COOP_TILE_M x COOP_TILE_N block of C = A W^T (A rows x W rows; the includer defines the two and
+// COOP_THREADS, its workgroup size), COOP_TILE_K deep per step, from f16 tiles in shared memory
+// (A rounded to f16, or with SPLIT_A as f16 hi + f16 lo parts, two products, for about f32
+// accuracy; W decoded from its encoding to f16, exact for BF16/F16/MXFP4 values in f16 range,
+// Q8_0's d * q rounded to f16), f32 accumulators. COOP_THREADS invocations = subgroups of 32, each
+// owning a 32 x 32 block of C as (32/M) x (32/N) matrices of the device's M x N x K shape.
 //
-// Loads: invocation t brings 32 values (one Q8_0/MXFP4 block) of A row t/2 and of W row t/2
-// (depth (t%2)*32 .. +32) per step. The kernels issue the next step's global loads into registers before this step's
-// products (raw bytes; decoded and stored after the products), so memory latency hides behind
-// the matrix units, and store 8 halves at a time. The result goes through a shared f32 tile so
-// the epilogue (bias, accumulate, SwiGLU, scattered rows) is plain code.
+// Loads: invocation t decodes 32 values (one Q8_0/MXFP4 block) of W row t/2 (depth (t%2)*32 ..
+// +32) per step, and brings COOP_TILE_K / (COOP_THREADS / COOP_TILE_M) values of A row
+// t / (COOP_THREADS / COOP_TILE_M) (hi and lo). The kernels issue the next step's global loads
+// into registers before this step's products (raw bytes; decoded and stored after the products),
+// so memory latency hides behind the matrix units, and store 8 halves at a time. The operand
+// tiles are double-buffered where COOP_STAGES is 2 (step s in stage s % 2), so a step needs one
+// barrier: the stores of step s + 1 go to the stage no subgroup reads in step s, and the barrier
+// of step s + 1 waits for the products of step s before step s + 2 overwrites its stage; with one
+// stage (what fits NVIDIA's 48 KiB) a second barrier follows the products. The result goes through a
+// shared f32 tile, laid over the operand stages once the last products are done, so the epilogue
+// (bias, accumulate, SwiGLU, scattered rows) is plain code.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+
+// Shapes this tile is written for: one 32 x 32 block per subgroup of 32, one W block per
+// invocation (so 2 COOP_TILE_N invocations), whole uvec4s of A per invocation.
+#if COOP_THREADS * 32 != COOP_TILE_M * COOP_TILE_N || COOP_THREADS != 2 * COOP_TILE_N
+#error "coop_tile.glsl: COOP_THREADS must be COOP_TILE_M * COOP_TILE_N / 32 and 2 * COOP_TILE_N"
+#endif
+#if COOP_TILE_M % 32 != 0 || COOP_TILE_N % 32 != 0 || COOP_THREADS % COOP_TILE_M != 0 || \
+    (COOP_TILE_K / 8) % (COOP_THREADS / COOP_TILE_M) != 0 || COOP_TILE_K != 64
+#error "coop_tile.glsl: unsupported tile shape"
+#endif
 
 layout(constant_id = SPEC_COOP_SPLIT) const bool SPLIT_A = false;
 layout(constant_id = SPEC_COOP_M) const uint lM = 16u;
 layout(constant_id = SPEC_COOP_N) const uint lN = 16u;
 layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
 
-const uint kRowQuads = COOP_TILE_K / 8u + 1u;  // uvec4s (8 halves) per shared row: 144 bytes, skewed banks
-const uint kStrideC = GEMM_TILE_N + 4u;        // floats per shared C row
-shared uvec4 a_hi[GEMM_TILE_M * kRowQuads];
-shared uvec4 a_lo[GEMM_TILE_M * kRowQuads];
-shared uvec4 w_half[GEMM_TILE_N * kRowQuads];
-shared float c_tile[GEMM_TILE_M * kStrideC];
+// Shared memory in uvec4s (8 halves, or 4 floats of the C tile): two stages of [a_hi | a_lo | w].
+const uint kRowQuads = COOP_TILE_K / 8u + 1u;  // per operand row: 144 bytes, skewed banks
+const uint kATileQuads = COOP_TILE_M * kRowQuads;
+const uint kStageQuads = 2u * kATileQuads + COOP_TILE_N * kRowQuads;
+const uint kStrideCQuads = COOP_TILE_N / 4u + 1u;  // per C row: the row's floats and 4 more, skewed banks
+#if COOP_TILE_M * (COOP_TILE_N / 4 + 1) > COOP_STAGES * (2 * COOP_TILE_M + COOP_TILE_N) * (COOP_TILE_K / 8 + 1)
+#error "coop_tile.glsl: the C tile does not fit over the operand stages"
+#endif
+#if COOP_STAGES != 1 && COOP_STAGES != 2
+#error "coop_tile.glsl: COOP_STAGES must be 1 or 2"
+#endif
+#if COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_STAGES) != COOP_STAGES * (2 * COOP_TILE_M + COOP_TILE_N) * (COOP_TILE_K / 8 + 1) * 16
+#error "coop_tile.glsl: COOP_SHARED_BYTES disagrees with the layout"
+#endif
+shared uvec4 coop_shared[COOP_STAGES * kStageQuads];
 
+const uint kAThreadsPerRow = COOP_THREADS / COOP_TILE_M;
+const uint kAQuads = COOP_TILE_K / 8u / kAThreadsPerRow;  // uvec4s of A (per part) per invocation per step
+const uint kBlocksN = COOP_TILE_N / 32u;                   // 32 x 32 blocks of C across a row of subgroups
 const uint kRowsPerSubgroup = 32u / lM, kColsPerSubgroup = 32u / lN;
 fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> acc[kRowsPerSubgroup][kColsPerSubgroup];
 
-uint coop_load_row() { return gl_LocalInvocationIndex / 2u; }
-uint coop_load_depth() { return (gl_LocalInvocationIndex % 2u) * 32u; }
+uint coop_load_a_row() { return gl_LocalInvocationIndex / kAThreadsPerRow; }
+uint coop_load_a_depth() { return (gl_LocalInvocationIndex % kAThreadsPerRow) * (COOP_TILE_K / kAThreadsPerRow); }
+uint coop_load_w_row() { return gl_LocalInvocationIndex / 2u; }
+uint coop_load_w_depth() { return (gl_LocalInvocationIndex % 2u) * 32u; }
+
+uint coop_a_hi_at(uint stage) { return stage * kStageQuads; }
+uint coop_a_lo_at(uint stage) { return stage * kStageQuads + kATileQuads; }
+uint coop_w_at(uint stage) { return stage * kStageQuads + 2u * kATileQuads; }
 
 void clear_coop_sums() {
   [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
@@ -41,39 +75,54 @@ void clear_coop_sums() {
 uvec4 halves8(vec4 lo, vec4 hi) {
   return uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
 }
-// 32 halves of this invocation's A row (split_halves made them) into the tile(s).
-void store_a_halves(uvec4 hi[4], uvec4 lo[4]) {
-  uint at = coop_load_row() * kRowQuads + coop_load_depth() / 8u;
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-    a_hi[at + i] = hi[i];
-    if (SPLIT_A) a_lo[at + i] = lo[i];
+// This invocation's halves of its A row (split_halves made them) into the stage's tile(s).
+void store_a_halves(uint stage, uvec4 hi[kAQuads], uvec4 lo[kAQuads]) {
+  uint at = coop_load_a_row() * kRowQuads + coop_load_a_depth() / 8u;
+  [[unroll]] for (uint i = 0u; i < kAQuads; ++i) {
+    coop_shared[coop_a_hi_at(stage) + at + i] = hi[i];
+    if (SPLIT_A) coop_shared[coop_a_lo_at(stage) + at + i] = lo[i];
   }
 }
-// This invocation's 32 halves of A row `row` (hi, and lo with SPLIT_A) at depth k0.
-void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth, uint k0, out uvec4 hi[4], out uvec4 lo[4]) {
-  uint at = (row * depth + k0 + coop_load_depth()) / 8u;
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+// This invocation's halves of A row `row` (hi, and lo with SPLIT_A) of the step at depth k0.
+void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth, uint k0, out uvec4 hi[kAQuads],
+                   out uvec4 lo[kAQuads]) {
+  uint at = (row * depth + k0 + coop_load_a_depth()) / 8u;
+  [[unroll]] for (uint i = 0u; i < kAQuads; ++i) {
     hi[i] = QuadsIn(a_hi_address).v[at + i];
     lo[i] = SPLIT_A ? QuadsIn(a_lo_address).v[at + i] : uvec4(0u);
   }
 }
-void store_w32(vec4 v[8]) {
-  uint at = coop_load_row() * kRowQuads + coop_load_depth() / 8u;
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) w_half[at + i] = halves8(v[2u * i], v[2u * i + 1u]);
+// This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves.
+void store_w32(uint stage, vec4 v[8]) {
+  uint at = coop_w_at(stage) + coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) coop_shared[at + i] = halves8(v[2u * i], v[2u * i + 1u]);
 }
-void multiply_coop_tiles() {
-  uint sub_m = (gl_SubgroupID / 2u) * 32u, sub_n = (gl_SubgroupID % 2u) * 32u;
+// The stage the next step stores into, after this step's products: with one stage, a barrier
+// first so no subgroup still reads what the next stores overwrite.
+uint coop_next_stage(uint stage) {
+  if (COOP_STAGES == 1) {
+    barrier();
+    return 0u;
+  }
+  return stage ^ 1u;
+}
+// Subgroup s owns C rows sub_m .. +32 and columns sub_n .. +32.
+uint coop_sub_m() { return (gl_SubgroupID / kBlocksN) * 32u; }
+uint coop_sub_n() { return (gl_SubgroupID % kBlocksN) * 32u; }
+void multiply_coop_tiles(uint stage) {
+  uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
   [[unroll]] for (uint k = 0u; k < COOP_TILE_K; k += lK) {
     fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a[kRowsPerSubgroup];
     fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a2[kRowsPerSubgroup];
     [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
-      coopMatLoadNV(a[i], a_hi, (sub_m + i * lM) * kRowQuads + k / 8u, kRowQuads, false);
-      if (SPLIT_A) coopMatLoadNV(a2[i], a_lo, (sub_m + i * lM) * kRowQuads + k / 8u, kRowQuads, false);
+      uint row = (sub_m + i * lM) * kRowQuads + k / 8u;
+      coopMatLoadNV(a[i], coop_shared, coop_a_hi_at(stage) + row, kRowQuads, false);
+      if (SPLIT_A) coopMatLoadNV(a2[i], coop_shared, coop_a_lo_at(stage) + row, kRowQuads, false);
     }
     [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
       fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> b;
       // W rows are B's columns: column-major B from the row-major W tile.
-      coopMatLoadNV(b, w_half, (sub_n + j * lN) * kRowQuads + k / 8u, kRowQuads, true);
+      coopMatLoadNV(b, coop_shared, coop_w_at(stage) + (sub_n + j * lN) * kRowQuads + k / 8u, kRowQuads, true);
       [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
         acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
         if (SPLIT_A) acc[i][j] = coopMatMulAddNV(a2[i], b, acc[i][j]);
@@ -81,10 +130,14 @@ void multiply_coop_tiles() {
     }
   }
 }
-// The sums into c_tile[row][col]; call with every invocation, then barrier() before reading.
+// The sums into the C tile (over the operand stages); call with every invocation after a barrier
+// that follows the last products, then barrier() before coop_sum.
 void store_coop_sums() {
-  uint sub_m = (gl_SubgroupID / 2u) * 32u, sub_n = (gl_SubgroupID % 2u) * 32u;
+  uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
   [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
     [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j)
-      coopMatStoreNV(acc[i][j], c_tile, (sub_m + i * lM) * kStrideC + sub_n + j * lN, kStrideC, false);
+      coopMatStoreNV(acc[i][j], coop_shared, (sub_m + i * lM) * kStrideCQuads + (sub_n + j * lN) / 4u, kStrideCQuads,
+                     false);
 }
+// C[row][col] of the tile (row < COOP_TILE_M, col < COOP_TILE_N).
+float coop_sum(uint row, uint col) { return uintBitsToFloat(coop_shared[row * kStrideCQuads + col / 4u][col % 4u]); }

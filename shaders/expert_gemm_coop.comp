@@ -1,9 +1,16 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// expert_gemm.comp on cooperative matrices (same arguments, tiles and indirect grid): one tile of
-// one expert's rows, MXFP4 blocks decoded (times their scale) into the f16 W tile.
+// expert_gemm.comp on cooperative matrices (same arguments and tile list; the indirect grid's
+// columns are COOP_EXPERT_TILE_N weight rows wide): one tile of one expert's rows, MXFP4 blocks
+// decoded (times their scale) into the f16 W tile. Twice the portable tile's weight rows, so each
+// A tile brought to shared memory serves COOP_EXPERT_TILE_N of them and each barrier 8 subgroups'
+// products.
 #include "common.glsl"
-layout(local_size_x = COOP_WORKGROUP_SIZE) in;
+#define COOP_TILE_M GEMM_TILE_M
+#define COOP_TILE_N COOP_EXPERT_TILE_N
+#define COOP_STAGES COOP_EXPERT_STAGES
+#define COOP_THREADS COOP_EXPERT_WORKGROUP_SIZE
+layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { ExpertGemmArgs args; };
 #include "coop_tile.glsl"
 
@@ -13,18 +20,18 @@ void main() {
   uint expert = WordsIn(args.tiles).v[entry];
   uint first_row = WordsIn(args.tiles).v[entry + 1u];
   uint rows = WordsIn(args.tiles).v[entry + 2u];
-  uint n0 = gl_WorkGroupID.x * GEMM_TILE_N;
+  uint n0 = gl_WorkGroupID.x * COOP_TILE_N;
   bool gather = (args.flags & EXPERT_GATHER) != 0u;
   uint blocks_per_row = args.depth / 32u;
-  uint load_row = coop_load_row();
-  uint a_row = load_row < rows ? (gather ? WordsIn(args.assign_token).v[first_row + load_row] : first_row + load_row) : 0u;
-  uint n = n0 + load_row;
-  uint w_row = expert * args.weight_rows + n;
+  uint a_load_row = coop_load_a_row();
+  bool a_in = a_load_row < rows;
+  uint a_row = a_in ? (gather ? WordsIn(args.assign_token).v[first_row + a_load_row] : first_row + a_load_row) : 0u;
+  uint n = n0 + coop_load_w_row();
+  bool w_in = n < args.weight_rows;
   clear_coop_sums();
-  bool a_in = load_row < rows, w_in = n < args.weight_rows;
-  // This invocation's block: the row's (t % 2)-th of each pair.
-  uint block = w_row * blocks_per_row + coop_load_depth() / 32u;
-  uvec4 ahi[4], alo[4];
+  // This invocation's block: the W row's (t % 2)-th of each pair.
+  uint block = (expert * args.weight_rows + n) * blocks_per_row + coop_load_w_depth() / 32u;
+  uvec4 ahi[kAQuads], alo[kAQuads];
   uvec4 q = uvec4(0u);
   uint scale_word = 0u;
   load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, 0u, ahi, alo);
@@ -32,6 +39,7 @@ void main() {
     q = QuadsIn(args.blocks).v[block];
     scale_word = WordsIn(args.scales).v[block >> 2];
   }
+  uint stage = 0u;
   for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
     vec4 w[8];
     float scale = mxfp4_scale_value((scale_word >> ((block & 3u) * 8u)) & 0xFFu);
@@ -40,9 +48,9 @@ void main() {
     fp4x8(q.z, w[4], w[5]);
     fp4x8(q.w, w[6], w[7]);
     [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = w_in ? w[i] * scale : vec4(0.0);
-    if (!a_in) [[unroll]] for (uint i = 0u; i < 4u; ++i) ahi[i] = alo[i] = uvec4(0u);
-    store_a_halves(ahi, alo);
-    store_w32(w);
+    if (!a_in) [[unroll]] for (uint i = 0u; i < kAQuads; ++i) ahi[i] = alo[i] = uvec4(0u);
+    store_a_halves(stage, ahi, alo);
+    store_w32(stage, w);
     barrier();
     if (k0 + COOP_TILE_K < args.depth) {  // the next step's loads, in flight during the products
       block += 2u;
@@ -52,32 +60,33 @@ void main() {
         scale_word = WordsIn(args.scales).v[block >> 2];
       }
     }
-    multiply_coop_tiles();
-    barrier();
+    multiply_coop_tiles(stage);
+    stage = coop_next_stage(stage);
   }
+  barrier();  // the C tile lies over the stages the last products read
   store_coop_sums();
   barrier();
   Floats out_values = Floats(args.target);
   bool swiglu = (args.flags & EXPERT_SWIGLU) != 0u;
   uint intermediate = args.weight_rows / 2u;
   // SwiGLU pairs: (gate, up) are adjacent columns.
-  uint per_row = swiglu ? GEMM_TILE_N / 2u : GEMM_TILE_N;
-  for (uint e = gl_LocalInvocationIndex; e < GEMM_TILE_M * per_row; e += COOP_WORKGROUP_SIZE) {
+  uint per_row = swiglu ? COOP_TILE_N / 2u : COOP_TILE_N;
+  for (uint e = gl_LocalInvocationIndex; e < COOP_TILE_M * per_row; e += COOP_THREADS) {
     uint r = e / per_row, col = e % per_row;
     if (r >= rows) continue;
     uint out_row = first_row + r;
     if (swiglu) {
       uint gate_row = n0 + 2u * col;
       if (gate_row >= args.weight_rows) continue;
-      float gate = min(c_tile[r * kStrideC + 2u * col] + FloatsIn(args.bias).v[expert * args.weight_rows + gate_row], args.limit);
-      float up = clamp(c_tile[r * kStrideC + 2u * col + 1u] + FloatsIn(args.bias).v[expert * args.weight_rows + gate_row + 1u],
+      float gate = min(coop_sum(r, 2u * col) + FloatsIn(args.bias).v[expert * args.weight_rows + gate_row], args.limit);
+      float up = clamp(coop_sum(r, 2u * col + 1u) + FloatsIn(args.bias).v[expert * args.weight_rows + gate_row + 1u],
                        -args.limit, args.limit);
       float glu = gate / (1.0 + exp(-1.702 * gate));
       out_values.v[out_row * intermediate + gate_row / 2u] = (up + 1.0) * glu;
     } else {
       uint n_out = n0 + col;
       if (n_out >= args.weight_rows) continue;
-      out_values.v[out_row * args.weight_rows + n_out] = c_tile[r * kStrideC + col] + FloatsIn(args.bias).v[expert * args.weight_rows + n_out];
+      out_values.v[out_row * args.weight_rows + n_out] = coop_sum(r, col) + FloatsIn(args.bias).v[expert * args.weight_rows + n_out];
     }
   }
 }

@@ -6,7 +6,11 @@
 // step's products (raw W bytes in registers, decoded after them). Depth must be a multiple of
 // COOP_TILE_K (the launcher checks; other depths take the portable kernel).
 #include "common.glsl"
-layout(local_size_x = COOP_WORKGROUP_SIZE) in;
+#define COOP_TILE_M GEMM_TILE_M
+#define COOP_TILE_N GEMM_TILE_N
+#define COOP_STAGES COOP_DENSE_STAGES
+#define COOP_THREADS COOP_WORKGROUP_SIZE
+layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { GemmArgs args; };
 #include "coop_tile.glsl"
 
@@ -48,42 +52,44 @@ void decode_raw_w(uint index, uvec4 r[4], uint scale_word, out vec4 v[8]) {
 
 void main() {
   uint m0 = gl_WorkGroupID.y * GEMM_TILE_M, n0 = gl_WorkGroupID.x * GEMM_TILE_N;
-  uint m = m0 + coop_load_row(), n = n0 + coop_load_row();
+  uint m = m0 + coop_load_a_row(), n = n0 + coop_load_w_row();
   bool a_in = m < args.rows, w_in = n < args.cols;
-  uint w_at = n * args.depth + coop_load_depth();
+  uint w_at = n * args.depth + coop_load_w_depth();
   uint a_row = a_in ? m : 0u;
   clear_coop_sums();
-  uvec4 ahi[4], alo[4];
+  uvec4 ahi[kAQuads], alo[kAQuads];
   uvec4 r[4];
   uint scale_word = 0u;
   load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, 0u, ahi, alo);
   [[unroll]] for (uint i = 0u; i < 4u; ++i) r[i] = uvec4(0u);
   if (w_in) load_raw_w(w_at, r, scale_word);
+  uint stage = 0u;
   for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
     vec4 w[8];
     decode_raw_w(w_at + k0, r, scale_word, w);
     if (!w_in) [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = vec4(0.0);
-    if (!a_in) [[unroll]] for (uint i = 0u; i < 4u; ++i) ahi[i] = alo[i] = uvec4(0u);
-    store_a_halves(ahi, alo);
-    store_w32(w);
+    if (!a_in) [[unroll]] for (uint i = 0u; i < kAQuads; ++i) ahi[i] = alo[i] = uvec4(0u);
+    store_a_halves(stage, ahi, alo);
+    store_w32(stage, w);
     barrier();
     if (k0 + COOP_TILE_K < args.depth) {  // the next step's loads, in flight during the products
       uint next = k0 + COOP_TILE_K;
       load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, next, ahi, alo);
       if (w_in && PROBE != 2u) load_raw_w(w_at + next, r, scale_word);
     }
-    if (PROBE != 1u) multiply_coop_tiles();
-    barrier();
+    if (PROBE != 1u) multiply_coop_tiles(stage);
+    stage = coop_next_stage(stage);
   }
+  barrier();  // the C tile lies over the stages the last products read
   store_coop_sums();
   barrier();
   bool bias = (args.flags & GEMM_BIAS) != 0u, accumulate = (args.flags & GEMM_ACCUMULATE) != 0u;
   Floats c = Floats(args.c);
-  for (uint e = gl_LocalInvocationIndex; e < GEMM_TILE_M * GEMM_TILE_N; e += COOP_WORKGROUP_SIZE) {
-    uint r0 = e / GEMM_TILE_N, col = e % GEMM_TILE_N;
+  for (uint e = gl_LocalInvocationIndex; e < COOP_TILE_M * COOP_TILE_N; e += COOP_THREADS) {
+    uint r0 = e / COOP_TILE_N, col = e % COOP_TILE_N;
     uint row = m0 + r0, n_out = n0 + col;
     if (row >= args.rows || n_out >= args.cols) continue;
-    float value = c_tile[r0 * kStrideC + col] + (bias ? FloatsIn(args.bias).v[n_out] : 0.0);
+    float value = coop_sum(r0, col) + (bias ? FloatsIn(args.bias).v[n_out] : 0.0);
     uint at = row * args.c_stride + n_out;
     c.v[at] = accumulate ? c.v[at] + value : value;
   }

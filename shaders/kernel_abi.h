@@ -35,6 +35,8 @@ using uint = uint32_t;
 #define SPEC_EXPERT_BATCH 9   // decode expert kernels: blocks per lane loaded before any is used
 #define SPEC_ATTENTION_GROUP 10     // decode attention: query heads per KV head
 #define SPEC_ATTENTION_HEAD_DIM 11  // decode attention: head_dim
+#define SPEC_MATVEC_ROWS 12   // decode matvec: rows per subgroup
+#define SPEC_MATVEC_BATCH 13  // decode matvec: 8-value loads per lane and row in flight before any is used
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
@@ -64,18 +66,36 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define GEMM_TILE_N 64            // output rows (weight rows) per GEMM tile
 #define GEMM_TILE_K 32            // depth per step: one Q8_0 / MXFP4 block
 #define GEMM_WORKGROUP_SIZE 256   // portable GEMM: 4 x 4 outputs per invocation
-#define COOP_WORKGROUP_SIZE 128   // cooperative-matrix GEMM: 4 subgroups of 32, 32 x 32 each
-#define COOP_TILE_K 64            // cooperative-matrix GEMM: depth per step (two 32-value blocks)
-#define MATVEC_ROWS_PER_SUBGROUP 2
-#define MATVEC_WORKGROUP_SIZE 256  // decode matvec: 16 rows per workgroup share one staged x
+#define COOP_WORKGROUP_SIZE 128   // dense cooperative-matrix GEMM (GEMM_TILE_M x GEMM_TILE_N): 4 subgroups of 32, 32 x 32 each
+#define COOP_TILE_K 64            // cooperative-matrix GEMMs: depth per step (two 32-value blocks)
+// The cooperative expert GEMM's tiles: GEMM_TILE_M rows (moe_route's tiles) x COOP_EXPERT_TILE_N
+// weight rows (its grid's columns), 8 subgroups of 32, 32 x 32 each: an A tile in shared memory
+// serves twice the weight rows of the 64-wide tile (mlp1 reads each A tile 45 times instead of 90).
+#define COOP_EXPERT_TILE_N 128
+#define COOP_EXPERT_WORKGROUP_SIZE 256
+// Operand stages of the cooperative tiles: 2 overlaps a step's stores with the last step's
+// products (one barrier per step), but [A hi | A lo | W] twice is 55 KB (dense) or 74 KB (expert)
+// and NVIDIA's Vulkan driver allows 48 KiB per workgroup, so both take one stage (two barriers).
+#define COOP_DENSE_STAGES 1
+#define COOP_EXPERT_STAGES 1
+// Bytes of shared memory a cooperative tile uses (the launcher checks them against the device's
+// maxComputeSharedMemorySize): per stage, 2 A parts + W rows of COOP_TILE_K halves + a skew quad.
+#define COOP_SHARED_BYTES(M, N, STAGES) ((STAGES) * (2 * (M) + (N)) * (COOP_TILE_K / 8 + 1) * 16)
+// Decode matvec (SPEC_MATVEC_ROWS / SPEC_MATVEC_BATCH; GPTOSS_VK_MATVEC="rows,batch" overrides
+// them to compare): rows per subgroup and loads per lane in flight per row.
+#define MATVEC_WORKGROUP_SIZE 256  // its subgroups share one staged x
+#define MATVEC_DEFAULT_ROWS 2
+#define MATVEC_DEFAULT_BATCH 4
+#define MATVEC_MAX_ROWS 8          // the most either the launcher accepts
+#define MATVEC_MAX_BATCH 16
 // Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; GPTOSS_VK_EXPERT
 // overrides them to compare): outputs per subgroup and blocks per lane loaded before any is used
 // (3 x 32 lanes covers a 2880-wide row of gpt-oss in one batch).
 #define EXPERT_WORKGROUP_SIZE 256
 #define EXPERT_MLP1_OUTPUTS 2
-#define EXPERT_MLP1_BATCH 3
+#define EXPERT_MLP1_BATCH 1
 #define EXPERT_MLP2_OUTPUTS 4
-#define EXPERT_MLP2_BATCH 3
+#define EXPERT_MLP2_BATCH 1
 #define EXPERT_MAX_OUTPUTS 16     // the largest outputs per subgroup the launchers accept
 #define EXPERT_MAX_BATCH 8
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
@@ -284,7 +304,8 @@ struct GemmArgs {
 // Groups the (token, slot) assignments of `count` tokens by expert: for expert e its rows
 // [offsets[e], offsets[e] + counts[e]) of the grouped order; assign_token[row] = token,
 // row_of[t * k + s] = row; tiles: (expert, first row, rows) of at most GEMM_TILE_M rows; the
-// indirect dispatch sizes (n_tiles_mlp1 / n_tiles_mlp2, tiles, 1) of the two expert GEMMs.
+// indirect dispatch sizes (n_tiles_mlp1 / n_tiles_mlp2, tiles, 1) of the two expert GEMMs, the
+// column tiles of the kernel each runs (GEMM_TILE_N or COOP_EXPERT_TILE_N weight rows wide).
 struct MoeRouteArgs {
   ABI_ADDRESS chosen;
   ABI_ADDRESS assign_token;

@@ -3,8 +3,10 @@
 // Decode's dense products: y[r] (+)= W[r] . x' (+ bias[r]) for one vector, W [rows, cols] in its
 // stored encoding (ENCODING). x' is x, or with MATVEC_NORM its RMSNorm times `norm`, computed by
 // every workgroup from x itself (x is small and cached), so the norm costs no dispatch of its own.
-// Each subgroup owns MATVEC_ROWS_PER_SUBGROUP rows; its lanes read 8 values (16 bytes of BF16) at
-// a time at consecutive addresses, kBatch such reads per row in flight, one subgroupAdd per row.
+// Each subgroup owns ROWS_PER_SUBGROUP rows; its lanes read 8 values (16 bytes of BF16) at a time at
+// consecutive addresses, LOADS_PER_ROW such reads per row in flight, one subgroupAdd per row. Both
+// are specialization constants (GPTOSS_VK_MATVEC): few rows per subgroup make more workgroups for
+// the small projections (qkv: 5120 rows), which are latency-bound where the unembedding is not.
 //
 // Order of work, for latency: each lane issues its first weight loads, then the workgroup stages
 // x (times `norm`) in shared memory and sums its squares, and only then are the loads used. The
@@ -17,26 +19,30 @@ layout(push_constant) uniform Push { MatvecArgs args; };
 
 shared vec4 staged_lo[kMaxMatvecCols / 8u], staged_hi[kMaxMatvecCols / 8u];
 
-const uint kBatch = 4u;
-uvec4 raw[kBatch][2][2];  // [pass][row][load8's two words]
+layout(constant_id = SPEC_MATVEC_ROWS) const uint ROWS_PER_SUBGROUP = MATVEC_DEFAULT_ROWS;
+layout(constant_id = SPEC_MATVEC_BATCH) const uint LOADS_PER_ROW = MATVEC_DEFAULT_BATCH;
+uvec4 raw[LOADS_PER_ROW][ROWS_PER_SUBGROUP][2];  // [pass][row][load_raw8's two words]
+float row_sums[ROWS_PER_SUBGROUP];  // module scope: glslang matches no parameter sized by a specialization constant
 
-void load_pass(uint row0, uint row1, uint chunks, uint base) {
-  [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+// Row first_row + r clamped to the matrix (the extra rows' sums are not written).
+uint clamped_row(uint first_row, uint r) { return min(first_row + r, args.rows - 1u); }
+
+void load_pass(uint first_row, uint chunks, uint base) {
+  [[unroll]] for (uint u = 0u; u < LOADS_PER_ROW; ++u) {
     uint c = min(base + u * gl_SubgroupSize + gl_SubgroupInvocationID, chunks - 1u);
-    load_raw8(args.weight, args.scales, row0 * args.cols + 8u * c, raw[u][0][0], raw[u][0][1]);
-    load_raw8(args.weight, args.scales, row1 * args.cols + 8u * c, raw[u][1][0], raw[u][1][1]);
+    [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r)
+      load_raw8(args.weight, args.scales, clamped_row(first_row, r) * args.cols + 8u * c, raw[u][r][0], raw[u][r][1]);
   }
 }
 
 void main() {
   bool normed = (args.flags & MATVEC_NORM) != 0u;
   uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-  uint row0 = (group * gl_NumSubgroups + gl_SubgroupID) * MATVEC_ROWS_PER_SUBGROUP;
+  uint row0 = (group * gl_NumSubgroups + gl_SubgroupID) * ROWS_PER_SUBGROUP;
   bool has_rows = row0 < args.rows;
   row0 = min(row0, args.rows - 1u);
-  uint row1 = min(row0 + 1u, args.rows - 1u);
   uint chunks = args.cols / 8u;
-  load_pass(row0, row1, chunks, 0u);
+  load_pass(row0, chunks, 0u);
 
   float sum_squares = 0.0;
   for (uint c = gl_LocalInvocationIndex; c < chunks; c += MATVEC_WORKGROUP_SIZE) {
@@ -56,29 +62,27 @@ void main() {
     barrier();
   if (!has_rows) return;  // whole subgroups leave; no barrier follows
 
-  float acc0 = 0.0, acc1 = 0.0;
-  for (uint base = 0u; base < chunks; base += kBatch * gl_SubgroupSize) {
-    if (base > 0u) load_pass(row0, row1, chunks, base);
-    [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+  [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) row_sums[r] = 0.0;
+  for (uint base = 0u; base < chunks; base += LOADS_PER_ROW * gl_SubgroupSize) {
+    if (base > 0u) load_pass(row0, chunks, base);
+    [[unroll]] for (uint u = 0u; u < LOADS_PER_ROW; ++u) {
       uint c = base + u * gl_SubgroupSize + gl_SubgroupInvocationID;
       if (c >= chunks) break;
       vec4 xlo = staged_lo[c], xhi = staged_hi[c], lo, hi;
-      decode_raw8(raw[u][0][0], raw[u][0][1], row0 * args.cols + 8u * c, lo, hi);
-      acc0 += dot(lo, xlo) + dot(hi, xhi);
-      decode_raw8(raw[u][1][0], raw[u][1][1], row1 * args.cols + 8u * c, lo, hi);
-      acc1 += dot(lo, xlo) + dot(hi, xhi);
+      [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) {
+        decode_raw8(raw[u][r][0], raw[u][r][1], clamped_row(row0, r) * args.cols + 8u * c, lo, hi);
+        row_sums[r] += dot(lo, xlo) + dot(hi, xhi);
+      }
     }
   }
-  acc0 = subgroupAdd(acc0) * inv_rms;
-  acc1 = subgroupAdd(acc1) * inv_rms;
-  if (subgroupElect()) {
-    bool bias = (args.flags & MATVEC_BIAS) != 0u, accumulate = (args.flags & MATVEC_ACCUMULATE) != 0u;
-    Floats y = Floats(args.y);
-    float v0 = acc0 + (bias ? FloatsIn(args.bias).v[row0] : 0.0);
-    y.v[row0] = accumulate ? y.v[row0] + v0 : v0;
-    if (row0 + 1u < args.rows) {
-      float v1 = acc1 + (bias ? FloatsIn(args.bias).v[row1] : 0.0);
-      y.v[row1] = accumulate ? y.v[row1] + v1 : v1;
+  bool bias = (args.flags & MATVEC_BIAS) != 0u, accumulate = (args.flags & MATVEC_ACCUMULATE) != 0u;
+  Floats y = Floats(args.y);
+  [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) {
+    float total = subgroupAdd(row_sums[r]) * inv_rms;
+    uint row = row0 + r;
+    if (subgroupElect() && row < args.rows) {
+      float v = total + (bias ? FloatsIn(args.bias).v[row] : 0.0);
+      y.v[row] = accumulate ? y.v[row] + v : v;
     }
   }
 }

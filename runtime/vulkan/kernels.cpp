@@ -55,16 +55,36 @@ Kernels::ExpertShape expert_shape_from_environment() {
   return {v[0], v[1], v[2], v[3]};
 }
 
+// GPTOSS_VK_MATVEC="rows,batch" overrides the decode matvec's defaults, likewise.
+Kernels::MatvecShape matvec_shape_from_environment() {
+  Kernels::MatvecShape shape;
+  const char* value = std::getenv("GPTOSS_VK_MATVEC");
+  if (!value || !*value) return shape;
+  unsigned rows = 0, batch = 0;
+  if (std::sscanf(value, "%u,%u", &rows, &batch) != 2)
+    throw std::invalid_argument("GPTOSS_VK_MATVEC: expected rows_per_subgroup,loads_per_row");
+  require(rows >= 1 && rows <= MATVEC_MAX_ROWS && batch >= 1 && batch <= MATVEC_MAX_BATCH, "matvec",
+          "GPTOSS_VK_MATVEC " + std::string(value) + " outside 1.." + std::to_string(MATVEC_MAX_ROWS) + ",1.." +
+              std::to_string(MATVEC_MAX_BATCH));
+  return {rows, batch};
+}
+
 uint32_t probe() {
   const char* value = std::getenv("GPTOSS_VK_PROBE");
   return value ? static_cast<uint32_t>(std::atoi(value)) : 0u;
 }
 }  // namespace
 
-Kernels::Kernels(const Context& ctx) : ctx_(ctx), expert_shape_(expert_shape_from_environment()) {}
+Kernels::Kernels(const Context& ctx)
+    : ctx_(ctx), expert_shape_(expert_shape_from_environment()), matvec_shape_(matvec_shape_from_environment()) {}
 
 bool Kernels::cooperative() const {
-  return !force_portable_ && ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32;
+  // The cooperative tiles' shared memory is fixed at build time; a device that allows less per
+  // workgroup (NVIDIA: 48 KiB) would fail pipeline creation, so it takes the portable kernels.
+  constexpr uint32_t shared_bytes = std::max(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_STAGES),
+                                             COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_STAGES));
+  return !force_portable_ && ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32 &&
+         shared_bytes <= ctx_.info().max_shared_memory;
 }
 
 std::string Kernels::pipeline_statistics() const {
@@ -90,7 +110,9 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        mlp2 ? expert_shape_.mlp2_outputs : expert_shape_.mlp1_outputs,
                                        mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch,
                                        attention.first,
-                                       attention.second};
+                                       attention.second,
+                                       matvec_shape_.rows,
+                                       matvec_shape_.batch};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -121,7 +143,7 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
                          (norm ? abi::MATVEC_NORM : 0u);
   const abi::MatvecArgs args{weight.address(), weight.scales_address(), bias, x, norm, y, weight.rows, weight.cols,
                              flags, eps};
-  const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * MATVEC_ROWS_PER_SUBGROUP;
+  const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * matvec_shape_.rows;
   const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
   list.dispatch(pipeline("matvec", sizeof args, weight.encoding), args, gx, gy);
 }
@@ -284,12 +306,21 @@ uint32_t Kernels::max_moe_tiles(uint32_t choices, uint32_t experts) {
   return ceil_div(choices, GEMM_TILE_M) + std::min(choices, experts);
 }
 
+bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
+  return cooperative() && weights.cols % COOP_TILE_K == 0;
+}
+
+uint32_t Kernels::expert_column_tiles(const DeviceExperts& weights) const {
+  return ceil_div(weights.rows, expert_cooperative(weights) ? COOP_EXPERT_TILE_N : GEMM_TILE_N);
+}
+
 void Kernels::moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
-                        uint32_t experts, uint32_t mlp1_rows, uint32_t mlp2_rows) {
-  require(experts <= abi::kMaxExperts, "moe_route", limit("experts", experts, ">", abi::kMaxExperts));
+                        const DeviceExperts& mlp1, const DeviceExperts& mlp2) {
+  require(mlp1.experts == mlp2.experts, "moe_route", limit("mlp1 experts", mlp1.experts, "differ from mlp2's", mlp2.experts));
+  require(mlp1.experts <= abi::kMaxExperts, "moe_route", limit("experts", mlp1.experts, ">", abi::kMaxExperts));
   const abi::MoeRouteArgs args{chosen,     tables.assign_token, tables.row_of, tables.tiles,
-                               tables.dispatch->address(), count, k, experts, ceil_div(mlp1_rows, GEMM_TILE_N),
-                               ceil_div(mlp2_rows, GEMM_TILE_N)};
+                               tables.dispatch->address(), count, k, mlp1.experts, expert_column_tiles(mlp1),
+                               expert_column_tiles(mlp2)};
   list.dispatch(pipeline("moe_route", sizeof args), args, 1);
 }
 
@@ -302,7 +333,7 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
   const abi::ExpertGemmArgs args{halves.hi, halves.lo, a,       tables.assign_token, weights.blocks->address(),
                                  weights.scales->address(), bias, tables.tiles, target, weights.cols,
                                  weights.rows, flags, limit_value};
-  const bool coop = cooperative() && weights.cols % COOP_TILE_K == 0;
+  const bool coop = expert_cooperative(weights);
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
   list.dispatch_indirect(pipeline(coop ? "expert_gemm_coop" : "expert_gemm", sizeof args), args, *tables.dispatch,
                          first_projection ? 0 : 12);

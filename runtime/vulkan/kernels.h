@@ -91,8 +91,10 @@ class Kernels {
     Address assign_token, row_of, tiles;
     const Buffer* dispatch;  // 6 uints: the two expert GEMMs' indirect grids
   };
+  // The grids it writes are those of the kernels expert_gemm picks for mlp1 and mlp2 now: route
+  // again after force_portable.
   void moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
-                 uint32_t experts, uint32_t mlp1_rows, uint32_t mlp2_rows);
+                 const DeviceExperts& mlp1, const DeviceExperts& mlp2);
   // mlp1: act[row] = SwiGLU(xn[token of row] W1^T + b1); mlp2: y[row] = act[row] W2^T + b2.
   // a_rows: the rows of `a` (tokens for mlp1, tokens * k for mlp2), split into `halves` first on
   // cooperative matrices.
@@ -110,6 +112,10 @@ class Kernels {
     uint32_t mlp2_outputs = EXPERT_MLP2_OUTPUTS, mlp2_batch = EXPERT_MLP2_BATCH;
   };
   const ExpertShape& expert_shape() const { return expert_shape_; }
+  struct MatvecShape {
+    uint32_t rows = MATVEC_DEFAULT_ROWS, batch = MATVEC_DEFAULT_BATCH;
+  };
+  const MatvecShape& matvec_shape() const { return matvec_shape_; }
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
   // Every pipeline built so far with the driver's statistics of it (Pipeline::statistics).
@@ -123,9 +129,13 @@ class Kernels {
   using AttentionConstants = std::pair<uint32_t, uint32_t>;
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},
                            AttentionConstants attention = {});
+  // Whether expert_gemm takes the cooperative kernel for these weights, and its grid's columns.
+  bool expert_cooperative(const DeviceExperts& weights) const;
+  uint32_t expert_column_tiles(const DeviceExperts& weights) const;
   const Context& ctx_;
   bool force_portable_ = false;
   ExpertShape expert_shape_;
+  MatvecShape matvec_shape_;
   std::map<std::tuple<std::string, uint32_t, AttentionConstants>, std::unique_ptr<Pipeline>> pipelines_;
 };
 

@@ -367,7 +367,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       list.tag("");
       k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
                {xn->address(), chosen->address(), gate_weights->address()}, k_experts, count, eps, shared);
-      k.moe_route(list, chosen->address(), tables, count, k_experts, c.num_experts, w.mlp1.rows, w.mlp2.rows);
+      k.moe_route(list, chosen->address(), tables, count, k_experts, w.mlp1, w.mlp2);
       list.tag("mlp1");
       k.expert_gemm(list, w.mlp1, w.mlp1_bias->address(), xn->address(), count, tables, act->address(), true,
                     static_cast<float>(c.swiglu_limit), halves);

@@ -151,6 +151,13 @@ TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
 TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   VULKAN_OR_SKIP();
   const float eps = 1e-5f;
+  // The default shape and shapes GPTOSS_VK_MATVEC can pick: rows per subgroup that divide no row
+  // count, one load per pass, more loads per pass than a row has.
+  for (const char* shape : {"", "1,1", "3,16"}) {
+  SCOPED_TRACE(std::string("GPTOSS_VK_MATVEC=") + shape);
+  if (*shape) setenv("GPTOSS_VK_MATVEC", shape, 1);
+  vk::Kernels shaped(*ctx);
+  unsetenv("GPTOSS_VK_MATVEC");
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
     for (uint32_t rows : {1u, 3u, 67u})
       for (uint32_t cols : {32u, 2880u})
@@ -164,7 +171,7 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
           auto x_buf = host_buffer(*ctx, x), n_buf = host_buffer(*ctx, norm), b_buf = host_buffer(*ctx, b);
           auto y_buf = host_buffer(*ctx, y0);
           run(*ctx, [&](vk::DispatchList& list) {
-            kernels(*ctx).matvec(list, w.device, bias ? b_buf->address() : 0, x_buf->address(),
+            shaped.matvec(list, w.device, bias ? b_buf->address() : 0, x_buf->address(),
                                  normed ? n_buf->address() : 0, y_buf->address(), accumulate, eps);
           });
           Doubles xin(x.begin(), x.end());
@@ -187,6 +194,21 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
           }
           expect_close(read_buffer<float>(*y_buf, rows), want, scale, 2e-6, what);
         }
+  }
+}
+
+TEST(VulkanKernels, MatvecShapeFromTheEnvironmentIsChecked) {
+  VULKAN_OR_SKIP();
+  for (const char* bad : {"2", "0,4", "9,1", "2,17", "a,b"}) {
+    SCOPED_TRACE(bad);
+    setenv("GPTOSS_VK_MATVEC", bad, 1);
+    EXPECT_ANY_THROW(vk::Kernels shaped(*ctx));
+  }
+  setenv("GPTOSS_VK_MATVEC", "1,12", 1);
+  vk::Kernels shaped(*ctx);
+  unsetenv("GPTOSS_VK_MATVEC");
+  EXPECT_EQ(shaped.matvec_shape().rows, 1u);
+  EXPECT_EQ(shaped.matvec_shape().batch, 12u);
 }
 
 TEST(VulkanKernels, EmbeddingGathersRowsInEveryEncoding) {
@@ -612,8 +634,10 @@ TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
   struct Case {
     uint32_t count, experts, k, hidden, inter;
   };
+  // On cooperative matrices (depths a multiple of COOP_TILE_K, weight rows COOP_EXPERT_TILE_N per
+  // tile): 64 to 320 weight rows (partial last tiles), depths of 1 to 3 double-buffered steps.
   for (const Case c : {Case{1, 8, 4, 64, 64}, Case{3, 8, 4, 96, 64}, Case{33, 8, 4, 64, 96}, Case{65, 32, 4, 64, 64},
-                       Case{513, 128, 4, 64, 32}}) {
+                       Case{513, 128, 4, 64, 32}, Case{17, 4, 2, 192, 128}, Case{40, 4, 3, 128, 160}}) {
     SCOPED_TRACE("tokens " + std::to_string(c.count) + " experts " + std::to_string(c.experts));
     const auto p = moe_problem(c.count, c.experts, c.k, c.hidden, c.inter);
     const auto mlp1 = mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1);
@@ -633,7 +657,7 @@ TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
     auto hi = host_buffer(*ctx, std::vector<uint16_t>(halves)), lo = host_buffer(*ctx, std::vector<uint16_t>(halves));
     run(*ctx, [&](vk::DispatchList& list) {
       auto& k = kernels(*ctx);
-      k.moe_route(list, chosen->address(), tables, c.count, c.k, c.experts, 2 * c.inter, c.hidden);
+      k.moe_route(list, chosen->address(), tables, c.count, c.k, mlp1.device, mlp2.device);
       k.expert_gemm(list, mlp1.device, b1->address(), xn->address(), c.count, tables, act->address(), true, limit,
                     {hi->address(), lo->address()});
       k.expert_gemm(list, mlp2.device, b2->address(), act->address(), choices, tables, y->address(), false, 0.0f,

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     kernels.force_portable(false);
   }
 
-  // ---- prefill MoE: route once, then the two expert GEMMs ----
+  // ---- prefill MoE: the route (for each kernel choice), then the two expert GEMMs ----
   {
     std::mt19937 rng(5);
     std::vector<uint32_t> chosen;
@@ -178,12 +178,12 @@ int main(int argc, char** argv) {
     auto b1 = device_floats(*ctx, random_floats(size_t{E} * 2 * I, 8)), b2 = device_floats(*ctx, random_floats(size_t{E} * H, 9));
     const auto mlp1 = experts(*ctx, E, 2 * I, H, 10), mlp2 = experts(*ctx, E, H, I, 11);
     const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
-    vk::DispatchList route;
-    kernels.moe_route(route, chosen_buf->address(), tables, T, k, E, 2 * I, H);
-    ctx->run_once([&](VkCommandBuffer cb) { route.record(cb); });
     for (bool portable : {false, true}) {
       if (!portable && !kernels.cooperative()) continue;
       kernels.force_portable(portable);
+      vk::DispatchList route;  // the grids of the kernels picked now
+      kernels.moe_route(route, chosen_buf->address(), tables, T, k, mlp1, mlp2);
+      ctx->run_once([&](VkCommandBuffer cb) { route.record(cb); });
       const std::string tag = portable ? " portable" : " coop";
       double us = bench.time([&](vk::DispatchList& l, uint32_t) {
         kernels.expert_gemm(l, mlp1, b1->address(), xn->address(), T, tables, act->address(), true, 7.0f, halves);
@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
     }
     kernels.force_portable(false);
     double us = bench.time([&](vk::DispatchList& l, uint32_t) {
-      kernels.moe_route(l, chosen_buf->address(), tables, T, k, E, 2 * I, H);
+      kernels.moe_route(l, chosen_buf->address(), tables, T, k, mlp1, mlp2);
     });
     report("moe_route 512 tokens", us, 0, 0);
     auto x = device_floats(*ctx, random_floats(size_t{T} * H, 12));
