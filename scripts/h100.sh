@@ -26,6 +26,9 @@
 #   sweep      tgN of the HF checkpoint with the defaults and each of VARIANTS (environment
 #              settings such as GPTOSS_VK_EXPERT, GPTOSS_VK_MATVEC; ';' joins several), then tgN
 #              at depth DEPTH with the defaults and each of DEEP_VARIANTS (GPTOSS_VK_ATTN_SPLITS)
+#   kernels    vulkan_kernel_bench: each kernel alone at gpt-oss-20b shapes (SECTIONS of prefill,
+#              decode, attention), with the driver's statistics of each pipeline, then the
+#              SECTIONS (default decode) with each of KERNEL_VARIANTS (environment, as VARIANTS)
 #   fuzz       every libFuzzer target at once (pack with FUZZ_BUILD=build-asan), FUZZ_RUNS executions
 #              each (default 10^6) or FUZZ_SECONDS (540), whichever comes first
 #   diagnose   VulkanWideLayer (one layer at 20b widths against a double reference) with the
@@ -182,6 +185,7 @@ step_big() {
 step_parity120b() { parity_on synth:120b "${CPU_ENGINE:-cpu-f64}"; }
 
 # Each variant: environment settings joined by ';' (GPTOSS_VK_EXPERT=2,1,4,1;GPTOSS_VK_MATVEC=1,4).
+KERNEL_VARIANTS=${KERNEL_VARIANTS:-}
 VARIANTS=${VARIANTS:-"GPTOSS_VK_EXPERT=2,3,4,3 GPTOSS_VK_MATVEC=1,4 GPTOSS_VK_MATVEC=1,12"}
 DEEP_VARIANTS=${DEEP_VARIANTS:-"GPTOSS_VK_ATTN_SPLITS=64"}
 sweep_one() {  # sweep_one VARIANT gptoss-bench-options...
@@ -194,6 +198,14 @@ step_sweep() {
   note "### decode variants (the kernels' shapes from the environment, compared without rebuilding)"
   for variant in "" $VARIANTS; do sweep_one "$variant" -p 0 -n "$N"; done
   for variant in "" $DEEP_VARIANTS; do sweep_one "$variant" -p 0 -n "$N" -d "$DEPTH"; done
+}
+step_kernels() {
+  note "### vulkan_kernel_bench (GPU timestamps; driver statistics of each pipeline)"
+  GPTOSS_VK_PIPELINE_STATS=1 timed "vulkan_kernel_bench" "$BIN"/vulkan_kernel_bench 20 "${SECTIONS:-prefill,decode,attention}"
+  for variant in $KERNEL_VARIANTS; do
+    note "#### $variant: vulkan_kernel_bench 20 ${SECTIONS:-decode}"
+    env ${variant//;/ } "$BIN"/vulkan_kernel_bench 20 "${SECTIONS:-decode}" 2>&1 | grep '^| [a-z]' | tee -a "$SUMMARY"
+  done
 }
 step_fuzz() {
   note "### scripts/fuzz.sh all ${FUZZ_SECONDS:-540} -runs=${FUZZ_RUNS:-1000000}, every target at once"
@@ -217,7 +229,7 @@ step_diagnose() {
 setup
 for step in "$@"; do
   case "$step" in
-    tests|convert|bench|profile|eval|parity|big|parity120b|sweep|diagnose|fuzz) "step_$step" ;;
+    tests|convert|bench|profile|eval|parity|big|parity120b|sweep|kernels|diagnose|fuzz) "step_$step" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

@@ -36,8 +36,8 @@ void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_add
       uint b = u * step + lane;
       bool here = b < blocks && r < rows;
       uint block = (first_row + r) * blocks + (here ? b : 0u);
-      q[u][r] = here ? QuadsIn(blocks_address).v[block] : uvec4(0u);
-      scale_words[u][r] = here ? WordsIn(scales_address).v[block >> 2] : 0u;
+      q[u][r] = here ? (PROBE == 2u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
+      scale_words[u][r] = here ? (PROBE == 2u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
     }
   for (uint i = gl_LocalInvocationIndex; i < depth / 4u; i += EXPERT_WORKGROUP_SIZE)
     staged_input[(i / 8u) * kStagedBlockQuads + i % 8u] = Vec4sIn(input_address).v[input_offset / 4u + i];
@@ -51,30 +51,31 @@ void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_add
           uint b = base + u * step + lane;
           bool here = b < blocks && r < rows;
           uint block = (first_row + r) * blocks + (here ? b : 0u);
-          q[u][r] = here ? QuadsIn(blocks_address).v[block] : uvec4(0u);
-          scale_words[u][r] = here ? WordsIn(scales_address).v[block >> 2] : 0u;
+          q[u][r] = here ? (PROBE == 2u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
+          scale_words[u][r] = here ? (PROBE == 2u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
         }
     }
     [[unroll]] for (uint u = 0u; u < EXPERT_BATCH; ++u) {
       uint b = base + u * step + lane;
-      if (b >= blocks) break;
-      vec4 x[8];
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) x[i] = staged_input[b * kStagedBlockQuads + i];
+      if (b >= blocks || PROBE == 1u) break;
+      // Word by word (8 inputs at a time) across the rows, not the block's 32 inputs at once:
+      // 8 registers of input live instead of 32, so more workgroups fit an SM and more weight
+      // loads are in flight; each row's sum keeps the same order.
+      float block_sums[EXPERT_ROWS];
+      [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) block_sums[r] = 0.0;
+      [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+        vec4 x_lo = staged_input[b * kStagedBlockQuads + 2u * w], x_hi = staged_input[b * kStagedBlockQuads + 2u * w + 1u];
+        [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) {
+          if (r >= rows) break;
+          vec4 lo, hi;
+          fp4x8(q[u][r][w], lo, hi);
+          block_sums[r] += dot(lo, x_lo) + dot(hi, x_hi);
+        }
+      }
       [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) {
         if (r >= rows) break;
         uint block = (first_row + r) * blocks + b;
-        float scale = mxfp4_scale_value((scale_words[u][r] >> ((block & 3u) * 8u)) & 0xFFu);
-        vec4 lo, hi;
-        float sum = 0.0;
-        fp4x8(q[u][r].x, lo, hi);
-        sum += dot(lo, x[0]) + dot(hi, x[1]);
-        fp4x8(q[u][r].y, lo, hi);
-        sum += dot(lo, x[2]) + dot(hi, x[3]);
-        fp4x8(q[u][r].z, lo, hi);
-        sum += dot(lo, x[4]) + dot(hi, x[5]);
-        fp4x8(q[u][r].w, lo, hi);
-        sum += dot(lo, x[6]) + dot(hi, x[7]);
-        expert_acc[r] += sum * scale;
+        expert_acc[r] += block_sums[r] * mxfp4_scale_value((scale_words[u][r] >> ((block & 3u) * 8u)) & 0xFFu);
       }
     }
   }

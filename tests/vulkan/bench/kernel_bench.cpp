@@ -2,8 +2,11 @@
 // timestamps (median of repeated dispatches, weights rotated through copies larger than the L2 so
 // decode kernels read memory), with achieved TFLOP/s or GB/s, and each pipeline's register/spill
 // statistics where the driver reports them (GPTOSS_VK_PIPELINE_STATS=1). A measuring tool for
-// kernel work, not a test: ctest does not run it. Usage: vulkan_kernel_bench [repeats]
+// kernel work, not a test: ctest does not run it. Usage: vulkan_kernel_bench [repeats [sections]],
+// sections a comma list of prefill, decode, attention (default all): a shape sweep times only
+// the kernels it changes.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -79,8 +82,12 @@ struct Bench {
   // Median microseconds of one step, `add(list, i)` appending repetition i (each repetition one
   // or more dispatches; the time of a repetition is from the end of the previous to its end).
   double time(const std::function<void(vk::DispatchList&, uint32_t)>& add, uint32_t steps_per_repeat = 1) {
-    // Clocks ramp up under load: run the same work untimed for a while first.
-    for (int round = 0; round < 3; ++round) {
+    // Clocks ramp up under load, over a few hundred milliseconds (not a few rounds of a 10 us
+    // kernel, which left the small kernels timed at 2-3x their loaded time): run the same work
+    // untimed for half a second first.
+    const auto heat_start = std::chrono::steady_clock::now();
+    for (int round = 0; round < 3 || std::chrono::steady_clock::now() - heat_start < std::chrono::milliseconds(500);
+         ++round) {
       vk::DispatchList heat;
       for (uint32_t i = 0; i < 4 * repeats; ++i) add(heat, i);
       ctx.run_once([&](VkCommandBuffer cb) { heat.record(cb); });
@@ -124,6 +131,8 @@ void report(const char* what, double us, double flops, double bytes) {
 
 int main(int argc, char** argv) {
   const uint32_t repeats = argc > 1 ? static_cast<uint32_t>(std::atoi(argv[1])) : 20;
+  const std::string sections = argc > 2 ? argv[2] : "prefill,decode,attention";
+  const auto timed = [&](const char* section) { return sections.find(section) != std::string::npos; };
   auto ctx = vk::Context::create();
   vk::Kernels kernels(*ctx);
   Bench bench{*ctx, kernels, repeats};
@@ -139,6 +148,7 @@ int main(int argc, char** argv) {
   auto hi = device_floats(*ctx, std::vector<float>(size_t{T} * k * I / 2 + 16)), lo = device_floats(*ctx, std::vector<float>(size_t{T} * k * I / 2 + 16));
   const vk::Kernels::Halves halves{hi->address(), lo->address()};
   for (DType type : {DType::BF16, DType::Q8_0}) {
+    if (!timed("prefill")) break;
     const auto qkv = matrix(*ctx, type, Q + 2 * KV, H, 3);
     const auto out = matrix(*ctx, type, H, Q, 4);
     for (bool portable : {false, true}) {
@@ -179,6 +189,7 @@ int main(int argc, char** argv) {
     const auto mlp1 = experts(*ctx, E, 2 * I, H, 10), mlp2 = experts(*ctx, E, H, I, 11);
     const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
     for (bool portable : {false, true}) {
+      if (!timed("prefill")) break;
       if (!portable && !kernels.cooperative()) continue;
       kernels.force_portable(portable);
       vk::DispatchList route;  // the grids of the kernels picked now
@@ -195,53 +206,60 @@ int main(int argc, char** argv) {
       report(("expert_gemm mlp2 2048 rows x2880x2880" + tag).c_str(), us, 2.0 * T * k * H * I, 0);
     }
     kernels.force_portable(false);
-    double us = bench.time([&](vk::DispatchList& l, uint32_t) {
-      kernels.moe_route(l, chosen_buf->address(), tables, T, k, mlp1, mlp2);
-    });
-    report("moe_route 512 tokens", us, 0, 0);
+    double us = 0;
     auto x = device_floats(*ctx, random_floats(size_t{T} * H, 12));
-    us = bench.time([&](vk::DispatchList& l, uint32_t) {
-      kernels.moe_combine(l, y->address(), tables, chosen_buf->address(), gate->address(), x->address(), H, k, T);
-    });
-    report("moe_combine 512 tokens", us, 0, 0);
+    if (timed("prefill")) {
+      us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.moe_route(l, chosen_buf->address(), tables, T, k, mlp1, mlp2);
+      });
+      report("moe_route 512 tokens", us, 0, 0);
+      us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.moe_combine(l, y->address(), tables, chosen_buf->address(), gate->address(), x->address(), H, k, T);
+      });
+      report("moe_combine 512 tokens", us, 0, 0);
+    }
     const auto router = matrix(*ctx, DType::BF16, E, H, 13);
     auto router_partials = device_floats(*ctx, std::vector<float>(E));
     auto router_counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
     const vk::Kernels::Shared router_shared{router_partials->address(), router_counters->address()};
     auto norm = device_floats(*ctx, random_floats(H, 14)), rb = device_floats(*ctx, random_floats(E, 15));
-    us = bench.time([&](vk::DispatchList& l, uint32_t) {
-      kernels.router(l, router, rb->address(), x->address(), norm->address(),
-                     {xn->address(), chosen_buf->address(), gate->address()}, k, T, 1e-5f, router_shared);
-    });
-    report("router 512 tokens", us, 0, 0);
-    us = bench.time([&](vk::DispatchList& l, uint32_t) {
-      kernels.router(l, router, rb->address(), x->address(), norm->address(),
-                     {xn->address(), chosen_buf->address(), gate->address()}, k, 1, 1e-5f, router_shared);
-    });
-    report("router decode", us, 0, 0);
-
-    // ---- decode experts: 4 of 32, weights rotated over 4 layers' worth ----
-    std::vector<vk::DeviceExperts> m1, m2;
-    for (uint32_t i = 0; i < 4; ++i) {
-      m1.push_back(experts(*ctx, E, 2 * I, H, 20 + i));
-      m2.push_back(experts(*ctx, E, H, I, 30 + i));
+    if (timed("prefill")) {
+      us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.router(l, router, rb->address(), x->address(), norm->address(),
+                       {xn->address(), chosen_buf->address(), gate->address()}, k, T, 1e-5f, router_shared);
+      });
+      report("router 512 tokens", us, 0, 0);
     }
-    const double bytes1 = double{k} * 2 * I * (H / 32) * 17, bytes2 = double{k} * H * (I / 32) * 17;
-    us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-      kernels.expert_mlp1(l, m1[i % 4], b1->address(), xn->address(), chosen_buf->address(), act->address(), k, 7.0f);
-    });
-    report("expert_mlp1 decode (4 experts)", us, 0, bytes1);
-    auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(H, k)));
-    auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-    us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-      kernels.expert_mlp2(l, m2[i % 4], b2->address(), act->address(), chosen_buf->address(), gate->address(),
-                          x->address(), k, {partials->address(), counters->address()});
-    });
-    report("expert_mlp2 decode (4 experts)", us, 0, bytes2);
+    if (timed("decode")) {
+      us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.router(l, router, rb->address(), x->address(), norm->address(),
+                       {xn->address(), chosen_buf->address(), gate->address()}, k, 1, 1e-5f, router_shared);
+      });
+      report("router decode", us, 0, 0);
+
+      // ---- decode experts: 4 of 32, weights rotated over 4 layers' worth ----
+      std::vector<vk::DeviceExperts> m1, m2;
+      for (uint32_t i = 0; i < 4; ++i) {
+        m1.push_back(experts(*ctx, E, 2 * I, H, 20 + i));
+        m2.push_back(experts(*ctx, E, H, I, 30 + i));
+      }
+      const double bytes1 = double{k} * 2 * I * (H / 32) * 17, bytes2 = double{k} * H * (I / 32) * 17;
+      us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+        kernels.expert_mlp1(l, m1[i % 4], b1->address(), xn->address(), chosen_buf->address(), act->address(), k, 7.0f);
+      });
+      report("expert_mlp1 decode (4 experts)", us, 0, bytes1);
+      auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(H, k)));
+      auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+      us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+        kernels.expert_mlp2(l, m2[i % 4], b2->address(), act->address(), chosen_buf->address(), gate->address(),
+                            x->address(), k, {partials->address(), counters->address()});
+      });
+      report("expert_mlp2 decode (4 experts)", us, 0, bytes2);
+    }
   }
 
   // ---- decode matvecs, weights rotated over copies bigger than the L2 ----
-  {
+  if (timed("decode")) {
     auto x = device_floats(*ctx, random_floats(Q, 16)), y = device_floats(*ctx, std::vector<float>(V));
     auto norm = device_floats(*ctx, random_floats(H, 17)), b = device_floats(*ctx, random_floats(Q + 2 * KV, 18));
     for (DType type : {DType::BF16, DType::Q8_0}) {
@@ -269,9 +287,17 @@ int main(int argc, char** argv) {
 
   // ---- attention (decode at a short and long context too: the kernel's ranges follow the keys) ----
   for (uint32_t position : {128u, 512u, 4096u}) {
+    if (!timed("attention")) break;
     const uint32_t slots = 4224;
     auto qkv = device_floats(*ctx, random_floats(size_t{T} * (Q + 2 * KV), 60));
     auto kc = device_floats(*ctx, random_floats(size_t{slots} * KV, 61)), vc = device_floats(*ctx, random_floats(size_t{slots} * KV, 62));
+    // Decode reads each layer's cache once per token, from memory: caches rotated over copies
+    // larger than the L2, as the engine's 24 layers are (prefill reads one cache many times).
+    std::vector<std::unique_ptr<vk::Buffer>> kcs, vcs;
+    for (uint32_t i = 0; i < 8; ++i) {
+      kcs.push_back(device_floats(*ctx, random_floats(size_t{slots} * KV, 61 + 2 * i)));
+      vcs.push_back(device_floats(*ctx, random_floats(size_t{slots} * KV, 62 + 2 * i)));
+    }
     std::vector<float> inv(32);
     for (uint32_t i = 0; i < 32; ++i) inv[i] = static_cast<float>(std::pow(150000.0, -i / 32.0));
     auto f = device_floats(*ctx, inv), sinks = device_floats(*ctx, random_floats(64, 63));
@@ -281,8 +307,8 @@ int main(int argc, char** argv) {
       const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f};
       auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape)));
       auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-      double us = bench.time([&](vk::DispatchList& l, uint32_t) {
-        kernels.attention_decode(l, shape, qkv->address(), kc->address(), vc->address(), f->address(), step->address(),
+      double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+        kernels.attention_decode(l, shape, qkv->address(), kcs[i % 8]->address(), vcs[i % 8]->address(), f->address(), step->address(),
                                  sinks->address(), out->address(), {partials->address(), counters->address()});
       });
       report(("attention decode @" + std::to_string(position) + (window ? " window 128" : " full")).c_str(), us, 0,
