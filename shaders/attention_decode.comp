@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Decode attention of the token at step.position (flash-decoding). The keys (t-W < j <= t on
-// sliding layers) of KV head g are cut into ranges of at least DECODE_ATTENTION_SIZE keys, at
+// sliding layers) of KV head g are cut into ranges of at least args.range_keys keys, at
 // most the `splits` workgroups dispatched per KV head (the dispatch is recorded once for every
 // position; workgroups past the ranges the position needs return at once). In workgroup (g,
 // range) each subgroup takes its own blocks of SUBGROUP_SIZE keys with no workgroup barrier in
@@ -55,8 +55,9 @@ void main() {
   uint position = WordsIn(args.step).v[0];
   uint first_key = (args.window != 0u && position + 1u > args.window) ? position + 1u - args.window : 0u;
   uint keys = position + 1u - first_key;
-  // Ranges of at least one block per subgroup: fewer, longer ranges cost less to merge.
-  uint ranges = min(args.splits, (keys + DECODE_ATTENTION_SIZE - 1u) / DECODE_ATTENTION_SIZE);
+  // Ranges of at least args.range_keys keys: by default one block per subgroup (fewer, longer
+  // ranges cost less to merge); fewer keys per range spread a short context over more workgroups.
+  uint ranges = min(args.splits, (keys + args.range_keys - 1u) / args.range_keys);
   if (s >= ranges) return;
   uint per_range = (keys + ranges - 1u) / ranges;
   uint begin = min(first_key + s * per_range, position + 1u);

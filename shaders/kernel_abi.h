@@ -99,7 +99,7 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define EXPERT_MAX_OUTPUTS 16     // the largest outputs per subgroup the launchers accept
 #define EXPERT_MAX_BATCH 8
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
-#define DECODE_ATTENTION_SIZE 256 // decode attention: invocations per workgroup, and the fewest keys a range has
+#define DECODE_ATTENTION_SIZE 256 // decode attention: invocations per workgroup, and by default the fewest keys a range has
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once
 #define ROUTER_DECODE_EXPERTS 4     // router, one token: experts per workgroup
 #define ARGMAX_GROUPS 128         // argmax: slices reduced at once
@@ -172,6 +172,7 @@ struct AttentionDecodeArgs {
   uint splits;  // workgroups per KV head: the most ranges the kernel cuts the keys into
   float scale;
   float concentration;
+  uint range_keys;  // the fewest keys a range has (DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE)
 };
 
 // RoPE of Q (in place) and K of `count` new tokens at step.position.., K and V into the cache.

@@ -175,10 +175,24 @@ uint32_t Kernels::attention_split_cap() {
   return cap;
 }
 
+uint32_t Kernels::attention_range_keys() {
+  // GPTOSS_VK_ATTN_RANGE compares range lengths on a device without rebuilding; read once, as
+  // the scratch sizes depend on it.
+  static const uint32_t keys = [] {
+    const char* value = std::getenv("GPTOSS_VK_ATTN_RANGE");
+    if (!value || !*value) return uint32_t{DECODE_ATTENTION_SIZE};
+    const long n = std::strtol(value, nullptr, 10);
+    require(n >= 1 && n <= DECODE_ATTENTION_SIZE, "attention_decode",
+            "GPTOSS_VK_ATTN_RANGE " + std::string(value) + " outside 1 .. " + std::to_string(DECODE_ATTENTION_SIZE));
+    return static_cast<uint32_t>(n);
+  }();
+  return keys;
+}
+
 uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
   const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
-  // Ranges of at least DECODE_ATTENTION_SIZE keys (one block per subgroup), at most the cap.
-  return std::clamp<uint32_t>(ceil_div(keys, DECODE_ATTENTION_SIZE), 1, attention_split_cap());
+  // Ranges of at least attention_range_keys() keys, at most the cap.
+  return std::clamp<uint32_t>(ceil_div(keys, attention_range_keys()), 1, attention_split_cap());
 }
 
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
@@ -193,7 +207,7 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   require(s.kv_heads <= kCounters, "attention_decode", limit("KV heads", s.kv_heads, ">", kCounters));
   const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
-                                      splits, s.scale,         s.concentration};
+                                      splits, s.scale,         s.concentration, attention_range_keys()};
   const AttentionConstants constants{s.heads / s.kv_heads, s.head_dim};
   list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.kv_heads, splits);
 }

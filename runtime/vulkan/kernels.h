@@ -44,12 +44,13 @@ class Kernels {
   struct Shared {
     Address partials, counters;
   };
-  // Decode attention over key ranges of at least DECODE_ATTENTION_SIZE keys: the dispatch has as
+  // Decode attention over key ranges of at least attention_range_keys() keys: the dispatch has as
   // many workgroups per KV head as the layer's most keys (its window, or its cache slots) fill, at
   // most the cap; the kernel uses as many as the keys at the step's position fill. Merged with the
   // sinks into target.
   static uint32_t decode_attention_splits(const AttentionShape& shape);
   static uint32_t attention_split_cap();  // kDefaultAttentionSplits, or GPTOSS_VK_ATTN_SPLITS
+  static uint32_t attention_range_keys();  // DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE
   static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                         Address v_cache, Address inv_freq, Address step, Address sinks, Address target,

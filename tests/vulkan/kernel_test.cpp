@@ -474,16 +474,15 @@ TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
   check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 12 ranges of 250 or 251 keys
 }
 
-// The edges of the kernel's key ranges (at least DECODE_ATTENTION_SIZE keys each, as many as the
+// The edges of the kernel's key ranges (at least attention_range_keys() keys each, as many as the
 // keys fill up to the dispatched workgroups) and of its per-lane shapes: ranges of several blocks
 // per subgroup, a last block of a few keys, a window of several ranges over a ring, 1 and 16
 // query heads per KV head, a head_dim that the subgroup does not divide.
 TEST(VulkanKernels, DecodeAttentionRangesAndShapes) {
   VULKAN_OR_SKIP();
-  const uint32_t splits = vk::Kernels::attention_split_cap();
-  // More keys than the dispatched ranges hold at DECODE_ATTENTION_SIZE each: longer ranges.
-  check_decode_attention(*ctx, {2, 2, 32, 0}, DECODE_ATTENTION_SIZE * splits * 5 / 2 + 37,
-                         DECODE_ATTENTION_SIZE * splits * 3);
+  const uint32_t splits = vk::Kernels::attention_split_cap(), range = vk::Kernels::attention_range_keys();
+  // More keys than the dispatched ranges hold at `range` each: longer ranges.
+  check_decode_attention(*ctx, {2, 2, 32, 0}, range * splits * 5 / 2 + 37, range * splits * 3);
   check_decode_attention(*ctx, {16, 2, 64, 700}, 5000, 6000);  // 700 keys over a ring of 701: 3 ranges
   // Shapes small enough that lavapipe compiles each kernel (unrolled over heads and dims) quickly.
   for (uint32_t position : {0u, 40u, 256u, 1100u}) {
