@@ -78,6 +78,12 @@ uint32_t probe() {
 Kernels::Kernels(const Context& ctx)
     : ctx_(ctx), expert_shape_(expert_shape_from_environment()), matvec_shape_(matvec_shape_from_environment()) {}
 
+// The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
+// maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
+static_assert(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_STAGES) <= 49152 &&
+                  COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_STAGES) <= 49152,
+              "cooperative GEMM tiles over 48 KiB of shared memory");
+
 bool Kernels::cooperative() const {
   // The cooperative tiles' shared memory is fixed at build time; a device that allows less per
   // workgroup (NVIDIA: 48 KiB) would fail pipeline creation, so it takes the portable kernels.
