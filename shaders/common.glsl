@@ -14,7 +14,8 @@ layout(constant_id = SPEC_ENCODING) const uint ENCODING = 0u;
 layout(constant_id = SPEC_FP4_DECODE) const uint FP4_DECODE = 1u;
 const uint FP4_TABLE = 0u, FP4_BITS = 1u;
 // Kernel timing probes (vulkan_kernel_bench with GPTOSS_VK_PROBE; wrong results on purpose): 1
-// skips a kernel's arithmetic (decode, products), 2 its weight loads. 0 everywhere else.
+// skips a kernel's arithmetic (decode, products), 2 its weight loads, 3 (decode expert kernels)
+// its weight loads and MXFP4's f16-to-f32 conversions. 0 everywhere else.
 layout(constant_id = SPEC_PROBE) const uint PROBE = 0u;
 
 // Buffers by address. Read-only views let the compiler use the non-coherent load path.
@@ -122,6 +123,11 @@ void fp4x8(uint word, out vec4 lo, out vec4 hi) {
   if (FP4_DECODE == FP4_BITS) {
     uvec4 n = uvec4(word, word >> 4, word >> 8, word >> 12) & uvec4(0x000F000Fu);
     uvec4 h = ((n & uvec4(0x00070007u)) << 9) | ((n & uvec4(0x00080008u)) << 12);
+    if (PROBE == 3u) {  // measuring: the same bit work, the values reinterpreted instead of converted
+      lo = uintBitsToFloat(h);
+      hi = uintBitsToFloat(h >> 16);
+      return;
+    }
     vec2 p0 = unpackHalf2x16(h.x), p1 = unpackHalf2x16(h.y), p2 = unpackHalf2x16(h.z), p3 = unpackHalf2x16(h.w);
     lo = vec4(p0.x, p1.x, p2.x, p3.x);
     hi = vec4(p0.y, p1.y, p2.y, p3.y);
