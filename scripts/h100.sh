@@ -37,7 +37,8 @@
 # Environment: WORK (model files; default /var/tmp/gptoss-work, on the disk: /tmp may be RAM),
 # P (512), N (128), DEPTH (4096), R (3), CTX (512), CHUNKS (32), TEXT (data/eval/gnu-licenses.txt),
 # SHARD (5G: the synthesized checkpoint in shards of at most this size, as the published 20b is
-# three files; 0 for one file).
+# three files; 0 for one file); VARIANTS, DEEP_VARIANTS (sweep), SECTIONS, KERNEL_VARIANTS
+# (kernels): space-separated, each variant environment settings joined by ';'.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
