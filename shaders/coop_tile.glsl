@@ -37,21 +37,20 @@ layout(constant_id = SPEC_COOP_M) const uint lM = 16u;
 layout(constant_id = SPEC_COOP_N) const uint lN = 16u;
 layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
 
-// Shared memory in uvec4s (8 halves, or 4 floats of the C tile): two stages of [a_hi | a_lo | w].
+// Shared memory in uvec4s (8 halves, or 4 floats of the C tile): COOP_STAGES stages of [a_hi | a_lo | w],
+// sized by COOP_SHARED_BYTES (kernel_abi.h), the formula the launcher checks against the device.
 const uint kRowQuads = COOP_TILE_K / 8u + 1u;  // per operand row: 144 bytes, skewed banks
 const uint kATileQuads = COOP_TILE_M * kRowQuads;
-const uint kStageQuads = 2u * kATileQuads + COOP_TILE_N * kRowQuads;
+const uint kStageQuads = COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, 1) / 16;  // [A hi | A lo | W]
 const uint kStrideCQuads = COOP_TILE_N / 4u + 1u;  // per C row: the row's floats and 4 more, skewed banks
-#if COOP_TILE_M * (COOP_TILE_N / 4 + 1) > COOP_STAGES * (2 * COOP_TILE_M + COOP_TILE_N) * (COOP_TILE_K / 8 + 1)
-#error "coop_tile.glsl: the C tile does not fit over the operand stages"
-#endif
 #if COOP_STAGES != 1 && COOP_STAGES != 2
 #error "coop_tile.glsl: COOP_STAGES must be 1 or 2"
 #endif
-#if COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_STAGES) != COOP_STAGES * (2 * COOP_TILE_M + COOP_TILE_N) * (COOP_TILE_K / 8 + 1) * 16
-#error "coop_tile.glsl: COOP_SHARED_BYTES disagrees with the layout"
+// The f32 C tile (COOP_TILE_M rows of kStrideCQuads) is laid over the operand stages.
+#if COOP_TILE_M * (COOP_TILE_N / 4 + 1) * 16 > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_STAGES)
+#error "coop_tile.glsl: the C tile does not fit over the operand stages"
 #endif
-shared uvec4 coop_shared[COOP_STAGES * kStageQuads];
+shared uvec4 coop_shared[COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_STAGES) / 16];
 
 const uint kAThreadsPerRow = COOP_THREADS / COOP_TILE_M;
 const uint kAQuads = COOP_TILE_K / 8u / kAThreadsPerRow;  // uvec4s of A (per part) per invocation per step

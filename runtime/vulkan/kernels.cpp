@@ -1,9 +1,11 @@
 #include "runtime/vulkan/kernels.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include "shaders/kernel_abi.h"
 #include "shaders/shader_registry.h"
@@ -40,33 +42,47 @@ std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
 }  // namespace
 
 namespace {
-// GPTOSS_VK_EXPERT="mlp1_outputs,mlp1_batch,mlp2_outputs,mlp2_batch" overrides the decode expert
-// kernels' defaults (kernel_abi.h), to compare shapes on a device without rebuilding.
+// The comma-separated numbers of environment variable `name`: the knobs that compare kernel
+// shapes on a device without rebuilding (docs/vulkan-engine.md). `defaults` where it is unset or
+// empty; otherwise exactly defaults.size() numbers, the i-th within 1 .. most[i], or an error
+// naming the variable and what it expects.
+std::vector<uint32_t> numbers_from_environment(const char* name, const char* expected,
+                                               std::vector<uint32_t> defaults, const std::vector<uint32_t>& most) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return defaults;
+  const std::string_view text(value);
+  std::vector<uint32_t> numbers;
+  bool ok = true;
+  for (size_t at = 0; ok && at <= text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    uint32_t n = 0;
+    const auto [end, error] = std::from_chars(text.data() + at, text.data() + comma, n);
+    ok = error == std::errc{} && end == text.data() + comma && numbers.size() < most.size() && n >= 1 &&
+         n <= most[numbers.size()];
+    numbers.push_back(n);
+    at = comma + 1;
+  }
+  if (!ok || numbers.size() != most.size()) {
+    std::string bounds;
+    for (uint32_t m : most) bounds += (bounds.empty() ? "1.." : ",1..") + std::to_string(m);
+    throw std::invalid_argument(std::string(name) + "=" + value + ": expected " + expected + " within " + bounds);
+  }
+  return numbers;
+}
+
 Kernels::ExpertShape expert_shape_from_environment() {
-  Kernels::ExpertShape shape;
-  const char* value = std::getenv("GPTOSS_VK_EXPERT");
-  if (!value || !*value) return shape;
-  unsigned v[4];
-  if (std::sscanf(value, "%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3]) != 4)
-    throw std::invalid_argument("GPTOSS_VK_EXPERT: expected mlp1_outputs,mlp1_batch,mlp2_outputs,mlp2_batch");
-  for (unsigned i = 0; i < 4; ++i)
-    require(v[i] >= 1 && v[i] <= (i % 2 ? EXPERT_MAX_BATCH : EXPERT_MAX_OUTPUTS), "expert_mlp",
-            "GPTOSS_VK_EXPERT value " + std::to_string(v[i]) + " out of range");
+  const Kernels::ExpertShape d;
+  const auto v = numbers_from_environment("GPTOSS_VK_EXPERT", "mlp1_outputs,mlp1_batch,mlp2_outputs,mlp2_batch",
+                                          {d.mlp1_outputs, d.mlp1_batch, d.mlp2_outputs, d.mlp2_batch},
+                                          {EXPERT_MAX_OUTPUTS, EXPERT_MAX_BATCH, EXPERT_MAX_OUTPUTS, EXPERT_MAX_BATCH});
   return {v[0], v[1], v[2], v[3]};
 }
 
-// GPTOSS_VK_MATVEC="rows,batch" overrides the decode matvec's defaults, likewise.
 Kernels::MatvecShape matvec_shape_from_environment() {
-  Kernels::MatvecShape shape;
-  const char* value = std::getenv("GPTOSS_VK_MATVEC");
-  if (!value || !*value) return shape;
-  unsigned rows = 0, batch = 0;
-  if (std::sscanf(value, "%u,%u", &rows, &batch) != 2)
-    throw std::invalid_argument("GPTOSS_VK_MATVEC: expected rows_per_subgroup,loads_per_row");
-  require(rows >= 1 && rows <= MATVEC_MAX_ROWS && batch >= 1 && batch <= MATVEC_MAX_BATCH, "matvec",
-          "GPTOSS_VK_MATVEC " + std::string(value) + " outside 1.." + std::to_string(MATVEC_MAX_ROWS) + ",1.." +
-              std::to_string(MATVEC_MAX_BATCH));
-  return {rows, batch};
+  const Kernels::MatvecShape d;
+  const auto v = numbers_from_environment("GPTOSS_VK_MATVEC", "rows_per_subgroup,loads_per_row", {d.rows, d.batch},
+                                          {MATVEC_MAX_ROWS, MATVEC_MAX_BATCH});
+  return {v[0], v[1]};
 }
 
 uint32_t probe() {
@@ -167,31 +183,16 @@ void check_attention_shape(const char* kernel, const Kernels::AttentionShape& s)
 }
 }  // namespace
 
+// Read once: the engine sizes its scratch by them.
 uint32_t Kernels::attention_split_cap() {
-  // GPTOSS_VK_ATTN_SPLITS compares caps on a device without rebuilding; read once, as the
-  // scratch sizes depend on it.
-  static const uint32_t cap = [] {
-    const char* value = std::getenv("GPTOSS_VK_ATTN_SPLITS");
-    if (!value || !*value) return abi::kDefaultAttentionSplits;
-    const long n = std::strtol(value, nullptr, 10);
-    require(n >= 1 && n <= static_cast<long>(abi::kAttentionSplits), "attention_decode",
-            "GPTOSS_VK_ATTN_SPLITS " + std::string(value) + " outside 1 .. " + std::to_string(abi::kAttentionSplits));
-    return static_cast<uint32_t>(n);
-  }();
+  static const uint32_t cap = numbers_from_environment("GPTOSS_VK_ATTN_SPLITS", "the most key ranges per KV head",
+                                                       {abi::kDefaultAttentionSplits}, {abi::kAttentionSplits})[0];
   return cap;
 }
 
 uint32_t Kernels::attention_range_keys() {
-  // GPTOSS_VK_ATTN_RANGE compares range lengths on a device without rebuilding; read once, as
-  // the scratch sizes depend on it.
-  static const uint32_t keys = [] {
-    const char* value = std::getenv("GPTOSS_VK_ATTN_RANGE");
-    if (!value || !*value) return uint32_t{DECODE_ATTENTION_SIZE};
-    const long n = std::strtol(value, nullptr, 10);
-    require(n >= 1 && n <= DECODE_ATTENTION_SIZE, "attention_decode",
-            "GPTOSS_VK_ATTN_RANGE " + std::string(value) + " outside 1 .. " + std::to_string(DECODE_ATTENTION_SIZE));
-    return static_cast<uint32_t>(n);
-  }();
+  static const uint32_t keys = numbers_from_environment("GPTOSS_VK_ATTN_RANGE", "the fewest keys per range",
+                                                        {DECODE_ATTENTION_SIZE}, {DECODE_ATTENTION_SIZE})[0];
   return keys;
 }
 

@@ -40,6 +40,24 @@ vk::Kernels& kernels(const vk::Context& ctx) {
   return k;
 }
 
+// Kernels whose shapes come from environment variable `name` set to `value` ("" leaves it unset),
+// as on a device where GPTOSS_VK_EXPERT or GPTOSS_VK_MATVEC compares shapes.
+vk::Kernels kernels_with(const vk::Context& ctx, const char* name, const char* value) {
+  if (*value) setenv(name, value, 1);
+  struct Unset {
+    const char* name;
+    ~Unset() { unsetenv(name); }
+  } unset{name};
+  return vk::Kernels(ctx);
+}
+// Every value of `refused` makes the Kernels constructor throw.
+void expect_refused(const vk::Context& ctx, const char* name, std::initializer_list<const char*> refused) {
+  for (const char* value : refused) {
+    SCOPED_TRACE(std::string(name) + "=" + value);
+    EXPECT_ANY_THROW(kernels_with(ctx, name, value));
+  }
+}
+
 // A dense matrix in `type`, uploaded as the engine uploads it, and its exact stored values.
 struct Matrix {
   vk::DeviceMatrix device;
@@ -155,9 +173,7 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   // count, one load per pass, more loads per pass than a row has.
   for (const char* shape : {"", "1,1", "3,16"}) {
   SCOPED_TRACE(std::string("GPTOSS_VK_MATVEC=") + shape);
-  if (*shape) setenv("GPTOSS_VK_MATVEC", shape, 1);
-  vk::Kernels shaped(*ctx);
-  unsetenv("GPTOSS_VK_MATVEC");
+  vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_MATVEC", shape);
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
     for (uint32_t rows : {1u, 3u, 67u})
       for (uint32_t cols : {32u, 2880u})
@@ -199,14 +215,14 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
 
 TEST(VulkanKernels, MatvecShapeFromTheEnvironmentIsChecked) {
   VULKAN_OR_SKIP();
-  for (const char* bad : {"2", "0,4", "9,1", "2,17", "a,b"}) {
-    SCOPED_TRACE(bad);
-    setenv("GPTOSS_VK_MATVEC", bad, 1);
-    EXPECT_ANY_THROW(vk::Kernels shaped(*ctx));
+  expect_refused(*ctx, "GPTOSS_VK_MATVEC", {"2", "0,4", "9,1", "2,17", "a,b", "1,4,", "1,4x", "-1,4", "1,2,3"});
+  try {
+    kernels_with(*ctx, "GPTOSS_VK_MATVEC", "2,17");
+    ADD_FAILURE() << "2,17 accepted";
+  } catch (const std::invalid_argument& e) {  // the message names the variable and its bounds
+    EXPECT_EQ(std::string(e.what()), "GPTOSS_VK_MATVEC=2,17: expected rows_per_subgroup,loads_per_row within 1..8,1..16");
   }
-  setenv("GPTOSS_VK_MATVEC", "1,12", 1);
-  vk::Kernels shaped(*ctx);
-  unsetenv("GPTOSS_VK_MATVEC");
+  const vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_MATVEC", "1,12");
   EXPECT_EQ(shaped.matvec_shape().rows, 1u);
   EXPECT_EQ(shaped.matvec_shape().batch, 12u);
 }
@@ -690,9 +706,7 @@ TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
   // can pick (outputs per subgroup that do not divide the rows, batches past the blocks a lane has).
   for (const char* shape : {"", "4,2,4,2", "8,1,8,2", "3,3,5,1", "1,8,16,1"}) {
   SCOPED_TRACE(std::string("GPTOSS_VK_EXPERT=") + shape);
-  if (*shape) setenv("GPTOSS_VK_EXPERT", shape, 1);
-  vk::Kernels shaped(*ctx);
-  unsetenv("GPTOSS_VK_EXPERT");
+  vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_EXPERT", shape);
   // 3 and 2 blocks per row (fewer than a quad's lanes), 10 and 9 (the two-block passes and a tail).
   for (const Case c : {Case{1, 96, 64}, Case{4, 96, 64}, Case{4, 320, 288}}) {
     SCOPED_TRACE("k " + std::to_string(c.k) + " hidden " + std::to_string(c.hidden));
@@ -720,14 +734,8 @@ TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
 
 TEST(VulkanKernels, ExpertShapeFromTheEnvironmentIsChecked) {
   VULKAN_OR_SKIP();
-  for (const char* bad : {"2,4,2", "0,4,2,4", "2,4,17,1", "2,9,2,4", "a,b,c,d"}) {
-    SCOPED_TRACE(bad);
-    setenv("GPTOSS_VK_EXPERT", bad, 1);
-    EXPECT_ANY_THROW(vk::Kernels shaped(*ctx));
-  }
-  setenv("GPTOSS_VK_EXPERT", "8,1,4,2", 1);
-  vk::Kernels shaped(*ctx);
-  unsetenv("GPTOSS_VK_EXPERT");
+  expect_refused(*ctx, "GPTOSS_VK_EXPERT", {"2,4,2", "0,4,2,4", "2,4,17,1", "2,9,2,4", "a,b,c,d", "2,1,4,1,1"});
+  const vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_EXPERT", "8,1,4,2");
   EXPECT_EQ(shaped.expert_shape().mlp1_outputs, 8u);
   EXPECT_EQ(shaped.expert_shape().mlp1_batch, 1u);
   EXPECT_EQ(shaped.expert_shape().mlp2_outputs, 4u);
