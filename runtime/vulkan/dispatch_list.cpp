@@ -1,6 +1,8 @@
 #include "runtime/vulkan/dispatch_list.h"
 
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 namespace gptoss::vk {
 
@@ -58,23 +60,66 @@ std::vector<std::string> DispatchList::labels() const {
   return labels;
 }
 
+namespace {
+
+// What a step reads and writes, for the barrier in front of it. The barrier waits for every
+// earlier compute or transfer write (the source side costs nothing extra) but names as its
+// destination only what the step itself does: a barrier whose destination includes the indirect
+// command read or transfers makes NVIDIA's driver drain and flush more than a compute-to-compute
+// barrier, and a decode step runs ~150 of them per token. GPTOSS_VK_BARRIERS=wide restores the one
+// catch-all barrier, to measure the difference.
+struct StepAccess {
+  VkPipelineStageFlags stages;
+  VkAccessFlags access;
+};
+
+bool wide_barriers() {
+  const char* value = std::getenv("GPTOSS_VK_BARRIERS");
+  if (!value || !*value) return false;
+  if (std::string(value) == "wide") return true;
+  throw std::runtime_error(std::string("GPTOSS_VK_BARRIERS=") + value + ": the only value is 'wide'");
+}
+
+}  // namespace
+
 void DispatchList::record(VkCommandBuffer cb, VkQueryPool timestamps, uint32_t first_query) const {
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                          VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
-  const VkPipelineStageFlags stages =
+  const VkPipelineStageFlags all_stages =
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT;
+  const VkAccessFlags all_access = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                                   VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
+  const bool wide = wide_barriers();
+  auto needs = [&](const Step& step) -> StepAccess {
+    if (wide) return {all_stages, all_access};
+    switch (step.kind) {
+      case Kind::Dispatch:
+        if (step.indirect)
+          return {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT};
+        return {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+      case Kind::Copy:
+        return {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+      case Kind::Fill: return {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT};
+    }
+    return {all_stages, all_access};
+  };
+  const VkPipelineStageFlags writers = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  auto barrier_before = [&](VkPipelineStageFlags source_stages, VkAccessFlags source_access, const StepAccess& next) {
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = source_access;
+    barrier.dstAccessMask = next.access;
+    vkCmdPipelineBarrier(cb, source_stages, next.stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  };
   // The host wrote the step and token buffers before the submit (the submit makes host writes
-  // visible; the barrier states it), and the previous submit must be done with the scratch.
-  VkMemoryBarrier from_host = barrier;
-  from_host.srcAccessMask |= VK_ACCESS_HOST_WRITE_BIT;
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT | stages, stages, 0, 1, &from_host, 0, nullptr, 0, nullptr);
+  // visible; the barrier states it), and the previous submit must be done with the scratch: the
+  // first barrier is the catch-all one.
+  barrier_before(VK_PIPELINE_STAGE_HOST_BIT | all_stages,
+                 VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                 {all_stages, all_access});
   if (timestamps) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, first_query);
   const Pipeline* bound = nullptr;
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
-    if (i > 0) vkCmdPipelineBarrier(cb, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    if (i > 0) barrier_before(wide ? all_stages : writers, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, needs(step));
     switch (step.kind) {
       case Kind::Dispatch:
         if (step.pipeline != bound) {
@@ -95,7 +140,7 @@ void DispatchList::record(VkCommandBuffer cb, VkQueryPool timestamps, uint32_t f
   VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
-  vkCmdPipelineBarrier(cb, stages, VK_PIPELINE_STAGE_HOST_BIT | stages, 0, 1, &to_host, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(cb, all_stages, VK_PIPELINE_STAGE_HOST_BIT | all_stages, 0, 1, &to_host, 0, nullptr, 0, nullptr);
 }
 
 }  // namespace gptoss::vk

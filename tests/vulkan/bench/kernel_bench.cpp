@@ -258,6 +258,19 @@ int main(int argc, char** argv) {
     }
   }
 
+  // ---- the floor: what any dispatch costs in a chain of dependent steps (launch, barrier, drain),
+  // which every decode kernel pays ~6 times per layer ----
+  if (timed("decode")) {
+    auto x = device_floats(*ctx, random_floats(H, 70)), w = device_floats(*ctx, random_floats(H, 71));
+    auto y = device_floats(*ctx, std::vector<float>(H));
+    double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+      kernels.rmsnorm(l, x->address(), w->address(), y->address(), H, 1, 0, 1e-5f);
+    });
+    report("floor: rmsnorm of one row (one workgroup)", us, 0, 0);
+    us = bench.time([&](vk::DispatchList& l, uint32_t) { l.copy(*x, 0, *y, 0, 4); });
+    report("floor: copy of 4 bytes", us, 0, 0);
+  }
+
   // ---- decode matvecs, weights rotated over copies bigger than the L2 ----
   if (timed("decode")) {
     auto x = device_floats(*ctx, random_floats(Q, 16)), y = device_floats(*ctx, std::vector<float>(V));
