@@ -577,6 +577,116 @@ TEST(VulkanKernels, RouterTopKWithTiesAndSoftmaxPerToken) {
     }
 }
 
+// Decode's out product with the router of its result in the same dispatch: the residual, the
+// experts' normalized input, the choices (a tie included) and their weights against a double
+// reference, for every encoding of either matrix, heights that leave the last workgroup part of
+// its rows, and the matvec shapes GPTOSS_VK_MATVEC can pick.
+TEST(VulkanKernels, OutProductWithTheRouterInEveryEncoding) {
+  VULKAN_OR_SKIP();
+  const float eps = 1e-5f;
+  const uint32_t k = 4;
+  for (const char* shape : {"", "1,1", "3,2"}) {
+    SCOPED_TRACE(std::string("GPTOSS_VK_MATVEC=") + shape);
+    vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_MATVEC", shape);
+    for (DType out_type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
+      for (DType router_type : {DType::F32, DType::BF16, DType::Q8_0})
+        for (uint32_t hidden : {96u, 352u, 2880u})
+          for (uint32_t experts : {8u, 33u}) {
+            if (shape[0] && hidden == 2880u) continue;  // the 20b height once, at the default shape
+            const uint32_t cols = 96;  // uploaded rows are whole blocks of 32
+            SCOPED_TRACE(std::string(dtype_name(out_type)) + " out, " + std::string(dtype_name(router_type)) +
+                         " router, hidden " + std::to_string(hidden) + ", experts " + std::to_string(experts));
+            const auto out = dense_matrix(*ctx, out_type, hidden, cols, hidden + cols);
+            // Experts 1 and 5 get equal rows and biases: a tie the lower id must win.
+            auto router_values = random_floats(size_t{experts} * hidden, experts + hidden);
+            std::copy_n(router_values.begin() + hidden, hidden, router_values.begin() + 5 * hidden);
+            Matrix router;
+            {
+              std::vector<uint8_t> bytes(*dtype_byte_size(router_type, router_values.size()));
+              encode_from_f32(router_type, router_values.data(), router_values.size(), bytes.data());
+              router.values.resize(router_values.size());
+              decode_to_f32(router_type, bytes.data(), router_values.size(), router.values.data());
+              CanonicalTensor t{{TensorRole::RouterWeight, 0, "router", {experts, hidden}}, router_type,
+                                std::make_shared<OwnedSource>(std::move(bytes)), "test"};
+              vk::DeviceUploader uploader(*ctx, 1 << 20);
+              router.device = vk::upload_matrix(*ctx, uploader, t);
+            }
+            const auto x = random_floats(cols, 3, 2.0f), out_bias = random_floats(hidden, 4);
+            const auto residual0 = random_floats(hidden, 5, 3.0f), norm = random_floats(hidden, 6);
+            auto router_bias = random_floats(experts, 7);
+            router_bias[5] = router_bias[1];
+            auto x_buf = host_buffer(*ctx, x), ob_buf = host_buffer(*ctx, out_bias), res_buf = host_buffer(*ctx, residual0);
+            auto n_buf = host_buffer(*ctx, norm), rb_buf = host_buffer(*ctx, router_bias);
+            auto xn_buf = host_buffer(*ctx, std::vector<float>(hidden, NAN));
+            auto chosen_buf = host_buffer(*ctx, std::vector<uint32_t>(k, 99));
+            auto gate_buf = host_buffer(*ctx, std::vector<float>(k, NAN));
+            auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::route_partials(hidden, experts), NAN));
+            auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+            run(*ctx, [&](vk::DispatchList& list) {
+              shaped.matvec_route(list, out.device, ob_buf->address(), x_buf->address(), res_buf->address(),
+                                  router.device, rb_buf->address(), n_buf->address(),
+                                  {xn_buf->address(), chosen_buf->address(), gate_buf->address()}, k, eps,
+                                  {partials->address(), counters->address()});
+            });
+            EXPECT_EQ(read_buffer<uint32_t>(*counters, 1)[0], 0u) << "the last workgroup resets its counter";
+            const auto residual = read_buffer<float>(*res_buf, hidden), xn = read_buffer<float>(*xn_buf, hidden);
+            const auto chosen = read_buffer<uint32_t>(*chosen_buf, k);
+            const auto gate = read_buffer<float>(*gate_buf, k);
+            Doubles want(hidden);
+            double ss = 0;
+            for (uint32_t r = 0; r < hidden; ++r) {
+              double sum = double{residual0[r]} + out_bias[r], size = std::abs(sum);
+              for (uint32_t c = 0; c < cols; ++c) {
+                const double p = double{out.values[size_t{r} * cols + c]} * x[c];
+                sum += p;
+                size += std::abs(p);
+              }
+              want[r] = sum;
+              ss += sum * sum;
+              ASSERT_NEAR(residual[r], sum, 1e-6 * size + 1e-6) << "row " << r;
+            }
+            // The router reads the residual as computed (its rounding is not the router's to undo).
+            double ss_device = 0;
+            for (float v : residual) ss_device += double{v} * v;
+            const double inv = 1 / std::sqrt(ss_device / hidden + eps);
+            Doubles logits(experts);
+            for (uint32_t e = 0; e < experts; ++e) {
+              double sum = router_bias[e];
+              for (uint32_t d = 0; d < hidden; ++d) sum += double{router.values[size_t{e} * hidden + d]} * residual[d] * inv * norm[d];
+              logits[e] = sum;
+            }
+            for (uint32_t d = 0; d < hidden; ++d) {
+              const double normed = residual[d] * inv * norm[d];
+              ASSERT_NEAR(xn[d], normed, 1e-5 * std::abs(normed) + 1e-6) << "xn " << d;
+            }
+            logits[5] = logits[1];  // the tie, exact on the device as well
+            std::vector<uint32_t> order(experts);
+            std::iota(order.begin(), order.end(), 0u);
+            std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return logits[a] > logits[b]; });
+            ASSERT_GT(logits[order[k - 1]] - logits[order[k]], 1e-4) << "a near tie at the cut: pick another seed";
+            double top = logits[order[0]], sum = 0;
+            for (uint32_t s = 0; s < k; ++s) sum += std::exp(logits[order[s]] - top);
+            for (uint32_t s = 0; s < k; ++s) {
+              EXPECT_EQ(chosen[s], order[s]) << "slot " << s;
+              EXPECT_NEAR(gate[s], std::exp(logits[order[s]] - top) / sum, 1e-5);
+            }
+          }
+  }
+}
+
+TEST(VulkanKernels, OutProductWithTheRouterRefusesMismatchedShapes) {
+  VULKAN_OR_SKIP();
+  const auto out = dense_matrix(*ctx, DType::BF16, 64, 32, 1), router = dense_matrix(*ctx, DType::BF16, 8, 96, 2);
+  vk::DispatchList list;
+  try {
+    kernels(*ctx).matvec_route(list, out.device, 1, 0, 0, router.device, 1, 0, {0, 0, 0}, 4, 1e-5f, {0, 0});
+    ADD_FAILURE() << "a router of another width accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("the router's width 96 is not the out product's height 64"), std::string::npos)
+        << e.what();
+  }
+}
+
 // ---- mixture of experts ----
 
 struct MoeProblem {
