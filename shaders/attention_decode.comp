@@ -20,10 +20,6 @@ layout(push_constant) uniform Push { AttentionDecodeArgs args; };
 // The shape as constants, so the per-lane arrays below live in registers at their exact size.
 layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;  // query heads per KV head
 layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
-// Keys of a block whose values are loaded (and the loop unrolled) at once: the whole block by
-// default; fewer make a smaller program (GPTOSS_VK_ATTN_UNROLL, to compare: each launch fetches
-// the kernel's code again after the weights streamed through the caches).
-layout(constant_id = SPEC_ATTENTION_UNROLL) const uint V_UNROLL = 128u;
 
 // SPIR-V 1.5 (Vulkan 1.2) pipelines run in subgroups of the device's subgroupSize, which the
 // launcher passes as SUBGROUP_SIZE: a constant here, so the key blocks unroll.
@@ -142,10 +138,7 @@ void main() {
     // overlapping).
     uint last = min(S, end - block) - 1u;
     uint ring = block % args.slots;
-    for (uint k0 = 0u; k0 < S; k0 += V_UNROLL)
-    [[unroll]] for (uint ku = 0u; ku < V_UNROLL; ++ku) {
-      uint k = k0 + ku;
-      if (k >= S) break;
+    [[unroll]] for (uint k = 0u; k < S; ++k) {
       uint kk = min(k, last), slot = ring + kk;
       if (slot >= args.slots) slot -= args.slots;
       uint row = slot * kv_rows + g * HEAD_DIM;

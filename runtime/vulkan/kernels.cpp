@@ -134,8 +134,7 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        attention.first,
                                        attention.second,
                                        matvec_shape_.rows,
-                                       matvec_shape_.batch,
-                                       attention_unroll()};
+                                       matvec_shape_.batch};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -189,13 +188,6 @@ uint32_t Kernels::attention_split_cap() {
   static const uint32_t cap = numbers_from_environment("GPTOSS_VK_ATTN_SPLITS", "the most key ranges per KV head",
                                                        {abi::kDefaultAttentionSplits}, {abi::kAttentionSplits})[0];
   return cap;
-}
-
-uint32_t Kernels::attention_unroll() {
-  constexpr uint32_t kWholeBlock = 128;  // the widest subgroups devices have: a block of any device
-  static const uint32_t keys = numbers_from_environment("GPTOSS_VK_ATTN_UNROLL", "keys whose values load at once",
-                                                        {kWholeBlock}, {kWholeBlock})[0];
-  return keys;
 }
 
 uint32_t Kernels::attention_range_keys() {

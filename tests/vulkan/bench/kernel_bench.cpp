@@ -299,15 +299,6 @@ int main(int argc, char** argv) {
   }
 
   // ---- attention (decode at a short and long context too: the kernel's ranges follow the keys) ----
-  std::vector<vk::DeviceMatrix> evictors;
-  double evictor_us = 0;
-  if (timed("attention")) {
-    for (uint32_t i = 0; i < 2; ++i) evictors.push_back(matrix(*ctx, DType::BF16, Q + 2 * KV, H, 80 + i));
-    auto ex = device_floats(*ctx, random_floats(Q, 82)), ey = device_floats(*ctx, std::vector<float>(Q + 2 * KV));
-    evictor_us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-      kernels.matvec(l, evictors[i % 2], 0, ex->address(), 0, ey->address(), false, 1e-5f);
-    });
-  }
   for (uint32_t position : {128u, 512u, 4096u}) {
     if (!timed("attention")) break;
     const uint32_t slots = 4224;
@@ -335,18 +326,6 @@ int main(int argc, char** argv) {
       });
       report(("attention decode @" + std::to_string(position) + (window ? " window 128" : " full")).c_str(), us, 0,
              2.0 * std::min(position + 1, window ? window : position + 1) * KV * 4);
-      // In context: after a product that streams 30 MB through the caches, as in the engine
-      // (the pair's time less the product's alone): what a kernel costs when its code and data
-      // were evicted since its last launch.
-      const double pair = bench.time(
-          [&](vk::DispatchList& l, uint32_t i) {
-            kernels.matvec(l, evictors[i % 2], 0, qkv->address(), 0, out->address(), false, 1e-5f);
-            kernels.attention_decode(l, shape, qkv->address(), kcs[i % 8]->address(), vcs[i % 8]->address(), f->address(),
-                                     step->address(), sinks->address(), out->address(),
-                                     {partials->address(), counters->address()});
-          },
-          2);
-      report(("  in context (after a 30 MB product)"), pair - evictor_us, 0, 0);
     }
     if (position < T) continue;  // prefill cases: T new tokens after position - T
     auto pstep = device_words(*ctx, {position - T, T, 0u, 0u});
