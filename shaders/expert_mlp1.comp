@@ -4,8 +4,7 @@
 // are numbered (slot, group of EXPERT_OUTPUTS outputs), slot-major, one per subgroup: output j of
 // slot s comes from rows 2j (gate) and 2j+1 (up) of expert chosen[s]'s mlp1, plus bias; then
 // act[s, j] = (clamp(up, -limit, limit) + 1) * gate * sigmoid(1.702 gate), gate = min(gate, limit).
-// Every subgroup of a workgroup reads the same input x, staged once (expert_decode.glsl); the
-// products are scaled by x_scale (decode: x is residual * norm and x_scale its RMS factor).
+// Every subgroup of a workgroup reads the same input x, staged once (expert_decode.glsl).
 #include "common.glsl"
 #define EXPERT_ROWS (2u * EXPERT_OUTPUTS)
 #include "expert_decode.glsl"
@@ -21,10 +20,9 @@ void main() {
   uint expert = has_work ? WordsIn(args.chosen).v[slot] : 0u;
   uint first_row = expert * 2u * args.intermediate + 2u * j0;
   uint rows = has_work ? min(EXPERT_ROWS, 2u * (args.intermediate - j0)) : 0u;
-  float x_scale = has_address(args.x_scale) ? FloatsIn(args.x_scale).v[0] : 1.0;  // loaded early, used last
   expert_rows_dot(args.blocks, args.scales, args.x, 0u, args.hidden, first_row, rows);
   if (!has_work) return;
-  [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) expert_acc[r] = subgroupAdd(expert_acc[r]) * x_scale;
+  [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) expert_acc[r] = subgroupAdd(expert_acc[r]);
   if (subgroupElect()) {
     [[unroll]] for (uint o = 0u; o < EXPERT_OUTPUTS; ++o) {
       uint j = j0 + o;

@@ -212,10 +212,9 @@ struct AttentionPrefillArgs {
 // W x' + bias, the k largest (ties to the lower expert) and their softmax. With several workgroups
 // per token (decode), their logits meet in partials [count, experts].
 // Decode: the attention-out product added to the residual, and the MoE router of the new residual
-// in the same dispatch (matvec_route.comp): residual += W x + bias, xn = residual * norm; each
-// workgroup adds its rows' share of every router logit and of the sum of squares to `partials`,
-// and the last to finish writes the RMS factor to xn[hidden] (the experts' input is xn times it:
-// ExpertMlp1Args::x_scale), ranks the logits and writes chosen and gate_weights.
+// in the same dispatch (matvec_route.comp): residual += W x + bias; each workgroup then adds its
+// rows' share of every router logit and of the sum of squares to `partials`, and the last to
+// finish normalizes, ranks and writes xn, chosen and gate_weights as RouterArgs' kernel does.
 struct MatvecRouteArgs {
   ABI_ADDRESS weight;  // the out projection [hidden, cols] in the pipeline's encoding
   ABI_ADDRESS scales;
@@ -226,10 +225,10 @@ struct MatvecRouteArgs {
   ABI_ADDRESS router_scales;
   ABI_ADDRESS router_bias;  // [experts]
   ABI_ADDRESS norm;         // the MLP's RMSNorm weight [hidden]
-  ABI_ADDRESS xn;           // [hidden + 1]: residual * norm, then the RMS factor of the residual
+  ABI_ADDRESS xn;           // RMSNorm(residual) * norm, the experts' input
   ABI_ADDRESS chosen;       // [k]
   ABI_ADDRESS gate_weights; // [k]
-  ABI_ADDRESS partials;     // [experts + 1, workgroups]
+  ABI_ADDRESS partials;     // [workgroups, experts + 1]
   ABI_ADDRESS counters;     // counter 0, zero between dispatches
   uint hidden;
   uint cols;
@@ -263,7 +262,6 @@ struct ExpertMlp1Args {
   ABI_ADDRESS scales;
   ABI_ADDRESS bias;
   ABI_ADDRESS x;
-  ABI_ADDRESS x_scale;  // one float multiplying x (decode: the RMS factor matvec_route found), or 0: 1
   ABI_ADDRESS chosen;
   ABI_ADDRESS act;
   uint hidden;

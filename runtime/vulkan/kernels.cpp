@@ -304,12 +304,12 @@ void check_experts(const char* kernel, const DeviceExperts& e, uint32_t k) {
 }
 }  // namespace
 
-void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address x_scale,
-                          Address chosen, Address act, uint32_t k, float limit_value) {
+void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address chosen,
+                          Address act, uint32_t k, float limit_value) {
   check_experts("expert_mlp1", mlp1, k);
   const uint32_t intermediate = mlp1.rows / 2;
-  const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, x_scale, chosen, act,
-                                 mlp1.cols, intermediate, k, limit_value};
+  const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, chosen, act, mlp1.cols,
+                                 intermediate, k, limit_value};
   // One subgroup per (slot, group of outputs), every slot's groups in one row of workgroups.
   const uint32_t subgroups = EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size;
   const uint32_t items = k * ceil_div(intermediate, expert_shape_.mlp1_outputs);

@@ -70,16 +70,13 @@ class Kernels {
   void router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
               const RouterOutputs& out, uint32_t k, uint32_t count, float eps, const Shared& shared);
   // Decode: residual += out x + out_bias, then the router of the new residual (as router() with
-  // count 1: chosen, gate_weights) in the same dispatch; outputs.xn [hidden + 1] gets residual *
-  // norm and then the RMS factor, the experts' input being their product (expert_mlp1's x_scale).
-  // shared.partials: route_partials floats.
+  // count 1: xn, chosen, gate_weights) in the same dispatch. shared.partials: route_partials floats.
   static uint64_t route_partials(uint32_t hidden, uint32_t experts);  // floats
   void matvec_route(DispatchList& list, const DeviceMatrix& out, Address out_bias, Address x, Address residual,
                     const DeviceMatrix& router, Address router_bias, Address norm, const RouterOutputs& outputs,
                     uint32_t k, float eps, const Shared& shared);
-  // x_scale: the address of one float multiplying x, or 0.
-  void expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address x_scale,
-                   Address chosen, Address act, uint32_t k, float limit);
+  void expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address chosen,
+                   Address act, uint32_t k, float limit);
   static uint64_t expert_mlp2_partials(uint32_t hidden, uint32_t k);  // floats
   void expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
                    Address gate_weights, Address residual, uint32_t k, const Shared& shared);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -79,15 +78,6 @@ std::string gib(uint64_t bytes) {
 
 }  // namespace
 
-namespace {
-bool separate_router_from_environment() {
-  const char* value = std::getenv("GPTOSS_VK_ROUTER");
-  if (!value || !*value) return false;
-  if (std::string(value) == "separate") return true;
-  throw std::invalid_argument(std::string("GPTOSS_VK_ROUTER=") + value + ": the only value is 'separate'");
-}
-}  // namespace
-
 struct VulkanEngine::Device {
   std::shared_ptr<Context> ctx;
   GptOssConfig config;
@@ -99,9 +89,6 @@ struct VulkanEngine::Device {
   std::vector<LayerWeights> layers;
   Kernels::AttentionShape attention{};
   float eps = 0;
-  // GPTOSS_VK_ROUTER=separate: decode's router as its own dispatch after the out product, as
-  // prefill has it, instead of inside it (matvec_route), to compare the two.
-  bool separate_router = separate_router_from_environment();
   // The host writes the next submit's tokens and step state to host-visible staging; the command
   // buffer's first step copies them to device memory, so kernels never read across the bus.
   // One staging buffer: the step state at 0, the tokens at kTokensOffset, copied in one step.
@@ -279,7 +266,7 @@ void VulkanEngine::Device::allocate_scratch() {
   step_staging = std::make_unique<Buffer>(*ctx, kTokensOffset + std::max<uint64_t>(16, n * 4), true);
   step = std::make_unique<Buffer>(*ctx, kTokensOffset + std::max<uint64_t>(16, n * 4), false);
   x = floats(n * c.hidden_size);
-  xn = floats(n * c.hidden_size + 1);  // decode: the experts' input and its scale (matvec_route)
+  xn = floats(n * c.hidden_size);
   qkv = floats(n * (c.q_rows() + 2 * c.kv_rows()));
   attn = floats(n * c.q_rows());
   uint64_t shared_floats =
@@ -351,21 +338,11 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       k.attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), inv_freq->address(),
                          step->address(), w.sinks->address(), attn->address(), shared);
       list.tag("out");
-      const Kernels::RouterOutputs routed{xn->address(), chosen->address(), gate_weights->address()};
-      if (separate_router) {
-        k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
-        list.tag("");
-        k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(), routed, k_experts, 1,
-                 eps, shared);
-      } else {
-        k.matvec_route(list, w.out, w.out_bias->address(), attn->address(), x->address(), w.router,
-                       w.router_bias->address(), w.mlp_norm->address(), routed, k_experts, eps, shared);
-      }
+      k.matvec_route(list, w.out, w.out_bias->address(), attn->address(), x->address(), w.router,
+                     w.router_bias->address(), w.mlp_norm->address(),
+                     {xn->address(), chosen->address(), gate_weights->address()}, k_experts, eps, shared);
       list.tag("");
-      // After matvec_route xn holds residual * norm and then its RMS factor; after router the
-      // normalized vector.
-      k.expert_mlp1(list, w.mlp1, w.mlp1_bias->address(), xn->address(), separate_router ? 0 : xn->address() + row_bytes,
-                    chosen->address(), act->address(), k_experts,
+      k.expert_mlp1(list, w.mlp1, w.mlp1_bias->address(), xn->address(), chosen->address(), act->address(), k_experts,
                     static_cast<float>(c.swiglu_limit));
       k.expert_mlp2(list, w.mlp2, w.mlp2_bias->address(), act->address(), chosen->address(), gate_weights->address(),
                     x->address(), k_experts, shared);

@@ -617,7 +617,7 @@ TEST(VulkanKernels, OutProductWithTheRouterInEveryEncoding) {
             router_bias[5] = router_bias[1];
             auto x_buf = host_buffer(*ctx, x), ob_buf = host_buffer(*ctx, out_bias), res_buf = host_buffer(*ctx, residual0);
             auto n_buf = host_buffer(*ctx, norm), rb_buf = host_buffer(*ctx, router_bias);
-            auto xn_buf = host_buffer(*ctx, std::vector<float>(hidden + 1, NAN));
+            auto xn_buf = host_buffer(*ctx, std::vector<float>(hidden, NAN));
             auto chosen_buf = host_buffer(*ctx, std::vector<uint32_t>(k, 99));
             auto gate_buf = host_buffer(*ctx, std::vector<float>(k, NAN));
             auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::route_partials(hidden, experts), NAN));
@@ -629,7 +629,7 @@ TEST(VulkanKernels, OutProductWithTheRouterInEveryEncoding) {
                                   {partials->address(), counters->address()});
             });
             EXPECT_EQ(read_buffer<uint32_t>(*counters, 1)[0], 0u) << "the last workgroup resets its counter";
-            const auto residual = read_buffer<float>(*res_buf, hidden), xn = read_buffer<float>(*xn_buf, hidden + 1);
+            const auto residual = read_buffer<float>(*res_buf, hidden), xn = read_buffer<float>(*xn_buf, hidden);
             const auto chosen = read_buffer<uint32_t>(*chosen_buf, k);
             const auto gate = read_buffer<float>(*gate_buf, k);
             Doubles want(hidden);
@@ -655,12 +655,10 @@ TEST(VulkanKernels, OutProductWithTheRouterInEveryEncoding) {
               for (uint32_t d = 0; d < hidden; ++d) sum += double{router.values[size_t{e} * hidden + d]} * residual[d] * inv * norm[d];
               logits[e] = sum;
             }
-            // The experts' input: residual * norm, then the RMS factor that multiplies it.
             for (uint32_t d = 0; d < hidden; ++d) {
-              const double weighted = double{residual[d]} * norm[d];
-              ASSERT_NEAR(xn[d], weighted, 1e-6 * std::abs(weighted) + 1e-7) << "xn " << d;
+              const double normed = residual[d] * inv * norm[d];
+              ASSERT_NEAR(xn[d], normed, 1e-5 * std::abs(normed) + 1e-6) << "xn " << d;
             }
-            EXPECT_NEAR(xn[hidden], inv, 1e-5 * inv) << "the RMS factor after the vector";
             logits[5] = logits[1];  // the tie, exact on the device as well
             std::vector<uint32_t> order(experts);
             std::iota(order.begin(), order.end(), 0u);
@@ -827,19 +825,14 @@ TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
     const auto mlp2 = mxfp4_experts(*ctx, 8, c.hidden, c.inter, 4);
     Doubles scale;
     const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
-    // The input as the decode step gives it (matvec_route): a vector and a factor, here 1/8 and 8
-    // (exact: the same products as the plain input).
-    std::vector<float> xn_over_8(p.xn);
-    for (float& v : xn_over_8) v /= 8;
-    auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, xn_over_8);
-    auto x_scale = host_buffer(*ctx, std::vector<float>{8.0f});
+    auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, p.xn);
     auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
     auto act = host_buffer(*ctx, std::vector<float>(size_t{c.k} * c.inter));
     auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
     auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
     run(*ctx, [&](vk::DispatchList& list) {
-      shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), x_scale->address(), chosen->address(),
-                         act->address(), c.k, limit);
+      shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), chosen->address(), act->address(), c.k,
+                         limit);
       shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
                          x->address(), c.k, {partials->address(), counters->address()});
     });

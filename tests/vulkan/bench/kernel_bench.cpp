@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
       }
       const double bytes1 = double{k} * 2 * I * (H / 32) * 17, bytes2 = double{k} * H * (I / 32) * 17;
       us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-        kernels.expert_mlp1(l, m1[i % 4], b1->address(), xn->address(), 0, chosen_buf->address(), act->address(), k, 7.0f);
+        kernels.expert_mlp1(l, m1[i % 4], b1->address(), xn->address(), chosen_buf->address(), act->address(), k, 7.0f);
       });
       report("expert_mlp1 decode (4 experts)", us, 0, bytes1);
       auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(H, k)));
