@@ -63,30 +63,28 @@ vec4 int8x4(uint word) {
 }
 
 // The raw bytes of elements index .. index + 7 (index a multiple of 8) of the matrix at `data` in
-// `encoding`: loads kept apart from decoding, so a kernel can issue its loads early and decode
+// ENCODING: loads kept apart from decoding, so a kernel can issue its loads early and decode
 // later (F32 uses a and b; BF16/F16 a; Q8_0 a.xy for the quants and a.z for the word holding the
-// block's f16 scale, from `scales`). Kernels pass ENCODING, a specialization constant, so the
-// branches fold away; a runtime encoding is for a second, small matrix (the router's, read by the
-// out product that feeds it).
-void load_raw8_as(uint encoding, uvec2 data, uvec2 scales, uint index, out uvec4 a, out uvec4 b) {
+// block's f16 scale, from `scales`).
+void load_raw8(uvec2 data, uvec2 scales, uint index, out uvec4 a, out uvec4 b) {
   b = uvec4(0u);
-  if (encoding == ENC_F32) {
+  if (ENCODING == ENC_F32) {
     a = QuadsIn(data).v[index >> 2];
     b = QuadsIn(data).v[(index >> 2) + 1u];
-  } else if (encoding == ENC_BF16 || encoding == ENC_F16) {
+  } else if (ENCODING == ENC_BF16 || ENCODING == ENC_F16) {
     a = QuadsIn(data).v[index >> 3];
   } else {
     a = uvec4(PairsIn(data).v[index >> 3], WordsIn(scales).v[index >> 6], 0u);
   }
 }
-void decode_raw8_as(uint encoding, uvec4 a, uvec4 b, uint index, out vec4 lo, out vec4 hi) {
-  if (encoding == ENC_F32) {
+void decode_raw8(uvec4 a, uvec4 b, uint index, out vec4 lo, out vec4 hi) {
+  if (ENCODING == ENC_F32) {
     lo = uintBitsToFloat(a);
     hi = uintBitsToFloat(b);
-  } else if (encoding == ENC_BF16) {
+  } else if (ENCODING == ENC_BF16) {
     lo = bf16_low_high(a.x, a.y);
     hi = bf16_low_high(a.z, a.w);
-  } else if (encoding == ENC_F16) {
+  } else if (ENCODING == ENC_F16) {
     lo = f16_low_high(a.x, a.y);
     hi = f16_low_high(a.z, a.w);
   } else {
@@ -95,10 +93,6 @@ void decode_raw8_as(uint encoding, uvec4 a, uvec4 b, uint index, out vec4 lo, ou
     hi = d * int8x4(a.y);
   }
 }
-void load_raw8(uvec2 data, uvec2 scales, uint index, out uvec4 a, out uvec4 b) {
-  load_raw8_as(ENCODING, data, scales, index, a, b);
-}
-void decode_raw8(uvec4 a, uvec4 b, uint index, out vec4 lo, out vec4 hi) { decode_raw8_as(ENCODING, a, b, index, lo, hi); }
 // Elements index .. index + 7 of the matrix at `data` in ENCODING, decoded.
 void load8(uvec2 data, uvec2 scales, uint index, out vec4 lo, out vec4 hi) {
   uvec4 a, b;

@@ -211,33 +211,6 @@ struct AttentionPrefillArgs {
 // Per token t < count: x' = RMSNorm(x[t]) * norm (written to xn[t]), router logits
 // W x' + bias, the k largest (ties to the lower expert) and their softmax. With several workgroups
 // per token (decode), their logits meet in partials [count, experts].
-// Decode: the attention-out product added to the residual, and the MoE router of the new residual
-// in the same dispatch (matvec_route.comp): residual += W x + bias; each workgroup then adds its
-// rows' share of every router logit and of the sum of squares to `partials`, and the last to
-// finish normalizes, ranks and writes xn, chosen and gate_weights as RouterArgs' kernel does.
-struct MatvecRouteArgs {
-  ABI_ADDRESS weight;  // the out projection [hidden, cols] in the pipeline's encoding
-  ABI_ADDRESS scales;
-  ABI_ADDRESS bias;      // [hidden]
-  ABI_ADDRESS x;         // [cols]
-  ABI_ADDRESS residual;  // [hidden], updated
-  ABI_ADDRESS router;    // [experts, hidden] in router_encoding(route)
-  ABI_ADDRESS router_scales;
-  ABI_ADDRESS router_bias;  // [experts]
-  ABI_ADDRESS norm;         // the MLP's RMSNorm weight [hidden]
-  ABI_ADDRESS xn;           // RMSNorm(residual) * norm, the experts' input
-  ABI_ADDRESS chosen;       // [k]
-  ABI_ADDRESS gate_weights; // [k]
-  ABI_ADDRESS partials;     // [workgroups, experts + 1]
-  ABI_ADDRESS counters;     // counter 0, zero between dispatches
-  uint hidden;
-  uint cols;
-  uint route;  // experts | k << ROUTE_K_SHIFT | the router's encoding << ROUTE_ENCODING_SHIFT (packed:
-              // the struct is at the 128-byte limit)
-  float eps;
-};
-ABI_CONST(uint, ROUTE_K_SHIFT, 12u);         // experts < 4096 (kMaxExperts)
-ABI_CONST(uint, ROUTE_ENCODING_SHIFT, 20u);  // k < 256 (kMaxExpertsPerToken)
 struct RouterArgs {
   ABI_ADDRESS x;
   ABI_ADDRESS norm;
@@ -387,7 +360,7 @@ struct StepState {
 #ifndef VULKAN
 inline constexpr uint32_t kMaxPushBytes = 128;
 static_assert(sizeof(EmbedArgs) <= kMaxPushBytes && sizeof(RmsNormArgs) <= kMaxPushBytes &&
-              sizeof(MatvecArgs) <= kMaxPushBytes && sizeof(MatvecRouteArgs) <= kMaxPushBytes && sizeof(AttentionDecodeArgs) <= kMaxPushBytes &&
+              sizeof(MatvecArgs) <= kMaxPushBytes && sizeof(AttentionDecodeArgs) <= kMaxPushBytes &&
               sizeof(RopeStoreArgs) <= kMaxPushBytes &&
               sizeof(AttentionPrefillArgs) <= kMaxPushBytes && sizeof(RouterArgs) <= kMaxPushBytes &&
               sizeof(ExpertMlp1Args) <= kMaxPushBytes && sizeof(ExpertMlp2Args) <= kMaxPushBytes &&
@@ -396,8 +369,6 @@ static_assert(sizeof(EmbedArgs) <= kMaxPushBytes && sizeof(RmsNormArgs) <= kMaxP
               sizeof(SplitHalvesArgs) <= kMaxPushBytes &&
               sizeof(MoeCombineArgs) <= kMaxPushBytes,
               "push constants beyond the 128 bytes every Vulkan device offers");
-static_assert(kMaxExperts < (1u << ROUTE_K_SHIFT) && kMaxExpertsPerToken < (1u << (ROUTE_ENCODING_SHIFT - ROUTE_K_SHIFT)),
-              "MatvecRouteArgs::route's fields hold every router matvec_route accepts");
 }  // namespace gptoss::vk::abi
 #endif
 

@@ -1,8 +1,9 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// The MoE router of prefill (and of decode where matvec_route does not take it), fused with the
-// RMSNorm before it: xn[t] = RMSNorm(x[t]) * norm (the experts' input), logits = W xn + bias (W
-// [experts, hidden] in ENCODING), then router_select.glsl: the k largest and their softmax.
+// The MoE router, fused with the RMSNorm before it: xn[t] = RMSNorm(x[t]) * norm (the experts'
+// input), logits = W xn + bias (W [experts, hidden] in ENCODING), the k largest in descending
+// order (ties to the lower expert, as the CPU engine's partial sort) by ranking every expert in
+// parallel, and the softmax over those k.
 //
 // Workgroup (g, t) computes the logits of expert group g of token t; each expert's row is split
 // over NumSubgroups / (experts in the group) subgroups. Prefill has one group per token (every
@@ -12,11 +13,12 @@
 // ranks them. x (times norm) is staged once per workgroup, and the RMS factor, one scalar, is
 // applied to each logit.
 #include "common.glsl"
-#include "router_select.glsl"
 layout(local_size_x = ROUTER_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { RouterArgs args; };
 
+shared float logits[kMaxExperts];
 shared float part_sums[ROUTER_WORKGROUP_SIZE / 4u];  // one per subgroup (subgroups of 4 at least)
+shared uint ranked[kMaxExpertsPerToken];
 shared vec4 staged_lo[kMaxRouterHidden / 8u], staged_hi[kMaxRouterHidden / 8u];
 
 void main() {
@@ -83,5 +85,28 @@ void main() {
     for (uint e = gl_LocalInvocationIndex; e < args.experts; e += ROUTER_WORKGROUP_SIZE)
       logits[e] = SharedFloats(args.partials).v[t * args.experts + e];
   }
-  select_experts(t, args.experts, args.k, args.chosen, args.gate_weights, ROUTER_WORKGROUP_SIZE);
+  if (gl_LocalInvocationIndex < kMaxExpertsPerToken) ranked[gl_LocalInvocationIndex] = 0u;  // NaN logits rank none
+  barrier();
+  uint k = min(args.k, args.experts);
+  for (uint e = gl_LocalInvocationIndex; e < args.experts; e += ROUTER_WORKGROUP_SIZE) {
+    float value = logits[e];
+    uint rank = 0u;
+    for (uint o = 0u; o < args.experts; ++o) {
+      float other = logits[o];
+      if (other > value || (other == value && o < e)) ++rank;
+    }
+    if (rank < k) ranked[rank] = e;
+  }
+  barrier();
+  if (gl_LocalInvocationIndex == 0u) {
+    float top = logits[ranked[0]];
+    float w[kMaxExpertsPerToken];
+    float sum = 0.0;
+    for (uint s = 0u; s < k; ++s) {
+      Words(args.chosen).v[t * k + s] = ranked[s];
+      w[s] = exp(logits[ranked[s]] - top);
+      sum += w[s];
+    }
+    for (uint s = 0u; s < k; ++s) Floats(args.gate_weights).v[t * k + s] = w[s] / sum;
+  }
 }

@@ -264,38 +264,6 @@ void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bia
   list.dispatch(pipeline("router", sizeof args, weight.encoding), args, router_groups(weight.rows, count), count);
 }
 
-uint64_t Kernels::route_partials(uint32_t hidden, uint32_t experts) {
-  // One row of experts + 1 per workgroup; workgroups hold at least MATVEC_WORKGROUP_SIZE / 128
-  // subgroups' rows (one row each at the widest subgroups).
-  return uint64_t{ceil_div(hidden, MATVEC_WORKGROUP_SIZE / 128)} * (experts + 1);
-}
-
-void Kernels::matvec_route(DispatchList& list, const DeviceMatrix& out, Address out_bias, Address x, Address residual,
-                           const DeviceMatrix& router, Address router_bias, Address norm, const RouterOutputs& outputs,
-                           uint32_t k, float eps, const Shared& shared) {
-  require(out.cols % 8 == 0, "matvec_route", limit("row width", out.cols, "is not a multiple of", 8));
-  require(out.cols <= abi::kMaxMatvecCols, "matvec_route", limit("row width", out.cols, ">", abi::kMaxMatvecCols));
-  require(router.cols == out.rows, "matvec_route",
-          "the router's width " + std::to_string(router.cols) + " is not the out product's height " +
-              std::to_string(out.rows));
-  require(router.cols % 8 == 0, "matvec_route", limit("hidden", router.cols, "is not a multiple of", 8));
-  require(router.rows <= abi::kMaxExperts, "matvec_route", limit("experts", router.rows, ">", abi::kMaxExperts));
-  require(k >= 1 && k <= abi::kMaxExpertsPerToken && k <= router.rows, "matvec_route",
-          "experts per token " + std::to_string(k) + " outside 1 .. min(" + std::to_string(abi::kMaxExpertsPerToken) +
-              ", experts)");
-  require(out_bias != 0 && router_bias != 0, "matvec_route", "needs both biases");
-  const uint32_t route =
-      router.rows | (k << abi::ROUTE_K_SHIFT) | (static_cast<uint32_t>(router.encoding) << abi::ROUTE_ENCODING_SHIFT);
-  const abi::MatvecRouteArgs args{out.address(),    out.scales_address(), out_bias,        x,
-                                  residual,         router.address(),     router.scales_address(),
-                                  router_bias,      norm,                 outputs.xn,      outputs.chosen,
-                                  outputs.gate_weights, shared.partials,  shared.counters, out.rows,
-                                  out.cols,         route,                eps};
-  const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * matvec_shape_.rows;
-  const auto [gx, gy] = split_grid(ceil_div(out.rows, rows_per_group));
-  list.dispatch(pipeline("matvec_route", sizeof args, out.encoding), args, gx, gy);
-}
-
 namespace {
 void check_experts(const char* kernel, const DeviceExperts& e, uint32_t k) {
   require(e.cols % 32 == 0, kernel, limit("input width", e.cols, "is not a multiple of", 32));

@@ -69,12 +69,6 @@ class Kernels {
   static uint32_t router_groups(uint32_t experts, uint32_t count);
   void router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
               const RouterOutputs& out, uint32_t k, uint32_t count, float eps, const Shared& shared);
-  // Decode: residual += out x + out_bias, then the router of the new residual (as router() with
-  // count 1: xn, chosen, gate_weights) in the same dispatch. shared.partials: route_partials floats.
-  static uint64_t route_partials(uint32_t hidden, uint32_t experts);  // floats
-  void matvec_route(DispatchList& list, const DeviceMatrix& out, Address out_bias, Address x, Address residual,
-                    const DeviceMatrix& router, Address router_bias, Address norm, const RouterOutputs& outputs,
-                    uint32_t k, float eps, const Shared& shared);
   void expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address chosen,
                    Address act, uint32_t k, float limit);
   static uint64_t expert_mlp2_partials(uint32_t hidden, uint32_t k);  // floats

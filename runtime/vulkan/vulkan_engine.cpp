@@ -270,8 +270,7 @@ void VulkanEngine::Device::allocate_scratch() {
   qkv = floats(n * (c.q_rows() + 2 * c.kv_rows()));
   attn = floats(n * c.q_rows());
   uint64_t shared_floats =
-      std::max({Kernels::expert_mlp2_partials(c.hidden_size, c.experts_per_token), uint64_t{c.num_experts},
-                Kernels::route_partials(c.hidden_size, c.num_experts)});
+      std::max<uint64_t>(Kernels::expert_mlp2_partials(c.hidden_size, c.experts_per_token), c.num_experts);
   for (uint32_t l = 0; l < c.num_layers; ++l)
     shared_floats = std::max(shared_floats, Kernels::decode_attention_partials(shape_of(l)));
   shared_partials = floats(shared_floats);
@@ -338,10 +337,10 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       k.attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), inv_freq->address(),
                          step->address(), w.sinks->address(), attn->address(), shared);
       list.tag("out");
-      k.matvec_route(list, w.out, w.out_bias->address(), attn->address(), x->address(), w.router,
-                     w.router_bias->address(), w.mlp_norm->address(),
-                     {xn->address(), chosen->address(), gate_weights->address()}, k_experts, eps, shared);
+      k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
       list.tag("");
+      k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
+               {xn->address(), chosen->address(), gate_weights->address()}, k_experts, 1, eps, shared);
       k.expert_mlp1(list, w.mlp1, w.mlp1_bias->address(), xn->address(), chosen->address(), act->address(), k_experts,
                     static_cast<float>(c.swiglu_limit));
       k.expert_mlp2(list, w.mlp2, w.mlp2_bias->address(), act->address(), chosen->address(), gate_weights->address(),
