@@ -1,5 +1,6 @@
 #include "runtime/vulkan/dispatch_list.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -80,6 +81,28 @@ bool wide_barriers() {
   throw std::runtime_error(std::string("GPTOSS_VK_BARRIERS=") + value + ": the only value is 'wide'");
 }
 
+// GPTOSS_VK_SKIP=label,...: measuring only, wrong results. The steps whose label ("kernel.encoding/
+// tag", as profiles name them) or kernel name (before the '.' or '/') is listed are left out of
+// the recording, barrier included: a step's true cost in its chain is the time it takes away.
+std::vector<std::string> skipped_labels() {
+  std::vector<std::string> names;
+  const char* value = std::getenv("GPTOSS_VK_SKIP");
+  if (!value) return names;
+  std::string text(value);
+  for (size_t at = 0; at < text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    if (comma > at) names.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return names;
+}
+
+bool is_skipped(const std::vector<std::string>& skipped, const std::string& label) {
+  const std::string kernel = label.substr(0, std::min(label.find('.'), label.find('/')));
+  return std::find(skipped.begin(), skipped.end(), label) != skipped.end() ||
+         std::find(skipped.begin(), skipped.end(), kernel) != skipped.end();
+}
+
 }  // namespace
 
 void DispatchList::record(VkCommandBuffer cb, VkQueryPool timestamps, uint32_t first_query) const {
@@ -117,8 +140,15 @@ void DispatchList::record(VkCommandBuffer cb, VkQueryPool timestamps, uint32_t f
                  {all_stages, all_access});
   if (timestamps) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, first_query);
   const Pipeline* bound = nullptr;
+  const auto skipped = skipped_labels();
+  const auto step_labels = skipped.empty() ? std::vector<std::string>{} : labels();
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
+    if (!skipped.empty() && is_skipped(skipped, step_labels[i])) {
+      if (timestamps)
+        vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, first_query + 1 + static_cast<uint32_t>(i));
+      continue;
+    }
     if (i > 0) barrier_before(wide ? all_stages : writers, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, needs(step));
     switch (step.kind) {
       case Kind::Dispatch:
