@@ -2,10 +2,12 @@
 #extension GL_GOOGLE_include_directive : require
 // Decode, first expert projection with SwiGLU, MXFP4 read in place. The k chosen experts' outputs
 // are numbered (slot, group of EXPERT_OUTPUTS outputs), slot-major, one per subgroup: output j of
-// slot s comes from rows 2j (gate) and 2j+1 (up) of expert chosen[s]'s mlp1, plus bias; then
+// slot s comes from rows 2j (gate) and 2j+1 (up) of expert chosen[s]'s mlp1 (or the s-th largest
+// of the router's logits, ranked here: expert_ranking.glsl), plus bias; then
 // act[s, j] = (clamp(up, -limit, limit) + 1) * gate * sigmoid(1.702 gate), gate = min(gate, limit).
 // Every subgroup of a workgroup reads the same input x, staged once (expert_decode.glsl).
 #include "common.glsl"
+#include "expert_ranking.glsl"
 #define EXPERT_ROWS (2u * EXPERT_OUTPUTS)
 #include "expert_decode.glsl"
 layout(push_constant) uniform Push { ExpertMlp1Args args; };
@@ -17,7 +19,9 @@ void main() {
   uint slot = item / groups_per_slot;
   uint j0 = (item % groups_per_slot) * EXPERT_OUTPUTS;
   bool has_work = slot < args.k;
-  uint expert = has_work ? WordsIn(args.chosen).v[slot] : 0u;
+  bool ranks = has_address(args.logits);
+  if (ranks) load_ranked_logits(args.logits, args.experts, args.k, EXPERT_WORKGROUP_SIZE);
+  uint expert = has_work ? (ranks ? ranked[slot] : WordsIn(args.chosen).v[slot]) : 0u;
   uint first_row = expert * 2u * args.intermediate + 2u * j0;
   uint rows = has_work ? min(EXPERT_ROWS, 2u * (args.intermediate - j0)) : 0u;
   expert_rows_dot(args.blocks, args.scales, args.x, 0u, args.hidden, first_row, rows);

@@ -220,8 +220,7 @@ struct RouterArgs {
   ABI_ADDRESS xn;
   ABI_ADDRESS chosen;        // [count, k] expert ids
   ABI_ADDRESS gate_weights;  // [count, k]
-  ABI_ADDRESS partials;
-  ABI_ADDRESS counters;      // [count], zero between dispatches
+  ABI_ADDRESS logits;        // decode (count 1): the logits [experts], ranked by the expert kernels
   uint hidden;
   uint experts;
   uint k;
@@ -230,16 +229,20 @@ struct RouterArgs {
 };
 
 // Decode: act[s, j] = SwiGLU of rows 2j, 2j+1 of expert chosen[s]'s mlp1 times x (+ bias).
+// The decode expert kernels' choices: chosen [k] (and mlp2's gate_weights [k]), or with `logits`
+// set the router's logits [experts], which each workgroup ranks (expert_ranking.glsl).
 struct ExpertMlp1Args {
   ABI_ADDRESS blocks;
   ABI_ADDRESS scales;
   ABI_ADDRESS bias;
   ABI_ADDRESS x;
   ABI_ADDRESS chosen;
+  ABI_ADDRESS logits;
   ABI_ADDRESS act;
   uint hidden;
   uint intermediate;
   uint k;
+  uint experts;
   float limit;
 };
 
@@ -256,9 +259,11 @@ struct ExpertMlp2Args {
   ABI_ADDRESS residual;
   ABI_ADDRESS partials;
   ABI_ADDRESS counters;  // one per workgroup column, zero between dispatches
+  ABI_ADDRESS logits;
   uint hidden;
   uint intermediate;
   uint k;
+  uint experts;
 };
 
 // result[0] = the index of the largest of values[0..count) (ties to the lowest index), result[1]

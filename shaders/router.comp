@@ -1,24 +1,23 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // The MoE router, fused with the RMSNorm before it: xn[t] = RMSNorm(x[t]) * norm (the experts'
-// input), logits = W xn + bias (W [experts, hidden] in ENCODING), the k largest in descending
-// order (ties to the lower expert, as the CPU engine's partial sort) by ranking every expert in
-// parallel, and the softmax over those k.
+// input), logits = W xn + bias (W [experts, hidden] in ENCODING), ranked (expert_ranking.glsl)
+// into chosen and gate_weights: the k largest and their softmax.
 //
 // Workgroup (g, t) computes the logits of expert group g of token t; each expert's row is split
 // over NumSubgroups / (experts in the group) subgroups. Prefill has one group per token (every
-// expert in one workgroup). Decode has one token, and a single workgroup reading 32 rows would be
-// latency bound (17.7 us on the H100 for 184 KB), so its experts are spread over groups of
-// ROUTER_DECODE_EXPERTS workgroups; they write their logits to `partials` and the last to finish
-// ranks them. x (times norm) is staged once per workgroup, and the RMS factor, one scalar, is
-// applied to each logit.
+// expert in one workgroup), which ranks them. Decode has one token, and a single workgroup reading
+// 32 rows would be latency bound (17.7 us on the H100 for 184 KB), so its experts are spread over
+// groups of ROUTER_DECODE_EXPERTS workgroups that write their logits to `logits` and are done: the
+// decode expert kernels rank them (a last workgroup merging and ranking cost the chain ~5 us of
+// waiting on memory barriers, an atomic and the partials). x (times norm) is staged once per
+// workgroup, and the RMS factor, one scalar, is applied to each logit.
 #include "common.glsl"
+#include "expert_ranking.glsl"
 layout(local_size_x = ROUTER_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { RouterArgs args; };
 
-shared float logits[kMaxExperts];
 shared float part_sums[ROUTER_WORKGROUP_SIZE / 4u];  // one per subgroup (subgroups of 4 at least)
-shared uint ranked[kMaxExpertsPerToken];
 shared vec4 staged_lo[kMaxRouterHidden / 8u], staged_hi[kMaxRouterHidden / 8u];
 
 void main() {
@@ -73,40 +72,19 @@ void main() {
       float sum = 0.0;
       for (uint p = 0u; p < parts; ++p) sum += part_sums[gl_LocalInvocationIndex * parts + p];
       float logit = sum * inv_rms + FloatsIn(args.bias).v[e];
-      if (groups == 1u)
-        logits[e] = logit;
+      if (has_address(args.logits))
+        Floats(args.logits).v[e] = logit;
       else
-        SharedFloats(args.partials).v[t * args.experts + e] = logit;
+        logits[e] = logit;
     }
     barrier();
   }
-  if (groups > 1u) {
-    if (!arrive_last(args.counters, t, groups)) return;
-    for (uint e = gl_LocalInvocationIndex; e < args.experts; e += ROUTER_WORKGROUP_SIZE)
-      logits[e] = SharedFloats(args.partials).v[t * args.experts + e];
-  }
-  if (gl_LocalInvocationIndex < kMaxExpertsPerToken) ranked[gl_LocalInvocationIndex] = 0u;  // NaN logits rank none
-  barrier();
+  if (has_address(args.logits)) return;  // decode: the expert kernels rank the logits
   uint k = min(args.k, args.experts);
-  for (uint e = gl_LocalInvocationIndex; e < args.experts; e += ROUTER_WORKGROUP_SIZE) {
-    float value = logits[e];
-    uint rank = 0u;
-    for (uint o = 0u; o < args.experts; ++o) {
-      float other = logits[o];
-      if (other > value || (other == value && o < e)) ++rank;
-    }
-    if (rank < k) ranked[rank] = e;
-  }
-  barrier();
-  if (gl_LocalInvocationIndex == 0u) {
-    float top = logits[ranked[0]];
-    float w[kMaxExpertsPerToken];
-    float sum = 0.0;
-    for (uint s = 0u; s < k; ++s) {
-      Words(args.chosen).v[t * k + s] = ranked[s];
-      w[s] = exp(logits[ranked[s]] - top);
-      sum += w[s];
-    }
-    for (uint s = 0u; s < k; ++s) Floats(args.gate_weights).v[t * k + s] = w[s] / sum;
+  rank_experts(args.experts, k, ROUTER_WORKGROUP_SIZE);
+  if (gl_LocalInvocationIndex < k) {
+    uint s = gl_LocalInvocationIndex;
+    Words(args.chosen).v[t * k + s] = ranked[s];
+    Floats(args.gate_weights).v[t * k + s] = ranked_weight(s, k);
   }
 }

@@ -246,25 +246,32 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
   list.dispatch(pipeline("attention_prefill", sizeof args), args, s.kv_heads, ceil_div(count, queries_per_group));
 }
 
-uint32_t Kernels::router_groups(uint32_t experts, uint32_t count) {
-  return count == 1 ? ceil_div(experts, ROUTER_DECODE_EXPERTS) : 1;
+uint32_t Kernels::router_groups(uint32_t experts, bool logits) {
+  return logits ? ceil_div(experts, ROUTER_DECODE_EXPERTS) : 1;
 }
 
 void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
-                     const RouterOutputs& out, uint32_t k, uint32_t count, float eps, const Shared& shared) {
+                     const RouterOutputs& out, uint32_t k, uint32_t count, float eps) {
   require(weight.rows <= abi::kMaxExperts, "router", limit("experts", weight.rows, ">", abi::kMaxExperts));
   require(k >= 1 && k <= abi::kMaxExpertsPerToken && k <= weight.rows, "router",
           "experts per token " + std::to_string(k) + " outside 1 .. min(" + std::to_string(abi::kMaxExpertsPerToken) +
               ", experts)");
   require(weight.cols % 8 == 0, "router", limit("hidden", weight.cols, "is not a multiple of", 8));
   require(weight.cols <= abi::kMaxRouterHidden, "router", limit("hidden", weight.cols, ">", abi::kMaxRouterHidden));
-  const abi::RouterArgs args{x,           norm,         weight.address(), weight.scales_address(), bias,
-                             out.xn,      out.chosen,   out.gate_weights, shared.partials,         shared.counters,
-                             weight.cols, weight.rows,  k,                count,                   eps};
-  list.dispatch(pipeline("router", sizeof args, weight.encoding), args, router_groups(weight.rows, count), count);
+  require(count == 1 || out.logits == 0, "router", "writes logits for one token only, not " + std::to_string(count));
+  const abi::RouterArgs args{x,           norm,        weight.address(), weight.scales_address(), bias, out.xn,
+                             out.chosen,  out.gate_weights, out.logits,  weight.cols, weight.rows, k, count, eps};
+  list.dispatch(pipeline("router", sizeof args, weight.encoding), args, router_groups(weight.rows, out.logits != 0), count);
 }
 
 namespace {
+void check_choices(const char* kernel, const Kernels::Choices& c, uint32_t k) {
+  if (c.logits == 0) return;
+  require(c.experts >= k && c.experts <= abi::kMaxExperts, kernel,
+          "ranks " + std::to_string(c.experts) + " logits for " + std::to_string(k) + " experts per token; at most " +
+              std::to_string(abi::kMaxExperts));
+}
+
 void check_experts(const char* kernel, const DeviceExperts& e, uint32_t k) {
   require(e.cols % 32 == 0, kernel, limit("input width", e.cols, "is not a multiple of", 32));
   require(e.cols <= abi::kMaxExpertDepth, kernel, limit("input width", e.cols, ">", abi::kMaxExpertDepth));
@@ -272,12 +279,13 @@ void check_experts(const char* kernel, const DeviceExperts& e, uint32_t k) {
 }
 }  // namespace
 
-void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address chosen,
-                          Address act, uint32_t k, float limit_value) {
+void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x,
+                          const Choices& choices, Address act, uint32_t k, float limit_value) {
   check_experts("expert_mlp1", mlp1, k);
+  check_choices("expert_mlp1", choices, k);
   const uint32_t intermediate = mlp1.rows / 2;
-  const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, chosen, act, mlp1.cols,
-                                 intermediate, k, limit_value};
+  const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, choices.chosen,
+                                 choices.logits, act, mlp1.cols, intermediate, k, choices.experts, limit_value};
   // One subgroup per (slot, group of outputs), every slot's groups in one row of workgroups.
   const uint32_t subgroups = EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size;
   const uint32_t items = k * ceil_div(intermediate, expert_shape_.mlp1_outputs);
@@ -286,12 +294,15 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
 
 uint64_t Kernels::expert_mlp2_partials(uint32_t hidden, uint32_t k) { return uint64_t{hidden} * k; }
 
-void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
-                          Address gate_weights, Address residual, uint32_t k, const Shared& shared) {
+void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act,
+                          const Choices& choices, Address residual, uint32_t k, const Shared& shared) {
   check_experts("expert_mlp2", mlp2, k);
-  const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,           act,
-                                 chosen,                 gate_weights,           residual,       shared.partials,
-                                 shared.counters,        mlp2.rows,              mlp2.cols,      k};
+  check_choices("expert_mlp2", choices, k);
+  const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,
+                                 act,                    choices.chosen,         choices.gate_weights,
+                                 residual,               shared.partials,        shared.counters,
+                                 choices.logits,         mlp2.rows,              mlp2.cols,
+                                 k,                      choices.experts};
   const uint32_t groups = ceil_div(mlp2.rows, EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size * expert_shape_.mlp2_outputs);
   require(groups <= kCounters, "expert_mlp2", limit("output groups", groups, ">", kCounters));
   list.dispatch(pipeline("expert_mlp2", sizeof args), args, groups, k);

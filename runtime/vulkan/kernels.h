@@ -61,19 +61,27 @@ class Kernels {
                          Address v_cache, Address sinks, Address step, Address target, uint32_t count);
   // Whether attention_prefill handles the shape (else the engine prefills through decode steps).
   static bool prefill_attention_supports(uint32_t heads, uint32_t kv_heads, uint32_t head_dim);
+  // xn, and each token's k choices in chosen and gate_weights; or with logits set (decode, one
+  // token) xn and the logits [experts] only, which the decode expert kernels rank (Choices::logits).
   struct RouterOutputs {
-    Address xn, chosen, gate_weights;
+    Address xn, chosen, gate_weights, logits;
   };
-  // Workgroups per token: one for several tokens, experts / ROUTER_DECODE_EXPERTS for one, which
-  // then share `shared` (partials: experts floats per token).
-  static uint32_t router_groups(uint32_t experts, uint32_t count);
+  // Workgroups per token: one when the router ranks (several tokens), experts /
+  // ROUTER_DECODE_EXPERTS when it writes logits (one token, out.logits set).
+  static uint32_t router_groups(uint32_t experts, bool logits);
   void router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
-              const RouterOutputs& out, uint32_t k, uint32_t count, float eps, const Shared& shared);
-  void expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, Address chosen,
+              const RouterOutputs& out, uint32_t k, uint32_t count, float eps);
+  // The decode expert kernels' experts: chosen [k] with gate_weights [k], or (logits != 0) the
+  // router's logits [experts], ranked by each workgroup.
+  struct Choices {
+    Address chosen, gate_weights, logits;
+    uint32_t experts;
+  };
+  void expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, const Choices& choices,
                    Address act, uint32_t k, float limit);
   static uint64_t expert_mlp2_partials(uint32_t hidden, uint32_t k);  // floats
-  void expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
-                   Address gate_weights, Address residual, uint32_t k, const Shared& shared);
+  void expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, const Choices& choices,
+                   Address residual, uint32_t k, const Shared& shared);
   // Counters any launcher may use (uints).
   static constexpr uint32_t kCounters = 4096;
   // result: 2 words; shared.partials: 2 * ARGMAX_GROUPS floats.

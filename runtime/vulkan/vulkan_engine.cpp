@@ -96,6 +96,7 @@ struct VulkanEngine::Device {
   std::unique_ptr<Buffer> step_staging;
   // Scratch for a chunk of tokens.
   std::unique_ptr<Buffer> step, x, xn, qkv, attn, chosen, gate_weights, act, y;
+  std::unique_ptr<Buffer> router_logits;  // decode: [experts], ranked by the expert kernels
   std::unique_ptr<Buffer> assign_token, row_of, tiles, dispatch, argmax;
   // Shared by the workgroups of one dispatch: partial results and arrival counters (kept zero).
   std::unique_ptr<Buffer> shared_partials, counters;
@@ -269,8 +270,10 @@ void VulkanEngine::Device::allocate_scratch() {
   xn = floats(n * c.hidden_size);
   qkv = floats(n * (c.q_rows() + 2 * c.kv_rows()));
   attn = floats(n * c.q_rows());
+  router_logits = floats(c.num_experts);
+  // Partials of the kernels whose workgroups meet: mlp2's combine, argmax, decode attention's ranges.
   uint64_t shared_floats =
-      std::max<uint64_t>(Kernels::expert_mlp2_partials(c.hidden_size, c.experts_per_token), c.num_experts);
+      std::max<uint64_t>(Kernels::expert_mlp2_partials(c.hidden_size, c.experts_per_token), 2 * ARGMAX_GROUPS);
   for (uint32_t l = 0; l < c.num_layers; ++l)
     shared_floats = std::max(shared_floats, Kernels::decode_attention_partials(shape_of(l)));
   shared_partials = floats(shared_floats);
@@ -339,12 +342,13 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       list.tag("out");
       k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
       list.tag("");
+      // The router writes logits; each workgroup of the expert kernels ranks them.
       k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
-               {xn->address(), chosen->address(), gate_weights->address()}, k_experts, 1, eps, shared);
-      k.expert_mlp1(list, w.mlp1, w.mlp1_bias->address(), xn->address(), chosen->address(), act->address(), k_experts,
+               {xn->address(), 0, 0, router_logits->address()}, k_experts, 1, eps);
+      const Kernels::Choices ranked{0, 0, router_logits->address(), c.num_experts};
+      k.expert_mlp1(list, w.mlp1, w.mlp1_bias->address(), xn->address(), ranked, act->address(), k_experts,
                     static_cast<float>(c.swiglu_limit));
-      k.expert_mlp2(list, w.mlp2, w.mlp2_bias->address(), act->address(), chosen->address(), gate_weights->address(),
-                    x->address(), k_experts, shared);
+      k.expert_mlp2(list, w.mlp2, w.mlp2_bias->address(), act->address(), ranked, x->address(), k_experts, shared);
     } else {
       const uint32_t qkv_rows = w.qkv.rows();
       k.rmsnorm(list, x->address(), w.attn_norm->address(), xn->address(), c.hidden_size, count, 0, eps);
@@ -366,7 +370,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
              halves);
       list.tag("");
       k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
-               {xn->address(), chosen->address(), gate_weights->address()}, k_experts, count, eps, shared);
+               {xn->address(), chosen->address(), gate_weights->address(), 0}, k_experts, count, eps);
       k.moe_route(list, chosen->address(), tables, count, k_experts, w.mlp1, w.mlp2);
       list.tag("mlp1");
       k.expert_gemm(list, w.mlp1, w.mlp1_bias->address(), xn->address(), count, tables, act->address(), true,

@@ -534,19 +534,21 @@ TEST(VulkanKernels, RouterTopKWithTiesAndSoftmaxPerToken) {
       auto xn_buf = host_buffer(*ctx, std::vector<float>(x.size()));
       auto chosen_buf = host_buffer(*ctx, std::vector<uint32_t>(size_t{count} * k, 99));
       auto weights_buf = host_buffer(*ctx, std::vector<float>(size_t{count} * k));
-      // One token spreads its experts over workgroups that meet in the partials.
-      EXPECT_EQ(vk::Kernels::router_groups(experts, count), count == 1 ? experts / ROUTER_DECODE_EXPERTS : 1u);
-      auto partials = host_buffer(*ctx, std::vector<float>(experts, NAN));
-      auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+      // One token (decode) spreads its experts over workgroups that write the logits, which the
+      // expert kernels rank (DecodeExpertKernelsEqualThePerTokenSum); several rank here.
+      const bool decode = count == 1;
+      EXPECT_EQ(vk::Kernels::router_groups(experts, decode), decode ? experts / ROUTER_DECODE_EXPERTS : 1u);
+      auto logits_buf = host_buffer(*ctx, std::vector<float>(experts, NAN));
       run(*ctx, [&](vk::DispatchList& list) {
         kernels(*ctx).router(list, w.device, b_buf->address(), x_buf->address(), n_buf->address(),
-                             {xn_buf->address(), chosen_buf->address(), weights_buf->address()}, k, count, 1e-5f,
-                             {partials->address(), counters->address()});
+                             {xn_buf->address(), decode ? 0 : chosen_buf->address(), decode ? 0 : weights_buf->address(),
+                              decode ? logits_buf->address() : 0},
+                             k, count, 1e-5f);
       });
-      EXPECT_EQ(read_buffer<uint32_t>(*counters, 1)[0], 0u) << "the last workgroup resets its counter";
       const auto chosen = read_buffer<uint32_t>(*chosen_buf, size_t{count} * k);
       const auto gate = read_buffer<float>(*weights_buf, size_t{count} * k);
       const auto xn = read_buffer<float>(*xn_buf, x.size());
+      const auto device_logits = read_buffer<float>(*logits_buf, experts);
       for (uint32_t t = 0; t < count; ++t) {
         double ss = 0;
         for (uint32_t i = 0; i < hidden; ++i) ss += double{x[t * hidden + i]} * x[t * hidden + i];
@@ -562,6 +564,12 @@ TEST(VulkanKernels, RouterTopKWithTiesAndSoftmaxPerToken) {
             sum += double{w_values[e * hidden + i]} * normed;
           }
           logits[e] = sum;
+        }
+        if (decode) {
+          for (uint32_t e = 0; e < experts; ++e) EXPECT_NEAR(device_logits[e], logits[e], 1e-5 * (1 + std::abs(logits[e])));
+          EXPECT_EQ(device_logits[5], device_logits[1]) << "the tie, exact on the device as well";
+          EXPECT_EQ(chosen, std::vector<uint32_t>(k, 99)) << "decode leaves the choices to the expert kernels";
+          continue;
         }
         logits[5] = logits[1];  // the tie, exact on the device as well
         std::vector<uint32_t> order(experts);
@@ -708,27 +716,50 @@ TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
   SCOPED_TRACE(std::string("GPTOSS_VK_EXPERT=") + shape);
   vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_EXPERT", shape);
   // 3 and 2 blocks per row (fewer than a quad's lanes), 10 and 9 (the two-block passes and a tail).
-  for (const Case c : {Case{1, 96, 64}, Case{4, 96, 64}, Case{4, 320, 288}}) {
-    SCOPED_TRACE("k " + std::to_string(c.k) + " hidden " + std::to_string(c.hidden));
-    const auto p = moe_problem(1, 8, c.k, c.hidden, c.inter);
-    const auto mlp1 = mxfp4_experts(*ctx, 8, 2 * c.inter, c.hidden, 3);
-    const auto mlp2 = mxfp4_experts(*ctx, 8, c.hidden, c.inter, 4);
-    Doubles scale;
-    const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
-    auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, p.xn);
-    auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
-    auto act = host_buffer(*ctx, std::vector<float>(size_t{c.k} * c.inter));
-    auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
-    auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-    run(*ctx, [&](vk::DispatchList& list) {
-      shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), chosen->address(), act->address(), c.k,
-                         limit);
-      shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
-                         x->address(), c.k, {partials->address(), counters->address()});
-    });
-    EXPECT_EQ(read_buffer<uint32_t>(*counters, 8), std::vector<uint32_t>(8, 0u));
-    expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE");
-  }
+  for (const Case c : {Case{1, 96, 64}, Case{4, 96, 64}, Case{4, 320, 288}})
+    for (bool from_logits : {false, true}) {
+      SCOPED_TRACE("k " + std::to_string(c.k) + " hidden " + std::to_string(c.hidden) +
+                   (from_logits ? ", ranking the router's logits" : ", given the choices"));
+      auto p = moe_problem(1, 8, c.k, c.hidden, c.inter);
+      // The logits the decode router writes: k - 1 experts above a tie of experts 2 and 6 at the
+      // cut (the lower id must win), the rest below; the choices and their softmax they stand for.
+      std::vector<float> logits(8);
+      const uint32_t above_order[] = {7, 0, 5, 3, 1, 4};
+      for (uint32_t e = 0; e < 8; ++e) logits[e] = -1.0f - 0.25f * static_cast<float>(e);
+      if (from_logits) {
+        p.chosen.clear();
+        for (uint32_t i = 0; i + 1 < c.k; ++i) {
+          logits[above_order[i]] = 3.0f - 0.5f * static_cast<float>(i);
+          p.chosen.push_back(above_order[i]);
+        }
+        logits[2] = logits[6] = 1.0f;
+        p.chosen.push_back(2);
+        double sum = 0;
+        for (uint32_t e : p.chosen) sum += std::exp(double{logits[e]} - logits[p.chosen[0]]);
+        for (uint32_t s = 0; s < c.k; ++s)
+          p.gate[s] = static_cast<float>(std::exp(double{logits[p.chosen[s]]} - logits[p.chosen[0]]) / sum);
+      }
+      const auto mlp1 = mxfp4_experts(*ctx, 8, 2 * c.inter, c.hidden, 3);
+      const auto mlp2 = mxfp4_experts(*ctx, 8, c.hidden, c.inter, 4);
+      Doubles scale;
+      const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
+      auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, p.xn);
+      auto logits_buf = host_buffer(*ctx, logits);
+      auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
+      auto act = host_buffer(*ctx, std::vector<float>(size_t{c.k} * c.inter));
+      auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
+      auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+      const vk::Kernels::Choices choices =
+          from_logits ? vk::Kernels::Choices{0, 0, logits_buf->address(), 8}
+                      : vk::Kernels::Choices{chosen->address(), gate->address(), 0, 8};
+      run(*ctx, [&](vk::DispatchList& list) {
+        shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), choices, act->address(), c.k, limit);
+        shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), choices, x->address(), c.k,
+                           {partials->address(), counters->address()});
+      });
+      EXPECT_EQ(read_buffer<uint32_t>(*counters, 8), std::vector<uint32_t>(8, 0u));
+      expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE");
+    }
   }
 }
 
@@ -778,7 +809,7 @@ TEST(VulkanKernels, LaunchersNameTheKernelAndTheViolatedLimit) {
   }
   auto router = dense_matrix(*ctx, DType::BF16, 8, 32, 1);
   try {
-    kernels(*ctx).router(list, router.device, 0, 0, 0, {0, 0, 0}, 40, 1, 1e-5f, {0, 0});
+    kernels(*ctx).router(list, router.device, 0, 0, 0, {0, 0, 0, 0}, 40, 1, 1e-5f);
     FAIL() << "accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("Vulkan kernel router: experts per token 40 outside"), std::string::npos)

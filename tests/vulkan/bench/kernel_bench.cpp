@@ -219,23 +219,22 @@ int main(int argc, char** argv) {
       report("moe_combine 512 tokens", us, 0, 0);
     }
     const auto router = matrix(*ctx, DType::BF16, E, H, 13);
-    auto router_partials = device_floats(*ctx, std::vector<float>(E));
-    auto router_counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-    const vk::Kernels::Shared router_shared{router_partials->address(), router_counters->address()};
     auto norm = device_floats(*ctx, random_floats(H, 14)), rb = device_floats(*ctx, random_floats(E, 15));
+    auto logits = device_floats(*ctx, random_floats(E, 16));
     if (timed("prefill")) {
       us = bench.time([&](vk::DispatchList& l, uint32_t) {
         kernels.router(l, router, rb->address(), x->address(), norm->address(),
-                       {xn->address(), chosen_buf->address(), gate->address()}, k, T, 1e-5f, router_shared);
+                       {xn->address(), chosen_buf->address(), gate->address(), 0}, k, T, 1e-5f);
       });
       report("router 512 tokens", us, 0, 0);
     }
     if (timed("decode")) {
       us = bench.time([&](vk::DispatchList& l, uint32_t) {
-        kernels.router(l, router, rb->address(), x->address(), norm->address(),
-                       {xn->address(), chosen_buf->address(), gate->address()}, k, 1, 1e-5f, router_shared);
+        kernels.router(l, router, rb->address(), x->address(), norm->address(), {xn->address(), 0, 0, logits->address()},
+                       k, 1, 1e-5f);
       });
-      report("router decode", us, 0, 0);
+      report("router decode (logits)", us, 0, 0);
+      const vk::Kernels::Choices ranked{0, 0, logits->address(), E};
 
       // ---- decode experts: 4 of 32, weights rotated over 4 layers' worth ----
       std::vector<vk::DeviceExperts> m1, m2;
@@ -245,14 +244,14 @@ int main(int argc, char** argv) {
       }
       const double bytes1 = double{k} * 2 * I * (H / 32) * 17, bytes2 = double{k} * H * (I / 32) * 17;
       us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-        kernels.expert_mlp1(l, m1[i % 4], b1->address(), xn->address(), chosen_buf->address(), act->address(), k, 7.0f);
+        kernels.expert_mlp1(l, m1[i % 4], b1->address(), xn->address(), ranked, act->address(), k, 7.0f);
       });
       report("expert_mlp1 decode (4 experts)", us, 0, bytes1);
       auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(H, k)));
       auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
       us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-        kernels.expert_mlp2(l, m2[i % 4], b2->address(), act->address(), chosen_buf->address(), gate->address(),
-                            x->address(), k, {partials->address(), counters->address()});
+        kernels.expert_mlp2(l, m2[i % 4], b2->address(), act->address(), ranked, x->address(), k,
+                            {partials->address(), counters->address()});
       });
       report("expert_mlp2 decode (4 experts)", us, 0, bytes2);
     }
