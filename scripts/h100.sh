@@ -26,6 +26,10 @@
 #   sweep      tgN of the HF checkpoint with the defaults and each of VARIANTS (environment
 #              settings such as GPTOSS_VK_EXPERT, GPTOSS_VK_MATVEC; ';' joins several), then tgN
 #              at depth DEPTH with the defaults and each of DEEP_VARIANTS (GPTOSS_VK_ATTN_SPLITS)
+#   ab         tgN and tgN at depth DEPTH of the HF checkpoint with other commits' gptoss-bench
+#              (build-h100/base*/gptoss-bench, packed by `scripts/h100.sh pack-base BUILD_DIR [NAME]`
+#              here) and this pack's, alternated AB_ROUNDS times (default 2): changes measured on one
+#              machine, apart from the few percent that machines differ by
 #   kernels    vulkan_kernel_bench: each kernel alone at gpt-oss-20b shapes (SECTIONS of prefill,
 #              decode, attention), with the driver's statistics of each pipeline, then the
 #              SECTIONS (default decode) with each of KERNEL_VARIANTS (environment, as VARIANTS)
@@ -43,6 +47,17 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PACK=build-h100/pack.tar.xz
+
+if [ "${1:-}" = pack-base ]; then  # pack-base BUILD_DIR [NAME]: a baseline gptoss-bench for the ab step
+  set -e
+  dir=build-h100/${3:-base}
+  mkdir -p "$dir"
+  strip -o "$dir/gptoss-bench" "${2:?pack-base BUILD_DIR [NAME]}/tools/gptoss-bench"
+  src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$2/CMakeCache.txt")
+  git -C "$src" rev-parse --short HEAD >"$dir/COMMIT"
+  ls -l "$dir"
+  exit 0
+fi
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -200,6 +215,26 @@ step_sweep() {
   for variant in "" $VARIANTS; do sweep_one "$variant" -p 0 -n "$N"; done
   for variant in "" $DEEP_VARIANTS; do sweep_one "$variant" -p 0 -n "$N" -d "$DEPTH"; done
 }
+step_ab() {
+  local tools=() names=() dir
+  for dir in "$ROOT"/build-h100/base*/; do
+    [ -x "$dir/gptoss-bench" ] || continue
+    tools+=("$dir/gptoss-bench")
+    names+=("$(basename "$dir") $(cat "$dir/COMMIT" 2>/dev/null)")
+  done
+  ((${#tools[@]})) || { note "-- ab: FAILED (no build-h100/base*/gptoss-bench: scripts/h100.sh pack-base BUILD_DIR)"; return 0; }
+  tools+=("$BIN/gptoss-bench")
+  names+=("new $(cat "$KIT/COMMIT")")
+  note "### A/B on one machine: ${names[*]}"
+  for depth in 0 "$DEPTH"; do
+    for round in $(seq "${AB_ROUNDS:-2}"); do
+      for i in "${!tools[@]}"; do
+        note "#### ${names[$i]}, round $round: -p 0 -n $N -d $depth"
+        "${tools[$i]}" "$HF" -p 0 -n "$N" -d "$depth" -r "$R" -o md -q 2>&1 | tail -1 | tee -a "$SUMMARY"
+      done
+    done
+  done
+}
 step_kernels() {
   note "### vulkan_kernel_bench (GPU timestamps; driver statistics of each pipeline)"
   GPTOSS_VK_PIPELINE_STATS=1 timed "vulkan_kernel_bench" "$BIN"/vulkan_kernel_bench 20 "${SECTIONS:-prefill,decode,attention}"
@@ -230,7 +265,7 @@ step_diagnose() {
 setup
 for step in "$@"; do
   case "$step" in
-    tests|convert|bench|profile|eval|parity|big|parity120b|sweep|kernels|diagnose|fuzz) "step_$step" ;;
+    tests|convert|bench|profile|eval|parity|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
