@@ -40,20 +40,8 @@ shared float v_new[HEAD_DIM];
 shared float scratch[kScratch];
 shared float subgroup_max[kSubgroups * GROUP], subgroup_sum[kSubgroups * GROUP];
 shared float head_max[GROUP], head_sum[GROUP], head_denominator[GROUP];
-shared float sink_values[GROUP];
 
 vec4 key_row[kQuads];  // the lane's key row of the current block
-// The values of the subgroup's first block (every key of it, the lane's dims), loaded with its
-// keys at the start: at short contexts a subgroup has one block, and its value loads no longer
-// wait for the scores (one memory round trip less in the kernel's chain).
-float first_values[S][kDimsPerLane];
-
-// The cache rows of keys block .. block + S - 1 (past `last` repeats the last: a visible key).
-uint value_row(uint block, uint k, uint last, uint g, uint kv_rows) {
-  uint slot = block % args.slots + min(k, last);
-  if (slot >= args.slots) slot -= args.slots;
-  return slot * kv_rows + g * HEAD_DIM;
-}
 
 void load_key_row(uint j, uint g, uint kv_rows) {
   uint row = ((j % args.slots) * kv_rows + g * HEAD_DIM) >> 2;
@@ -75,19 +63,9 @@ void main() {
   uint begin = min(first_key + s * per_range, position + 1u);
   uint end = min(begin + per_range, position + 1u);
 
-  // The first block's key rows and values, loading while the new Q and K rotate; the sinks too.
+  // The first block's key rows, loading while the new Q and K rotate.
   uint block = begin + sg * S;
-  uint first_block = block;
-  if (block < end) {
-    load_key_row(min(block + lane, end - 1u), g, kv_rows);
-    uint last = min(S, end - block) - 1u;
-    [[unroll]] for (uint k = 0u; k < S; ++k) {
-      uint row = value_row(block, k, last, g, kv_rows);
-      [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i)
-        first_values[k][i] = FloatsIn(args.v_cache).v[row + min(lane + i * S, HEAD_DIM - 1u)];
-    }
-  }
-  for (uint i = t; i < GROUP; i += DECODE_ATTENTION_SIZE) sink_values[i] = FloatsIn(args.sinks).v[g * GROUP + i];
+  if (block < end) load_key_row(min(block + lane, end - 1u), g, kv_rows);
   FloatsIn qkv = FloatsIn(args.qkv);
   for (uint p = t; p < GROUP * half_dim; p += DECODE_ATTENTION_SIZE) {
     uint hh = p / half_dim, i = p % half_dim;
@@ -159,14 +137,16 @@ void main() {
     // the shared copy (a load under a condition would keep the loads of the block from
     // overlapping).
     uint last = min(S, end - block) - 1u;
-    bool later_block = block != first_block;
+    uint ring = block % args.slots;
     [[unroll]] for (uint k = 0u; k < S; ++k) {
-      uint row = value_row(block, k, last, g, kv_rows);
-      bool new_key = block + min(k, last) == position;
+      uint kk = min(k, last), slot = ring + kk;
+      if (slot >= args.slots) slot -= args.slots;
+      uint row = slot * kv_rows + g * HEAD_DIM;
+      bool new_key = block + kk == position;
       float v[kDimsPerLane];
       [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
         uint d = min(lane + i * S, HEAD_DIM - 1u);
-        float cached = later_block ? FloatsIn(args.v_cache).v[row + d] : first_values[k][i];
+        float cached = FloatsIn(args.v_cache).v[row + d];
         v[i] = new_key ? v_new[d] : cached;
       }
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
@@ -226,7 +206,7 @@ void main() {
       uint e = t + o * DECODE_ATTENTION_SIZE;
       if (e >= kGroupValues) break;
       uint hh = e / HEAD_DIM, h = g * GROUP + hh;
-      float sink = sink_values[hh];
+      float sink = FloatsIn(args.sinks).v[h];
       float top = max(head_max[hh], sink), w = exp(head_max[hh] - top);
       Floats(args.target).v[h * HEAD_DIM + e % HEAD_DIM] = total[o] * w / (head_sum[hh] * w + exp(sink - top));
     }
@@ -253,7 +233,7 @@ void main() {
   barrier();
   for (uint hh = sg; hh < GROUP; hh += kSubgroups) {
     uint h = g * GROUP + hh;
-    float sink = sink_values[hh];
+    float sink = FloatsIn(args.sinks).v[h];
     float top = sink;
     for (uint r = lane; r < ranges; r += S) top = max(top, scratch[hh * ranges + r]);
     top = subgroupMax(top);
