@@ -2,23 +2,26 @@
 #extension GL_GOOGLE_include_directive : require
 // Decode attention of the token at step.position (flash-decoding). The keys (t-W < j <= t on
 // sliding layers) of KV head g are cut into ranges of at least args.range_keys keys, at
-// most the `splits` workgroups dispatched per KV head (the dispatch is recorded once for every
-// position; workgroups past the ranges the position needs return at once). In workgroup (g,
-// range) each subgroup takes its own blocks of SUBGROUP_SIZE keys with no workgroup barrier in
-// the key loop: lane = key for the scores of the GROUP query heads of g (GQA: h / GROUP == g),
-// an online softmax per head across the lanes, then lane = dims for the values (coalesced), the
-// probabilities passed through shared memory. The subgroups' (maximum, sum, weighted V) merge
-// through shared memory at the end; the last range of g to finish merges the ranges with the
-// sinks: with M the largest of the sink and their maxima, out = sum_s e^(m_s - M) V_s /
-// (e^(sink - M) + sum_s e^(m_s - M) l_s), the sink's probability dropped, as the CPU engine. A
-// single range finishes by itself. The rotated new Q and K rows are made here (RoPE, half-split
-// pairs, YaRN tables), and the range holding the position stores the new K and V in its cache
-// slot (position % slots, a ring on sliding layers).
+// most the `splits` workgroup rows dispatched (the dispatch is recorded once for every position;
+// workgroups past the ranges the position needs return at once). Workgroup (w, range) takes the
+// GROUP query heads w * GROUP .. of KV head g = w * GROUP / group (GQA: h / group == g; GROUP is
+// all of g's query heads by default, GPTOSS_VK_ATTN_HEADS fewer). Each subgroup takes its own
+// blocks of SUBGROUP_SIZE keys with no workgroup barrier in the key loop: lane = key for the
+// scores of the GROUP query heads, an online softmax per head across the lanes, then lane = dims
+// for the values (coalesced), the probabilities passed through shared memory. The subgroups'
+// (maximum, sum, weighted V) merge through shared memory at the end; the last range of w to
+// finish merges the ranges with the sinks: with M the largest of the sink and their maxima, out =
+// sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s e^(m_s - M) l_s), the sink's probability dropped,
+// as the CPU engine. A single range finishes by itself. The rotated new Q and K rows are made here
+// (RoPE, half-split pairs, YaRN tables), and the range holding the position stores the new K and
+// V in its cache slot (position % slots, a ring on sliding layers).
 #include "common.glsl"
 layout(local_size_x = DECODE_ATTENTION_SIZE) in;
 layout(push_constant) uniform Push { AttentionDecodeArgs args; };
 // The shape as constants, so the per-lane arrays below live in registers at their exact size.
-layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;  // query heads per KV head
+// Query heads per workgroup: all of a KV head's by default, fewer to spread a short context over
+// more workgroups (GPTOSS_VK_ATTN_HEADS; each then reads its KV head's keys and values itself).
+layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;
 layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
 
 // SPIR-V 1.5 (Vulkan 1.2) pipelines run in subgroups of the device's subgroupSize, which the
@@ -50,8 +53,9 @@ void load_key_row(uint j, uint g, uint kv_rows) {
 
 void main() {
   uint t = gl_LocalInvocationIndex, lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
-  uint g = gl_WorkGroupID.x, s = gl_WorkGroupID.y;
-  uint kv_rows = args.kv_heads * HEAD_DIM, heads = args.kv_heads * GROUP, half_dim = HEAD_DIM / 2u;
+  // Workgroup (w, s): query heads qh0 .. qh0 + GROUP - 1 of KV head g (GQA: h / group == g).
+  uint w = gl_WorkGroupID.x, s = gl_WorkGroupID.y, qh0 = w * GROUP, g = qh0 / args.group;
+  uint kv_rows = args.kv_heads * HEAD_DIM, heads = args.kv_heads * args.group, half_dim = HEAD_DIM / 2u;
   uint position = WordsIn(args.step).v[0];
   uint first_key = (args.window != 0u && position + 1u > args.window) ? position + 1u - args.window : 0u;
   uint keys = position + 1u - first_key;
@@ -70,7 +74,7 @@ void main() {
   for (uint p = t; p < GROUP * half_dim; p += DECODE_ATTENTION_SIZE) {
     uint hh = p / half_dim, i = p % half_dim;
     vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
-    uint base = (g * GROUP + hh) * HEAD_DIM;
+    uint base = (qh0 + hh) * HEAD_DIM;
     float a = qkv.v[base + i], b = qkv.v[base + i + half_dim];
     uint lo = hh * HEAD_DIM + i, hi = lo + half_dim;
     q_rows[lo >> 2][lo & 3u] = a * cs.x - b * cs.y;
@@ -78,7 +82,10 @@ void main() {
   }
   // The range holding the new token stores it and reads it from shared memory (its cache store
   // is not visible to the other invocations without a buffer barrier).
+  // Of the KV head's workgroups with this range, the first (qh0 % group == 0) stores it; the others
+  // compute the same rows for themselves.
   if (end == position + 1u) {
+    bool stores = qh0 % args.group == 0u;
     uint slot = (position % args.slots) * kv_rows + g * HEAD_DIM;
     for (uint i = t; i < half_dim; i += DECODE_ATTENTION_SIZE) {
       vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
@@ -88,13 +95,15 @@ void main() {
       uint hi = i + half_dim;
       k_new[i >> 2][i & 3u] = ra;
       k_new[hi >> 2][hi & 3u] = rb;
-      Floats(args.k_cache).v[slot + i] = ra;
-      Floats(args.k_cache).v[slot + hi] = rb;
+      if (stores) {
+        Floats(args.k_cache).v[slot + i] = ra;
+        Floats(args.k_cache).v[slot + hi] = rb;
+      }
     }
     for (uint i = t; i < HEAD_DIM; i += DECODE_ATTENTION_SIZE) {
       float v = qkv.v[(heads + args.kv_heads + g) * HEAD_DIM + i];
       v_new[i] = v;
-      Floats(args.v_cache).v[slot + i] = v;
+      if (stores) Floats(args.v_cache).v[slot + i] = v;
     }
   }
   barrier();
@@ -205,7 +214,7 @@ void main() {
     [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
       uint e = t + o * DECODE_ATTENTION_SIZE;
       if (e >= kGroupValues) break;
-      uint hh = e / HEAD_DIM, h = g * GROUP + hh;
+      uint hh = e / HEAD_DIM, h = qh0 + hh;
       float sink = FloatsIn(args.sinks).v[h];
       float top = max(head_max[hh], sink), w = exp(head_max[hh] - top);
       Floats(args.target).v[h * HEAD_DIM + e % HEAD_DIM] = total[o] * w / (head_sum[hh] * w + exp(sink - top));
@@ -217,22 +226,22 @@ void main() {
     uint e = t + o * DECODE_ATTENTION_SIZE;
     if (e >= kGroupValues) break;
     uint hh = e / HEAD_DIM, d = e % HEAD_DIM;
-    uint base = ((g * GROUP + hh) * args.splits + s) * (HEAD_DIM + 2u);
+    uint base = ((qh0 + hh) * args.splits + s) * (HEAD_DIM + 2u);
     partials.v[base + d] = total[o];
     if (d == 0u) {
       partials.v[base + HEAD_DIM] = head_max[hh];
       partials.v[base + HEAD_DIM + 1u] = head_sum[hh];
     }
   }
-  if (!arrive_last(args.counters, g, ranges)) return;
+  if (!arrive_last(args.counters, w, ranges)) return;
   // The merge, by the last range: each (head, range) weight once, then every output.
   for (uint e = t; e < GROUP * ranges; e += DECODE_ATTENTION_SIZE) {
     uint hh = e / ranges, r = e % ranges;
-    scratch[e] = partials.v[((g * GROUP + hh) * args.splits + r) * (HEAD_DIM + 2u) + HEAD_DIM];  // its maximum, for now
+    scratch[e] = partials.v[((qh0 + hh) * args.splits + r) * (HEAD_DIM + 2u) + HEAD_DIM];  // its maximum, for now
   }
   barrier();
   for (uint hh = sg; hh < GROUP; hh += kSubgroups) {
-    uint h = g * GROUP + hh;
+    uint h = qh0 + hh;
     float sink = FloatsIn(args.sinks).v[h];
     float top = sink;
     for (uint r = lane; r < ranges; r += S) top = max(top, scratch[hh * ranges + r]);
@@ -250,7 +259,7 @@ void main() {
   [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
     uint e = t + o * DECODE_ATTENTION_SIZE;
     if (e >= kGroupValues) break;
-    uint hh = e / HEAD_DIM, d = e % HEAD_DIM, h = g * GROUP + hh;
+    uint hh = e / HEAD_DIM, d = e % HEAD_DIM, h = qh0 + hh;
     float sum = 0.0;
     for (uint r0 = 0u; r0 < ranges; r0 += 8u) {  // eight ranges' loads in flight at once
       float part[8];

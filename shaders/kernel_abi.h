@@ -33,7 +33,7 @@ using uint = uint32_t;
 #define SPEC_PROBE 7          // measuring only (GPTOSS_VK_PROBE): 1 skips the arithmetic, 2 the weight loads
 #define SPEC_EXPERT_OUTPUTS 8 // decode expert kernels: outputs per subgroup (mlp1: gate/up row pairs)
 #define SPEC_EXPERT_BATCH 9   // decode expert kernels: blocks per lane loaded before any is used
-#define SPEC_ATTENTION_GROUP 10     // decode attention: query heads per KV head
+#define SPEC_ATTENTION_GROUP 10     // decode attention: query heads per workgroup
 #define SPEC_ATTENTION_HEAD_DIM 11  // decode attention: head_dim
 #define SPEC_MATVEC_ROWS 12   // decode matvec: rows per subgroup
 #define SPEC_MATVEC_BATCH 13  // decode matvec: 8-value loads per lane and row in flight before any is used
@@ -165,14 +165,15 @@ struct AttentionDecodeArgs {
   ABI_ADDRESS partials;  // [heads, splits, head_dim + 2]
   ABI_ADDRESS sinks;
   ABI_ADDRESS target;
-  ABI_ADDRESS counters;  // [kv_heads], zero between dispatches
+  ABI_ADDRESS counters;  // [workgroup columns], zero between dispatches
   uint kv_heads;
   uint window;  // 0: every key
   uint slots;   // cache positions (a ring of `slots` on sliding layers)
-  uint splits;  // workgroups per KV head: the most ranges the kernel cuts the keys into
+  uint splits;  // workgroup rows: the most ranges the kernel cuts the keys into
   float scale;
   float concentration;
   uint range_keys;  // the fewest keys a range has (DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE)
+  uint group;       // query heads per KV head (SPEC_ATTENTION_GROUP: per workgroup, a divisor of it)
 };
 
 // RoPE of Q (in place) and K of `count` new tokens at step.position.., K and V into the cache.

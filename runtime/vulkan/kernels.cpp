@@ -190,6 +190,15 @@ uint32_t Kernels::attention_split_cap() {
   return cap;
 }
 
+uint32_t Kernels::attention_heads_per_workgroup(uint32_t group) {
+  // GPTOSS_VK_ATTN_HEADS asks for at most that many; the largest divisor of the group within it.
+  static const uint32_t most = numbers_from_environment("GPTOSS_VK_ATTN_HEADS", "the most query heads per workgroup",
+                                                        {abi::kMaxAttentionGroupValues}, {abi::kMaxAttentionGroupValues})[0];
+  uint32_t heads = std::min(group, most);
+  while (group % heads != 0) --heads;
+  return heads;
+}
+
 uint32_t Kernels::attention_range_keys() {
   static const uint32_t keys = numbers_from_environment("GPTOSS_VK_ATTN_RANGE", "the fewest keys per range",
                                                         {DECODE_ATTENTION_SIZE}, {DECODE_ATTENTION_SIZE})[0];
@@ -211,12 +220,15 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
                                const Shared& shared) {
   check_attention_shape("attention_decode", s);
   const uint32_t splits = decode_attention_splits(s);
-  require(s.kv_heads <= kCounters, "attention_decode", limit("KV heads", s.kv_heads, ">", kCounters));
+  const uint32_t group = s.heads / s.kv_heads, per_workgroup = attention_heads_per_workgroup(group);
+  require(s.heads / per_workgroup <= kCounters, "attention_decode",
+          limit("workgroup columns", s.heads / per_workgroup, ">", kCounters));
   const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
-                                      splits, s.scale,         s.concentration, attention_range_keys()};
-  const AttentionConstants constants{s.heads / s.kv_heads, s.head_dim};
-  list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.kv_heads, splits);
+                                      splits, s.scale,         s.concentration, attention_range_keys(), group};
+  const AttentionConstants constants{per_workgroup, s.head_dim};
+  list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.heads / per_workgroup,
+                splits);
 }
 
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,

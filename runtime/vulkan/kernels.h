@@ -51,6 +51,9 @@ class Kernels {
   static uint32_t decode_attention_splits(const AttentionShape& shape);
   static uint32_t attention_split_cap();  // kDefaultAttentionSplits, or GPTOSS_VK_ATTN_SPLITS
   static uint32_t attention_range_keys();  // DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE
+  // Query heads per workgroup of a KV head's `group`: all, or the largest divisor of the group
+  // within GPTOSS_VK_ATTN_HEADS.
+  static uint32_t attention_heads_per_workgroup(uint32_t group);
   static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                         Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
