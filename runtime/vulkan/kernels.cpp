@@ -190,11 +190,22 @@ uint32_t Kernels::attention_split_cap() {
   return cap;
 }
 
-uint32_t Kernels::attention_heads_per_workgroup(uint32_t group) {
-  // GPTOSS_VK_ATTN_HEADS asks for at most that many; the largest divisor of the group within it.
+namespace {
+uint32_t attention_heads_asked() {
   static const uint32_t most = numbers_from_environment("GPTOSS_VK_ATTN_HEADS", "the most query heads per workgroup",
                                                         {abi::kMaxAttentionGroupValues}, {abi::kMaxAttentionGroupValues})[0];
-  uint32_t heads = std::min(group, most);
+  return most;
+}
+}  // namespace
+
+bool Kernels::attention_heads_from_environment() {
+  const char* value = std::getenv("GPTOSS_VK_ATTN_HEADS");
+  return attention_heads_asked() && value && *value;
+}
+
+uint32_t Kernels::attention_heads_per_workgroup(uint32_t group) {
+  // GPTOSS_VK_ATTN_HEADS asks for at most that many; the largest divisor of the group within it.
+  uint32_t heads = std::min(group, attention_heads_asked());
   while (group % heads != 0) --heads;
   return heads;
 }
@@ -217,15 +228,20 @@ uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
 
 void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
                                Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
-                               const Shared& shared) {
+                               const Shared& shared, const AttentionPart& part) {
   check_attention_shape("attention_decode", s);
   const uint32_t splits = decode_attention_splits(s);
-  const uint32_t group = s.heads / s.kv_heads, per_workgroup = attention_heads_per_workgroup(group);
+  const uint32_t group = s.heads / s.kv_heads;
+  const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
+  require(per_workgroup >= 1 && group % per_workgroup == 0, "attention_decode",
+          std::to_string(per_workgroup) + " query heads per workgroup do not divide the " + std::to_string(group) +
+              " of a KV head");
   require(s.heads / per_workgroup <= kCounters, "attention_decode",
           limit("workgroup columns", s.heads / per_workgroup, ">", kCounters));
   const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
-                                      splits, s.scale,         s.concentration, attention_range_keys(), group};
+                                      splits, s.scale,         s.concentration, attention_range_keys(), group,
+                                      part.min_keys, part.max_keys};
   const AttentionConstants constants{per_workgroup, s.head_dim};
   list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.heads / per_workgroup,
                 splits);

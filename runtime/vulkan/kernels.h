@@ -54,10 +54,22 @@ class Kernels {
   // Query heads per workgroup of a KV head's `group`: all, or the largest divisor of the group
   // within GPTOSS_VK_ATTN_HEADS.
   static uint32_t attention_heads_per_workgroup(uint32_t group);
+  static bool attention_heads_from_environment();  // GPTOSS_VK_ATTN_HEADS is set
   static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
+  // Query heads per workgroup (0: attention_heads_per_workgroup) and the keys at the step's
+  // position for which the dispatch runs (outside them it returns at once).
+  struct AttentionPart {
+    uint32_t heads_per_workgroup, min_keys, max_keys;
+  };
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                         Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
-                        const Shared& shared);
+                        const Shared& shared, const AttentionPart& part);
+  // Every position, attention_heads_per_workgroup's shape.
+  void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
+                        Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
+                        const Shared& shared) {
+    attention_decode(list, shape, qkv, k_cache, v_cache, inv_freq, step, sinks, target, shared, {0, 0, UINT32_MAX});
+  }
   void rope_store(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache, Address v_cache,
                   Address inv_freq, Address step, uint32_t count);
   void attention_prefill(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,

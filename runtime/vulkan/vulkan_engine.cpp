@@ -151,6 +151,8 @@ struct VulkanEngine::Device {
   // One submit of `count` tokens. rows: None, Last or Range (of these tokens; count > 0). greedy:
   // the last row's argmax on the device instead of its logits to the host.
   DispatchList build(uint32_t count, LogitRows rows, bool observed, bool greedy) const;
+  // Decode attention of layer l: its shapes per position (see the definition).
+  void record_decode_attention(DispatchList& list, uint32_t l, const Kernels::Shared& shared) const;
   const Recorded& get(uint32_t count, LogitRows rows, bool observed, bool greedy = false);
   void submit(const Recorded& r);
   // The tokens of the next submit and the position of the first.
@@ -312,6 +314,31 @@ void VulkanEngine::Device::ensure_stages(uint32_t rows) {
   free_recorded();
 }
 
+void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t l, const Kernels::Shared& shared) const {
+  const Kernels::AttentionShape shape = shape_of(l);
+  const LayerWeights& w = layers[l];
+  const auto attend = [&](const Kernels::AttentionPart& part) {
+    kernels->attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(),
+                              inv_freq->address(), step->address(), w.sinks->address(), attn->address(), shared, part);
+  };
+  if (Kernels::attention_heads_from_environment()) return attend({0, 0, UINT32_MAX});  // one shape, to compare
+  // While the keys fit one range, one query head per workgroup: eight times the workgroups of a
+  // KV head's, each with an eighth of the work (the kernel's chain is latency, not bandwidth:
+  // +15% tokens/s at 128 tokens on the H100, docs/vulkan-engine.md). Beyond, workgroups of up to
+  // four query heads, each reading its KV head's cache once for them (one head each read it 8x:
+  // slower at 4096 keys). The two dispatches follow each other without a barrier: at any position
+  // exactly one of them runs.
+  const uint32_t group = shape.heads / shape.kv_heads, short_keys = Kernels::attention_range_keys();
+  const uint32_t most_keys = shape.window ? std::min(shape.window, shape.slots) : shape.slots;
+  attend({1, 0, short_keys});
+  if (most_keys > short_keys) {
+    uint32_t heads = std::min<uint32_t>(group, 4);
+    while (group % heads != 0) --heads;
+    list.without_barrier();
+    attend({heads, short_keys + 1, UINT32_MAX});
+  }
+}
+
 DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool observed, bool greedy) const {
   const auto& c = config;
   auto& k = *kernels;
@@ -337,8 +364,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
         row += part.rows;
       }
       list.tag(shape.window ? "sliding" : "full");
-      k.attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), inv_freq->address(),
-                         step->address(), w.sinks->address(), attn->address(), shared);
+      record_decode_attention(list, l, shared);
       list.tag("out");
       k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
       list.tag("");

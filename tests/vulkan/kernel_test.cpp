@@ -428,7 +428,10 @@ TEST(VulkanKernels, PrefillAttentionCausalWindowedSinksGqa) {
 
 // Decode: the new token's Q/K/V unrotated in qkv, earlier keys in the cache; partials over key
 // ranges then the combine with the sink.
-void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t position, uint32_t capacity) {
+// `parts`: the dispatches recorded (each a shape and the keys it runs for), one after the other
+// without a barrier, as the engine records decode attention; by default one of every position.
+void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t position, uint32_t capacity,
+                            std::vector<vk::Kernels::AttentionPart> parts = {{0, 0, UINT32_MAX}}) {
   SCOPED_TRACE("heads " + std::to_string(a.heads) + "/" + std::to_string(a.kv_heads) + " window " +
                std::to_string(a.window) + " position " + std::to_string(position) + " capacity " + std::to_string(capacity));
   const uint32_t D = a.head_dim, kv_rows = a.kv_heads * D;
@@ -464,12 +467,15 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
   auto out_buf = host_buffer(ctx, std::vector<float>(want.size(), -7.0f));
   for (int repeat = 0; repeat < 2; ++repeat)  // the counters are left zero for the next dispatch
     run(ctx, [&](vk::DispatchList& list) {
-      kernels(ctx).attention_decode(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
-                                    f_buf->address(), step_buf->address(), s_buf->address(), out_buf->address(),
-                                    {partials->address(), counters->address()});
+      for (size_t p = 0; p < parts.size(); ++p) {
+        if (p > 0) list.without_barrier();
+        kernels(ctx).attention_decode(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
+                                      f_buf->address(), step_buf->address(), s_buf->address(), out_buf->address(),
+                                      {partials->address(), counters->address()}, parts[p]);
+      }
     });
-  const auto counts = read_buffer<uint32_t>(*counters, a.kv_heads);
-  EXPECT_EQ(counts, std::vector<uint32_t>(a.kv_heads, 0u));
+  const auto counts = read_buffer<uint32_t>(*counters, a.heads);
+  EXPECT_EQ(counts, std::vector<uint32_t>(a.heads, 0u));
   const auto out = read_buffer<float>(*out_buf, want.size());
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(out[i] - want[i]));
@@ -488,6 +494,15 @@ TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
     }
   check_decode_attention(*ctx, {4, 4, 32, 0}, 700, 1000);  // one head per KV head: 3 ranges
   check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 12 ranges of 250 or 251 keys
+}
+
+// The engine's decode attention: one query head per workgroup up to 256 keys, four beyond, in two
+// dispatches of which one runs at each position: the positions on either side of the switch.
+TEST(VulkanKernels, DecodeAttentionInTwoShapesByPosition) {
+  VULKAN_OR_SKIP();
+  const std::vector<vk::Kernels::AttentionPart> parts = {{1, 0, 256}, {4, 257, UINT32_MAX}};
+  for (uint32_t position : {0u, 255u, 256u, 700u}) check_decode_attention(*ctx, {32, 4, 32, 0}, position, 1000, parts);
+  for (uint32_t position : {100u, 300u}) check_decode_attention(*ctx, {32, 4, 32, 128}, position, 1000, parts);
 }
 
 // The edges of the kernel's key ranges (at least attention_range_keys() keys each, as many as the
