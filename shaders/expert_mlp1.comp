@@ -3,7 +3,8 @@
 // Decode, first expert projection with SwiGLU, MXFP4 read in place. The k chosen experts' outputs
 // are numbered (slot, group of EXPERT_OUTPUTS outputs), slot-major, one per subgroup: output j of
 // slot s comes from rows 2j (gate) and 2j+1 (up) of expert chosen[s]'s mlp1 (or the s-th largest
-// of the router's logits, ranked here: expert_ranking.glsl), plus bias; then
+// of the router's logits, ranked by every workgroup, the first writing chosen and gate_weights for
+// mlp2: expert_ranking.glsl), plus bias; then
 // act[s, j] = (clamp(up, -limit, limit) + 1) * gate * sigmoid(1.702 gate), gate = min(gate, limit).
 // Every subgroup of a workgroup reads the same input x, staged once (expert_decode.glsl).
 #include "common.glsl"
@@ -22,6 +23,11 @@ void main() {
   bool ranks = has_address(args.logits);
   if (ranks) load_ranked_logits(args.logits, args.experts, args.k, EXPERT_WORKGROUP_SIZE);
   uint expert = has_work ? (ranks ? ranked[slot] : WordsIn(args.chosen).v[slot]) : 0u;
+  if (ranks && gl_WorkGroupID.x == 0u && gl_LocalInvocationIndex < args.k) {  // the choices, for mlp2
+    uint s = gl_LocalInvocationIndex;
+    Words(args.chosen).v[s] = ranked[s];
+    Floats(args.gate_weights).v[s] = ranked_weight(s, args.k);
+  }
   uint first_row = expert * 2u * args.intermediate + 2u * j0;
   uint rows = has_work ? min(EXPERT_ROWS, 2u * (args.intermediate - j0)) : 0u;
   expert_rows_dot(args.blocks, args.scales, args.x, 0u, args.hidden, first_row, rows);

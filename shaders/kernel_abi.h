@@ -233,13 +233,15 @@ struct RouterArgs {
 
 // Decode: act[s, j] = SwiGLU of rows 2j, 2j+1 of expert chosen[s]'s mlp1 times x (+ bias).
 // The decode expert kernels' choices: chosen [k] (and mlp2's gate_weights [k]), or with `logits`
-// set the router's logits [experts], which each workgroup ranks (expert_ranking.glsl).
+// set the router's logits [experts], which each workgroup of mlp1 ranks (expert_ranking.glsl),
+// its first workgroup writing the choices to chosen and gate_weights for mlp2.
 struct ExpertMlp1Args {
   ABI_ADDRESS blocks;
   ABI_ADDRESS scales;
   ABI_ADDRESS bias;
   ABI_ADDRESS x;
   ABI_ADDRESS chosen;
+  ABI_ADDRESS gate_weights;
   ABI_ADDRESS logits;
   ABI_ADDRESS act;
   uint hidden;
@@ -262,11 +264,9 @@ struct ExpertMlp2Args {
   ABI_ADDRESS residual;
   ABI_ADDRESS partials;
   ABI_ADDRESS counters;  // one per workgroup column, zero between dispatches
-  ABI_ADDRESS logits;
   uint hidden;
   uint intermediate;
   uint k;
-  uint experts;
 };
 
 // result[0] = the index of the largest of values[0..count) (ties to the lowest index), result[1]

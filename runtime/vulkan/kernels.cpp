@@ -243,8 +243,10 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
                                       splits, s.scale,         s.concentration, attention_range_keys(), group,
                                       part.min_keys, part.max_keys};
   const AttentionConstants constants{per_workgroup, s.head_dim};
-  list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.heads / per_workgroup,
-                splits);
+  // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
+  const uint32_t rows = part.max_keys == UINT32_MAX ? splits
+                                                     : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);
+  list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.heads / per_workgroup, rows);
 }
 
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,
@@ -312,8 +314,11 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
   check_experts("expert_mlp1", mlp1, k);
   check_choices("expert_mlp1", choices, k);
   const uint32_t intermediate = mlp1.rows / 2;
+  require(choices.logits == 0 || (choices.chosen != 0 && choices.gate_weights != 0), "expert_mlp1",
+          "ranks the logits and writes the choices for mlp2: chosen and gate_weights need their addresses");
   const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, choices.chosen,
-                                 choices.logits, act, mlp1.cols, intermediate, k, choices.experts, limit_value};
+                                 choices.gate_weights, choices.logits, act, mlp1.cols, intermediate, k,
+                                 choices.experts, limit_value};
   // One subgroup per (slot, group of outputs), every slot's groups in one row of workgroups.
   const uint32_t subgroups = EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size;
   const uint32_t items = k * ceil_div(intermediate, expert_shape_.mlp1_outputs);
@@ -322,15 +327,12 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
 
 uint64_t Kernels::expert_mlp2_partials(uint32_t hidden, uint32_t k) { return uint64_t{hidden} * k; }
 
-void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act,
-                          const Choices& choices, Address residual, uint32_t k, const Shared& shared) {
+void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
+                          Address gate_weights, Address residual, uint32_t k, const Shared& shared) {
   check_experts("expert_mlp2", mlp2, k);
-  check_choices("expert_mlp2", choices, k);
-  const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,
-                                 act,                    choices.chosen,         choices.gate_weights,
-                                 residual,               shared.partials,        shared.counters,
-                                 choices.logits,         mlp2.rows,              mlp2.cols,
-                                 k,                      choices.experts};
+  const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,           act,
+                                 chosen,                 gate_weights,           residual,       shared.partials,
+                                 shared.counters,        mlp2.rows,              mlp2.cols,      k};
   const uint32_t groups = ceil_div(mlp2.rows, EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size * expert_shape_.mlp2_outputs);
   require(groups <= kCounters, "expert_mlp2", limit("output groups", groups, ">", kCounters));
   list.dispatch(pipeline("expert_mlp2", sizeof args), args, groups, k);

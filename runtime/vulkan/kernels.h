@@ -86,8 +86,8 @@ class Kernels {
   static uint32_t router_groups(uint32_t experts, bool logits);
   void router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
               const RouterOutputs& out, uint32_t k, uint32_t count, float eps);
-  // The decode expert kernels' experts: chosen [k] with gate_weights [k], or (logits != 0) the
-  // router's logits [experts], ranked by each workgroup.
+  // mlp1's experts: chosen [k], or (logits != 0) the router's logits [experts], which each
+  // workgroup ranks, the first writing chosen and gate_weights [k] for mlp2.
   struct Choices {
     Address chosen, gate_weights, logits;
     uint32_t experts;
@@ -95,8 +95,8 @@ class Kernels {
   void expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address bias, Address x, const Choices& choices,
                    Address act, uint32_t k, float limit);
   static uint64_t expert_mlp2_partials(uint32_t hidden, uint32_t k);  // floats
-  void expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, const Choices& choices,
-                   Address residual, uint32_t k, const Shared& shared);
+  void expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
+                   Address gate_weights, Address residual, uint32_t k, const Shared& shared);
   // Counters any launcher may use (uints).
   static constexpr uint32_t kCounters = 4096;
   // result: 2 words; shared.partials: 2 * ARGMAX_GROUPS floats.

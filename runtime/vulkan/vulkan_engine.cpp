@@ -368,13 +368,15 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       list.tag("out");
       k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
       list.tag("");
-      // The router writes logits; each workgroup of the expert kernels ranks them.
+      // The router writes logits; each workgroup of mlp1 ranks them, the first writing the choices
+      // mlp2 reads.
       k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
                {xn->address(), 0, 0, router_logits->address()}, k_experts, 1, eps);
-      const Kernels::Choices ranked{0, 0, router_logits->address(), c.num_experts};
+      const Kernels::Choices ranked{chosen->address(), gate_weights->address(), router_logits->address(), c.num_experts};
       k.expert_mlp1(list, w.mlp1, w.mlp1_bias->address(), xn->address(), ranked, act->address(), k_experts,
                     static_cast<float>(c.swiglu_limit));
-      k.expert_mlp2(list, w.mlp2, w.mlp2_bias->address(), act->address(), ranked, x->address(), k_experts, shared);
+      k.expert_mlp2(list, w.mlp2, w.mlp2_bias->address(), act->address(), chosen->address(), gate_weights->address(),
+                    x->address(), k_experts, shared);
     } else {
       const uint32_t qkv_rows = w.qkv.rows();
       k.rmsnorm(list, x->address(), w.attn_norm->address(), xn->address(), c.hidden_size, count, 0, eps);

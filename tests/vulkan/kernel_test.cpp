@@ -758,20 +758,21 @@ TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
       const auto mlp2 = mxfp4_experts(*ctx, 8, c.hidden, c.inter, 4);
       Doubles scale;
       const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
-      auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, p.xn);
+      // Ranking, mlp1 writes the choices over these.
+      auto chosen = host_buffer(*ctx, from_logits ? std::vector<uint32_t>(c.k, 99) : p.chosen);
+      auto gate = host_buffer(*ctx, from_logits ? std::vector<float>(c.k, NAN) : p.gate), xn = host_buffer(*ctx, p.xn);
       auto logits_buf = host_buffer(*ctx, logits);
       auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
       auto act = host_buffer(*ctx, std::vector<float>(size_t{c.k} * c.inter));
       auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
       auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-      const vk::Kernels::Choices choices =
-          from_logits ? vk::Kernels::Choices{0, 0, logits_buf->address(), 8}
-                      : vk::Kernels::Choices{chosen->address(), gate->address(), 0, 8};
+      const vk::Kernels::Choices choices{chosen->address(), gate->address(), from_logits ? logits_buf->address() : 0, 8};
       run(*ctx, [&](vk::DispatchList& list) {
         shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), choices, act->address(), c.k, limit);
-        shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), choices, x->address(), c.k,
-                           {partials->address(), counters->address()});
+        shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
+                           x->address(), c.k, {partials->address(), counters->address()});
       });
+      EXPECT_EQ(read_buffer<uint32_t>(*chosen, c.k), p.chosen) << "the choices mlp2 read";
       EXPECT_EQ(read_buffer<uint32_t>(*counters, 8), std::vector<uint32_t>(8, 0u));
       expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE");
     }

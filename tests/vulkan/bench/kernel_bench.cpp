@@ -234,7 +234,8 @@ int main(int argc, char** argv) {
                        k, 1, 1e-5f);
       });
       report("router decode (logits)", us, 0, 0);
-      const vk::Kernels::Choices ranked{0, 0, logits->address(), E};
+      auto chosen_out = device_words(*ctx, std::vector<uint32_t>(k)), gate_out = device_floats(*ctx, std::vector<float>(k));
+      const vk::Kernels::Choices ranked{chosen_out->address(), gate_out->address(), logits->address(), E};
 
       // ---- decode experts: 4 of 32, weights rotated over 4 layers' worth ----
       std::vector<vk::DeviceExperts> m1, m2;
@@ -250,8 +251,8 @@ int main(int argc, char** argv) {
       auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(H, k)));
       auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
       us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-        kernels.expert_mlp2(l, m2[i % 4], b2->address(), act->address(), ranked, x->address(), k,
-                            {partials->address(), counters->address()});
+        kernels.expert_mlp2(l, m2[i % 4], b2->address(), act->address(), chosen_buf->address(), gate->address(),
+                            x->address(), k, {partials->address(), counters->address()});
       });
       report("expert_mlp2 decode (4 experts)", us, 0, bytes2);
     }
