@@ -199,15 +199,19 @@ uint32_t attention_heads_asked() {
 }  // namespace
 
 bool Kernels::attention_heads_from_environment() {
+  attention_heads_asked();  // checks the value where it is set
   const char* value = std::getenv("GPTOSS_VK_ATTN_HEADS");
-  return attention_heads_asked() && value && *value;
+  return value && *value;
+}
+
+uint32_t Kernels::largest_divisor_within(uint32_t group, uint32_t most) {
+  uint32_t heads = std::max<uint32_t>(1, std::min(group, most));
+  while (group % heads != 0) --heads;
+  return heads;
 }
 
 uint32_t Kernels::attention_heads_per_workgroup(uint32_t group) {
-  // GPTOSS_VK_ATTN_HEADS asks for at most that many; the largest divisor of the group within it.
-  uint32_t heads = std::min(group, attention_heads_asked());
-  while (group % heads != 0) --heads;
-  return heads;
+  return largest_divisor_within(group, attention_heads_asked());
 }
 
 uint32_t Kernels::attention_range_keys() {

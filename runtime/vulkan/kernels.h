@@ -55,6 +55,8 @@ class Kernels {
   // within GPTOSS_VK_ATTN_HEADS.
   static uint32_t attention_heads_per_workgroup(uint32_t group);
   static bool attention_heads_from_environment();  // GPTOSS_VK_ATTN_HEADS is set
+  // The largest divisor of a KV head's `group` of query heads that is at most `most`.
+  static uint32_t largest_divisor_within(uint32_t group, uint32_t most);
   static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
   // Query heads per workgroup (0: attention_heads_per_workgroup) and the keys at the step's
   // position for which the dispatch runs (outside them it returns at once).

@@ -332,10 +332,8 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
   const uint32_t most_keys = shape.window ? std::min(shape.window, shape.slots) : shape.slots;
   attend({1, 0, short_keys});
   if (most_keys > short_keys) {
-    uint32_t heads = std::min<uint32_t>(group, 4);
-    while (group % heads != 0) --heads;
     list.without_barrier();
-    attend({heads, short_keys + 1, UINT32_MAX});
+    attend({Kernels::largest_divisor_within(group, 4), short_keys + 1, UINT32_MAX});
   }
 }
 

@@ -496,6 +496,14 @@ TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
   check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 12 ranges of 250 or 251 keys
 }
 
+TEST(VulkanKernels, QueryHeadsPerWorkgroupDivideTheGroup) {
+  EXPECT_EQ(vk::Kernels::largest_divisor_within(8, 4), 4u);
+  EXPECT_EQ(vk::Kernels::largest_divisor_within(8, 3), 2u);
+  EXPECT_EQ(vk::Kernels::largest_divisor_within(6, 4), 3u);
+  EXPECT_EQ(vk::Kernels::largest_divisor_within(8, 100), 8u);
+  EXPECT_EQ(vk::Kernels::largest_divisor_within(1, 4), 1u);
+}
+
 // The engine's decode attention: one query head per workgroup up to 256 keys, four beyond, in two
 // dispatches of which one runs at each position: the positions on either side of the switch.
 TEST(VulkanKernels, DecodeAttentionInTwoShapesByPosition) {
