@@ -2,9 +2,9 @@
 #extension GL_GOOGLE_include_directive : require
 // Decode, first expert projection with SwiGLU, MXFP4 read in place. The k chosen experts' outputs
 // are numbered (slot, group of EXPERT_OUTPUTS outputs), slot-major, one per subgroup: output j of
-// slot s comes from rows 2j (gate) and 2j+1 (up) of expert chosen[s]'s mlp1 (or the s-th largest
-// of the router's logits, ranked by every workgroup, the first writing chosen and gate_weights for
-// mlp2: expert_ranking.glsl), plus bias; then
+// slot s comes from rows 2j (gate) and 2j+1 (up) of the mlp1 of the expert with the s-th largest
+// router logit (ranked by every workgroup, the first writing chosen and gate_weights for mlp2:
+// expert_ranking.glsl), plus bias; then
 // act[s, j] = (clamp(up, -limit, limit) + 1) * gate * sigmoid(1.702 gate), gate = min(gate, limit).
 // Every subgroup of a workgroup reads the same input x, staged once (expert_decode.glsl).
 #include "common.glsl"
@@ -20,10 +20,9 @@ void main() {
   uint slot = item / groups_per_slot;
   uint j0 = (item % groups_per_slot) * EXPERT_OUTPUTS;
   bool has_work = slot < args.k;
-  bool ranks = has_address(args.logits);
-  if (ranks) load_ranked_logits(args.logits, args.experts, args.k, EXPERT_WORKGROUP_SIZE);
-  uint expert = has_work ? (ranks ? ranked[slot] : WordsIn(args.chosen).v[slot]) : 0u;
-  if (ranks && gl_WorkGroupID.x == 0u && gl_LocalInvocationIndex < args.k) {  // the choices, for mlp2
+  load_ranked_logits(args.logits, args.experts, args.k, EXPERT_WORKGROUP_SIZE);
+  uint expert = has_work ? ranked[slot] : 0u;
+  if (gl_WorkGroupID.x == 0u && gl_LocalInvocationIndex < args.k) {  // the choices, for mlp2
     uint s = gl_LocalInvocationIndex;
     Words(args.chosen).v[s] = ranked[s];
     Floats(args.gate_weights).v[s] = ranked_weight(s, args.k);

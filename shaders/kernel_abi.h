@@ -232,9 +232,8 @@ struct RouterArgs {
 };
 
 // Decode: act[s, j] = SwiGLU of rows 2j, 2j+1 of expert chosen[s]'s mlp1 times x (+ bias).
-// The decode expert kernels' choices: chosen [k] (and mlp2's gate_weights [k]), or with `logits`
-// set the router's logits [experts], which each workgroup of mlp1 ranks (expert_ranking.glsl),
-// its first workgroup writing the choices to chosen and gate_weights for mlp2.
+// Decode mlp1 ranks the router's logits [experts] in each workgroup (expert_ranking.glsl), its
+// first workgroup writing the choices to chosen and gate_weights [k] for mlp2.
 struct ExpertMlp1Args {
   ABI_ADDRESS blocks;
   ABI_ADDRESS scales;

@@ -300,7 +300,8 @@ void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bia
 
 namespace {
 void check_choices(const char* kernel, const Kernels::Choices& c, uint32_t k) {
-  if (c.logits == 0) return;
+  require(c.logits != 0 && c.chosen != 0 && c.gate_weights != 0, kernel,
+          "ranks the router's logits and writes the choices for mlp2: logits, chosen and gate_weights need addresses");
   require(c.experts >= k && c.experts <= abi::kMaxExperts, kernel,
           "ranks " + std::to_string(c.experts) + " logits for " + std::to_string(k) + " experts per token; at most " +
               std::to_string(abi::kMaxExperts));
@@ -318,8 +319,6 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
   check_experts("expert_mlp1", mlp1, k);
   check_choices("expert_mlp1", choices, k);
   const uint32_t intermediate = mlp1.rows / 2;
-  require(choices.logits == 0 || (choices.chosen != 0 && choices.gate_weights != 0), "expert_mlp1",
-          "ranks the logits and writes the choices for mlp2: chosen and gate_weights need their addresses");
   const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, choices.chosen,
                                  choices.gate_weights, choices.logits, act, mlp1.cols, intermediate, k,
                                  choices.experts, limit_value};

@@ -79,7 +79,7 @@ class Kernels {
   // Whether attention_prefill handles the shape (else the engine prefills through decode steps).
   static bool prefill_attention_supports(uint32_t heads, uint32_t kv_heads, uint32_t head_dim);
   // xn, and each token's k choices in chosen and gate_weights; or with logits set (decode, one
-  // token) xn and the logits [experts] only, which the decode expert kernels rank (Choices::logits).
+  // token) xn and the logits [experts] only, which expert_mlp1 ranks (Choices::logits).
   struct RouterOutputs {
     Address xn, chosen, gate_weights, logits;
   };
@@ -88,8 +88,8 @@ class Kernels {
   static uint32_t router_groups(uint32_t experts, bool logits);
   void router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
               const RouterOutputs& out, uint32_t k, uint32_t count, float eps);
-  // mlp1's experts: chosen [k], or (logits != 0) the router's logits [experts], which each
-  // workgroup ranks, the first writing chosen and gate_weights [k] for mlp2.
+  // mlp1's experts: the router's logits [experts], which each workgroup ranks, the first writing
+  // chosen and gate_weights [k] for mlp2.
   struct Choices {
     Address chosen, gate_weights, logits;
     uint32_t experts;

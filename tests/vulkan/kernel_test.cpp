@@ -740,41 +740,42 @@ TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
   vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_EXPERT", shape);
   // 3 and 2 blocks per row (fewer than a quad's lanes), 10 and 9 (the two-block passes and a tail).
   for (const Case c : {Case{1, 96, 64}, Case{4, 96, 64}, Case{4, 320, 288}})
-    for (bool from_logits : {false, true}) {
+    for (bool tie : {false, true}) {
       SCOPED_TRACE("k " + std::to_string(c.k) + " hidden " + std::to_string(c.hidden) +
-                   (from_logits ? ", ranking the router's logits" : ", given the choices"));
+                   (tie ? ", a tie at the cut" : ", the problem's choices"));
       auto p = moe_problem(1, 8, c.k, c.hidden, c.inter);
-      // The logits the decode router writes: k - 1 experts above a tie of experts 2 and 6 at the
-      // cut (the lower id must win), the rest below; the choices and their softmax they stand for.
+      // The logits the decode router writes (mlp1 ranks them): decreasing along the problem's
+      // choices (any order of expert ids), the rest below; or k - 1 experts above a tie of experts
+      // 2 and 6 at the cut (the lower id must win). The choices' weights are their softmax.
       std::vector<float> logits(8);
-      const uint32_t above_order[] = {7, 0, 5, 3, 1, 4};
       for (uint32_t e = 0; e < 8; ++e) logits[e] = -1.0f - 0.25f * static_cast<float>(e);
-      if (from_logits) {
+      if (tie) {
+        const uint32_t above_order[] = {7, 0, 5, 3, 1, 4};
         p.chosen.clear();
-        for (uint32_t i = 0; i + 1 < c.k; ++i) {
-          logits[above_order[i]] = 3.0f - 0.5f * static_cast<float>(i);
-          p.chosen.push_back(above_order[i]);
-        }
+        for (uint32_t i = 0; i + 1 < c.k; ++i) p.chosen.push_back(above_order[i]);
+      }
+      for (uint32_t i = 0; i < p.chosen.size(); ++i) logits[p.chosen[i]] = 3.0f - 0.5f * static_cast<float>(i);
+      if (tie) {
         logits[2] = logits[6] = 1.0f;
         p.chosen.push_back(2);
-        double sum = 0;
-        for (uint32_t e : p.chosen) sum += std::exp(double{logits[e]} - logits[p.chosen[0]]);
-        for (uint32_t s = 0; s < c.k; ++s)
-          p.gate[s] = static_cast<float>(std::exp(double{logits[p.chosen[s]]} - logits[p.chosen[0]]) / sum);
       }
+      double sum = 0;
+      for (uint32_t e : p.chosen) sum += std::exp(double{logits[e]} - logits[p.chosen[0]]);
+      for (uint32_t s = 0; s < c.k; ++s)
+        p.gate[s] = static_cast<float>(std::exp(double{logits[p.chosen[s]]} - logits[p.chosen[0]]) / sum);
       const auto mlp1 = mxfp4_experts(*ctx, 8, 2 * c.inter, c.hidden, 3);
       const auto mlp2 = mxfp4_experts(*ctx, 8, c.hidden, c.inter, 4);
       Doubles scale;
       const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
-      // Ranking, mlp1 writes the choices over these.
-      auto chosen = host_buffer(*ctx, from_logits ? std::vector<uint32_t>(c.k, 99) : p.chosen);
-      auto gate = host_buffer(*ctx, from_logits ? std::vector<float>(c.k, NAN) : p.gate), xn = host_buffer(*ctx, p.xn);
+      // mlp1 writes the choices over these.
+      auto chosen = host_buffer(*ctx, std::vector<uint32_t>(c.k, 99));
+      auto gate = host_buffer(*ctx, std::vector<float>(c.k, NAN)), xn = host_buffer(*ctx, p.xn);
       auto logits_buf = host_buffer(*ctx, logits);
       auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
       auto act = host_buffer(*ctx, std::vector<float>(size_t{c.k} * c.inter));
       auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
       auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-      const vk::Kernels::Choices choices{chosen->address(), gate->address(), from_logits ? logits_buf->address() : 0, 8};
+      const vk::Kernels::Choices choices{chosen->address(), gate->address(), logits_buf->address(), 8};
       run(*ctx, [&](vk::DispatchList& list) {
         shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), choices, act->address(), c.k, limit);
         shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
