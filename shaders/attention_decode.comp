@@ -48,7 +48,8 @@ vec4 key_row[kQuads];  // the lane's key row of the current block
 
 void load_key_row(uint j, uint g, uint kv_rows) {
   uint row = ((j % args.slots) * kv_rows + g * HEAD_DIM) >> 2;
-  [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) key_row[d4] = Vec4sIn(args.k_cache).v[row + d4];
+  [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4)
+    key_row[d4] = PROBE == 12u || PROBE == 13u ? vec4(float(row + d4) * 1e-9) : Vec4sIn(args.k_cache).v[row + d4];
 }
 
 void main() {
@@ -156,7 +157,7 @@ void main() {
       float v[kDimsPerLane];
       [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
         uint d = min(lane + i * S, HEAD_DIM - 1u);
-        float cached = FloatsIn(args.v_cache).v[row + d];
+        float cached = PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
         v[i] = new_key ? v_new[d] : cached;
       }
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
@@ -234,7 +235,7 @@ void main() {
       partials.v[base + HEAD_DIM + 1u] = head_sum[hh];
     }
   }
-  if (!arrive_last(args.counters, w, ranges)) return;
+  if (PROBE == 14u || !arrive_last(args.counters, w, ranges)) return;
   // The merge, by the last range: each (head, range) weight once, then every output.
   for (uint e = t; e < GROUP * ranges; e += DECODE_ATTENTION_SIZE) {
     uint hh = e / ranges, r = e % ranges;

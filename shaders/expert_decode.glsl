@@ -36,8 +36,8 @@ void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_add
       uint b = u * step + lane;
       bool here = b < blocks && r < rows;
       uint block = (first_row + r) * blocks + (here ? b : 0u);
-      q[u][r] = here ? (PROBE >= 2u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
-      scale_words[u][r] = here ? (PROBE >= 2u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
+      q[u][r] = here ? (PROBE == 2u || PROBE == 3u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
+      scale_words[u][r] = here ? (PROBE == 2u || PROBE == 3u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
     }
   for (uint i = gl_LocalInvocationIndex; i < depth / 4u; i += EXPERT_WORKGROUP_SIZE)
     staged_input[(i / 8u) * kStagedBlockQuads + i % 8u] = Vec4sIn(input_address).v[input_offset / 4u + i];
@@ -51,8 +51,8 @@ void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_add
           uint b = base + u * step + lane;
           bool here = b < blocks && r < rows;
           uint block = (first_row + r) * blocks + (here ? b : 0u);
-          q[u][r] = here ? (PROBE >= 2u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
-          scale_words[u][r] = here ? (PROBE >= 2u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
+          q[u][r] = here ? (PROBE == 2u || PROBE == 3u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
+          scale_words[u][r] = here ? (PROBE == 2u || PROBE == 3u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
         }
     }
     [[unroll]] for (uint u = 0u; u < EXPERT_BATCH; ++u) {

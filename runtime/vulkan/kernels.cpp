@@ -346,6 +346,22 @@ void Kernels::argmax(DispatchList& list, Address values, Address result, uint32_
   list.dispatch(pipeline("argmax", sizeof args), args, std::clamp<uint32_t>(ceil_div(count, 4096), 1, ARGMAX_GROUPS));
 }
 
+uint32_t Kernels::prefetch_workgroups() {
+  static const uint32_t most =
+      numbers_from_environment("GPTOSS_VK_PREFETCH_GROUPS", "the most workgroups of a prefetch", {264}, {65535})[0];
+  return most;
+}
+
+void Kernels::prefetch(DispatchList& list, Address source, uint64_t bytes, Address sink) {
+  require(bytes % 16 == 0 && bytes / 16 <= UINT32_MAX, "prefetch", "a range of " + std::to_string(bytes) +
+                                                                         " bytes is not whole 16-byte words within 2^32 of them");
+  if (bytes == 0) return;
+  const abi::PrefetchArgs args{source, sink, static_cast<uint32_t>(bytes / 16), 0u};
+  const uint64_t per_group = uint64_t{PREFETCH_WORKGROUP_SIZE} * PREFETCH_QUADS;
+  list.dispatch(pipeline("l2_prefetch", sizeof args), args,
+                static_cast<uint32_t>(std::min<uint64_t>((args.quads + per_group - 1) / per_group, prefetch_workgroups())));
+}
+
 void Kernels::split_halves(DispatchList& list, Address a, uint32_t a_stride, uint32_t rows, uint32_t cols,
                            const Halves& halves) {
   require(cols % 8 == 0 && a_stride % 4 == 0, "split_halves", "rows of " + std::to_string(cols) + " values are not whole 8-value groups");

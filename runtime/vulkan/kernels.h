@@ -101,6 +101,10 @@ class Kernels {
                    Address gate_weights, Address residual, uint32_t k, const Shared& shared);
   // Counters any launcher may use (uints).
   static constexpr uint32_t kCounters = 4096;
+  // Reads `bytes` (a multiple of 16) at source into the L2 cache and keeps nothing; dispatched after
+  // a kernel with DispatchList::without_barrier(), it runs beside it. `sink`: 4 bytes it may write.
+  void prefetch(DispatchList& list, Address source, uint64_t bytes, Address sink);
+  static uint32_t prefetch_workgroups();  // the most workgroups a prefetch takes (GPTOSS_VK_PREFETCH_GROUPS)
   // result: 2 words; shared.partials: 2 * ARGMAX_GROUPS floats.
   void argmax(DispatchList& list, Address values, Address result, uint32_t count, const Shared& shared);
   // Scratch for the cooperative GEMMs' split inputs: two arrays of halves, each holding at least
