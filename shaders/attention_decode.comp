@@ -42,14 +42,34 @@ shared float v_new[HEAD_DIM];
 // kMergeSlots subgroups' accumulators [GROUP, HEAD_DIM]; the range merge: range weights.
 shared float scratch[kScratch];
 shared float subgroup_max[kSubgroups * GROUP], subgroup_sum[kSubgroups * GROUP];
-shared float head_max[GROUP], head_sum[GROUP], head_denominator[GROUP];
+shared float head_max[GROUP], head_sum[GROUP];
 
 vec4 key_row[kQuads];  // the lane's key row of the current block
+// The block's values of the lane's dims (lane + i * S), key by key: loaded with the block's keys,
+// so a block costs one memory round trip, not one for the keys and one for the values after them.
+float value_cols[S * kDimsPerLane];
 
 void load_key_row(uint j, uint g, uint kv_rows) {
   uint row = ((j % args.slots) * kv_rows + g * HEAD_DIM) >> 2;
   [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4)
     key_row[d4] = PROBE == 12u || PROBE == 13u ? vec4(float(row + d4) * 1e-9) : Vec4sIn(args.k_cache).v[row + d4];
+}
+
+// Keys past the range repeat its last key (probability 0), so every load is of a visible key and
+// none waits on a branch: the new key's cache slot is loaded too, and replaced by the shared copy
+// where it is used (a load under a condition would keep the block's loads from overlapping).
+void load_value_cols(uint block, uint end, uint g, uint kv_rows) {
+  uint last = min(S, end - block) - 1u, ring = block % args.slots, lane = gl_SubgroupInvocationID;
+  [[unroll]] for (uint k = 0u; k < S; ++k) {
+    uint slot = ring + min(k, last);
+    if (slot >= args.slots) slot -= args.slots;
+    uint row = slot * kv_rows + g * HEAD_DIM;
+    [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
+      uint d = min(lane + i * S, HEAD_DIM - 1u);
+      value_cols[k * kDimsPerLane + i] =
+          PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
+    }
+  }
 }
 
 void main() {
@@ -71,7 +91,10 @@ void main() {
 
   // The first block's key rows, loading while the new Q and K rotate.
   uint block = begin + sg * S;
-  if (block < end) load_key_row(min(block + lane, end - 1u), g, kv_rows);
+  if (block < end) {
+    load_key_row(min(block + lane, end - 1u), g, kv_rows);
+    load_value_cols(block, end, g, kv_rows);
+  }
   FloatsIn qkv = FloatsIn(args.qkv);
   for (uint p = t; p < GROUP * half_dim; p += DECODE_ATTENTION_SIZE) {
     uint hh = p / half_dim, i = p % half_dim;
@@ -143,28 +166,18 @@ void main() {
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-    // Keys past the range repeat its last key (probability 0), so every load is of a visible
-    // key and none waits on a branch: the new key's cache slot is loaded too, then replaced by
-    // the shared copy (a load under a condition would keep the loads of the block from
-    // overlapping).
     uint last = min(S, end - block) - 1u;
-    uint ring = block % args.slots;
     [[unroll]] for (uint k = 0u; k < S; ++k) {
-      uint kk = min(k, last), slot = ring + kk;
-      if (slot >= args.slots) slot -= args.slots;
-      uint row = slot * kv_rows + g * HEAD_DIM;
-      bool new_key = block + kk == position;
+      bool new_key = block + min(k, last) == position;
       float v[kDimsPerLane];
-      [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
-        uint d = min(lane + i * S, HEAD_DIM - 1u);
-        float cached = PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
-        v[i] = new_key ? v_new[d] : cached;
-      }
+      [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i)
+        v[i] = new_key ? v_new[min(lane + i * S, HEAD_DIM - 1u)] : value_cols[k * kDimsPerLane + i];
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
         float p = scratch[probs + hh * S + k];
         [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] += p * v[i];
       }
     }
+    if (next < end) load_value_cols(next, end, g, kv_rows);  // overlaps the next block's scores
   }
 
   // The subgroups' merge: each weighs its accumulators by e^(its maximum - the range's).
@@ -236,40 +249,33 @@ void main() {
     }
   }
   if (PROBE == 14u || !arrive_last(args.counters, w, ranges)) return;
-  // The merge, by the last range: each (head, range) weight once, then every output.
-  for (uint e = t; e < GROUP * ranges; e += DECODE_ATTENTION_SIZE) {
-    uint hh = e / ranges, r = e % ranges;
-    scratch[e] = partials.v[((qh0 + hh) * args.splits + r) * (HEAD_DIM + 2u) + HEAD_DIM];  // its maximum, for now
-  }
-  barrier();
-  for (uint hh = sg; hh < GROUP; hh += kSubgroups) {
-    uint h = qh0 + hh;
-    float sink = FloatsIn(args.sinks).v[h];
-    float top = sink;
-    for (uint r = lane; r < ranges; r += S) top = max(top, scratch[hh * ranges + r]);
-    top = subgroupMax(top);
-    float denominator = 0.0;
-    for (uint r = lane; r < ranges; r += S) {
-      float w = exp(scratch[hh * ranges + r] - top);  // every range has keys: its maximum is finite
-      scratch[hh * ranges + r] = w;
-      denominator += partials.v[(h * args.splits + r) * (HEAD_DIM + 2u) + HEAD_DIM + 1u] * w;
-    }
-    denominator = subgroupAdd(denominator);
-    if (subgroupElect()) head_denominator[hh] = denominator + exp(sink - top);
-  }
-  barrier();
+  // The merge, by the last range, in one pass over the ranges with a running maximum: every range's
+  // maximum, sum and value of the output are loaded at once (16 ranges' worth in flight), so the
+  // merge costs one round trip to the L2 cache per 16 ranges, not one per quantity.
   [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
     uint e = t + o * DECODE_ATTENTION_SIZE;
     if (e >= kGroupValues) break;
     uint hh = e / HEAD_DIM, d = e % HEAD_DIM, h = qh0 + hh;
-    float sum = 0.0;
-    for (uint r0 = 0u; r0 < ranges; r0 += 8u) {  // eight ranges' loads in flight at once
-      float part[8];
-      [[unroll]] for (uint u = 0u; u < 8u; ++u)
-        part[u] = partials.v[(h * args.splits + min(r0 + u, ranges - 1u)) * (HEAD_DIM + 2u) + d];
-      [[unroll]] for (uint u = 0u; u < 8u; ++u)
-        if (r0 + u < ranges) sum += part[u] * scratch[hh * ranges + r0 + u];
+    float top = -1.0 / 0.0, denominator = 0.0, sum = 0.0;
+    for (uint r0 = 0u; r0 < ranges; r0 += 16u) {
+      float range_max[16], range_sum[16], range_value[16];
+      [[unroll]] for (uint u = 0u; u < 16u; ++u) {
+        uint base = (h * args.splits + min(r0 + u, ranges - 1u)) * (HEAD_DIM + 2u);
+        range_max[u] = partials.v[base + HEAD_DIM];
+        range_sum[u] = partials.v[base + HEAD_DIM + 1u];
+        range_value[u] = partials.v[base + d];
+      }
+      [[unroll]] for (uint u = 0u; u < 16u; ++u) {
+        if (r0 + u >= ranges) break;
+        float new_top = max(top, range_max[u]);  // finite: every range has keys
+        float rescale = exp(top - new_top), weight = exp(range_max[u] - new_top);
+        denominator = denominator * rescale + range_sum[u] * weight;
+        sum = sum * rescale + range_value[u] * weight;
+        top = new_top;
+      }
     }
-    Floats(args.target).v[h * HEAD_DIM + d] = sum / head_denominator[hh];
+    float sink = FloatsIn(args.sinks).v[h];
+    float with_sink = max(top, sink), w_top = exp(top - with_sink);
+    Floats(args.target).v[h * HEAD_DIM + d] = sum * w_top / (denominator * w_top + exp(sink - with_sink));
   }
 }

@@ -128,6 +128,13 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
     info.buffer_device_address = v12.bufferDeviceAddress;
     info.float16 = v12.shaderFloat16 && v11.storageBuffer16BitAccess;
   }
+  if (has_extension(device, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 with_sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    with_sm.pNext = &sm;
+    vkGetPhysicalDeviceProperties2(device, &with_sm);
+    info.multiprocessors = sm.shaderSMCount;
+  }
   if (info.float16 && has_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
     info.cooperative_matrix = fp16_cooperative_matrix_shape(instance, device);
   if (auto family = compute_family(device)) {

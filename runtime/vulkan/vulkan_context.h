@@ -42,6 +42,7 @@ struct DeviceInfo {
   bool buffer_device_address = false;     // required by the engine
   bool subgroup_arithmetic = false;       // required by the engine (compute stage)
   bool float16 = false;                   // shaderFloat16 + 16-bit storage
+  uint32_t multiprocessors = 0;           // streaming multiprocessors (VK_NV_shader_sm_builtins); 0: not told
   // fp16 x fp16 -> fp32 cooperative matrices in subgroup scope, when VK_NV_cooperative_matrix
   // lists them; the engine's prefill then multiplies on them.
   std::optional<CooperativeMatrixShape> cooperative_matrix;
