@@ -87,6 +87,8 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define MATVEC_WORKGROUP_SIZE 256  // its subgroups share one staged x
 #define MATVEC_DEFAULT_ROWS 2
 #define MATVEC_DEFAULT_BATCH 4
+#define MATVEC_WAVE_ROWS 4         // the most rows per subgroup the one-wave rule takes (Kernels::matvec_shape_for)
+#define MATVEC_GROUPS_PER_SM 2     // workgroups of the matvec one multiprocessor holds at once (119 registers on the H100)
 #define MATVEC_MAX_ROWS 8          // the most either the launcher accepts
 #define MATVEC_MAX_BATCH 16
 // Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; GPTOSS_VK_EXPERT

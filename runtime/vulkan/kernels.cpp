@@ -78,11 +78,13 @@ Kernels::ExpertShape expert_shape_from_environment() {
   return {v[0], v[1], v[2], v[3]};
 }
 
-Kernels::MatvecShape matvec_shape_from_environment() {
+std::optional<Kernels::MatvecShape> matvec_shape_from_environment() {
   const Kernels::MatvecShape d;
   const auto v = numbers_from_environment("GPTOSS_VK_MATVEC", "rows_per_subgroup,loads_per_row", {d.rows, d.batch},
                                           {MATVEC_MAX_ROWS, MATVEC_MAX_BATCH});
-  return {v[0], v[1]};
+  const char* value = std::getenv("GPTOSS_VK_MATVEC");
+  if (!value || !*value) return std::nullopt;
+  return Kernels::MatvecShape{v[0], v[1]};
 }
 
 uint32_t probe() {
@@ -115,9 +117,24 @@ std::string Kernels::pipeline_statistics() const {
   return out;
 }
 
+Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors) {
+  MatvecShape shape;
+  if (multiprocessors == 0 || subgroups == 0) return shape;
+  const uint64_t resident_subgroups = uint64_t{multiprocessors} * MATVEC_GROUPS_PER_SM * subgroups;
+  shape.rows = static_cast<uint32_t>(
+      std::clamp<uint64_t>((rows + resident_subgroups - 1) / resident_subgroups, MATVEC_DEFAULT_ROWS, MATVEC_WAVE_ROWS));
+  return shape;
+}
+
+Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows) const {
+  if (matvec_shape_) return *matvec_shape_;
+  return matvec_shape_for(rows, MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size, ctx_.info().multiprocessors);
+}
+
 const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding,
-                                  AttentionConstants attention) {
-  auto& slot = pipelines_[{shader, encoding.value_or(0), attention}];
+                                  AttentionConstants attention, std::optional<MatvecShape> matvec_constants) {
+  const MatvecShape matvec = matvec_constants.value_or(MatvecShape{});
+  auto& slot = pipelines_[{shader, encoding.value_or(0), attention, matvec.rows, matvec.batch}];
   if (!slot) {
     const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{16, 16, 16});
     const bool mlp2 = shader == "expert_mlp2";
@@ -133,8 +150,8 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch,
                                        attention.first,
                                        attention.second,
-                                       matvec_shape_.rows,
-                                       matvec_shape_.batch};
+                                       matvec.rows,
+                                       matvec.batch};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -165,9 +182,10 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
                          (norm ? abi::MATVEC_NORM : 0u);
   const abi::MatvecArgs args{weight.address(), weight.scales_address(), bias, x, norm, y, weight.rows, weight.cols,
                              flags, eps};
-  const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * matvec_shape_.rows;
+  const MatvecShape shape = matvec_shape(weight.rows);
+  const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
   const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
-  list.dispatch(pipeline("matvec", sizeof args, weight.encoding), args, gx, gy);
+  list.dispatch(pipeline("matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
 }
 
 namespace {

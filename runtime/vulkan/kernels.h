@@ -145,7 +145,14 @@ class Kernels {
   struct MatvecShape {
     uint32_t rows = MATVEC_DEFAULT_ROWS, batch = MATVEC_DEFAULT_BATCH;
   };
-  const MatvecShape& matvec_shape() const { return matvec_shape_; }
+  // The shape of the matvec of a matrix of `rows`: GPTOSS_VK_MATVEC where set, else
+  // matvec_shape_for(rows, ...) on this device.
+  MatvecShape matvec_shape(uint32_t rows) const;
+  // Rows per subgroup: the fewest from MATVEC_DEFAULT_ROWS up to MATVEC_WAVE_ROWS whose workgroups
+  // (of `subgroups` subgroups) fit `multiprocessors` at MATVEC_GROUPS_PER_SM each, in one wave: a
+  // second, partial wave repeats a workgroup's whole chain of loads. The default where the device
+  // does not say (multiprocessors 0).
+  static MatvecShape matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors);
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
   // Every pipeline built so far with the driver's statistics of it (Pipeline::statistics).
@@ -158,15 +165,15 @@ class Kernels {
   // Decode attention's specialization: query heads per KV head and head_dim (0, 0 elsewhere).
   using AttentionConstants = std::pair<uint32_t, uint32_t>;
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},
-                           AttentionConstants attention = {});
+                           AttentionConstants attention = {}, std::optional<MatvecShape> matvec = std::nullopt);
   // Whether expert_gemm takes the cooperative kernel for these weights, and its grid's columns.
   bool expert_cooperative(const DeviceExperts& weights) const;
   uint32_t expert_column_tiles(const DeviceExperts& weights) const;
   const Context& ctx_;
   bool force_portable_ = false;
   ExpertShape expert_shape_;
-  MatvecShape matvec_shape_;
-  std::map<std::tuple<std::string, uint32_t, AttentionConstants>, std::unique_ptr<Pipeline>> pipelines_;
+  std::optional<MatvecShape> matvec_shape_;  // GPTOSS_VK_MATVEC
+  std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 
 }  // namespace gptoss::vk

@@ -457,12 +457,18 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   list.tag("unembedding");
   if (rows == LogitRows::Last) {
     // The last row's final norm is fused into the unembedding product.
-    k.matvec(list, unembedding, 0, x->address() + (count - 1) * row_bytes, final_norm->address(), logits->address(),
-             false, eps);
+    // GPTOSS_VK_LOGITS=direct (measuring): the product writes the host-visible readback itself.
+    static const bool direct = [] {
+      const char* v = std::getenv("GPTOSS_VK_LOGITS");
+      return v && std::string(v) == "direct";
+    }();
+    const bool to_host = direct && !greedy;
+    k.matvec(list, unembedding, 0, x->address() + (count - 1) * row_bytes, final_norm->address(),
+             to_host ? logits_readback->address() : logits->address(), false, eps);
     if (greedy) {
       list.tag("");
       k.argmax(list, logits->address(), argmax->address(), c.vocab_size, shared);
-    } else {
+    } else if (!to_host) {
       list.copy(*logits, 0, *logits_readback, 0, vocab_bytes);
     }
   } else if (range) {

@@ -223,8 +223,24 @@ TEST(VulkanKernels, MatvecShapeFromTheEnvironmentIsChecked) {
     EXPECT_EQ(std::string(e.what()), "GPTOSS_VK_MATVEC=2,17: expected rows_per_subgroup,loads_per_row within 1..8,1..16");
   }
   const vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_MATVEC", "1,12");
-  EXPECT_EQ(shaped.matvec_shape().rows, 1u);
-  EXPECT_EQ(shaped.matvec_shape().batch, 12u);
+  for (uint32_t rows : {1u, 5120u, 201088u}) {  // the environment's shape for every matrix
+    EXPECT_EQ(shaped.matvec_shape(rows).rows, 1u);
+    EXPECT_EQ(shaped.matvec_shape(rows).batch, 12u);
+  }
+}
+
+// Without GPTOSS_VK_MATVEC: the fewest rows per subgroup whose workgroups fill the multiprocessors
+// once (two workgroups of 8 subgroups each: 2112 subgroups on 132), at least the default, at most
+// MATVEC_WAVE_ROWS; the default where the device does not say how many it has.
+TEST(VulkanKernels, MatvecRowsPerSubgroupFillOneWave) {
+  using K = vk::Kernels;
+  EXPECT_EQ(K::matvec_shape_for(2880, 8, 132).rows, 2u);    // out: 1440 subgroups at 2
+  EXPECT_EQ(K::matvec_shape_for(4224, 8, 132).rows, 2u);    // exactly one wave at 2
+  EXPECT_EQ(K::matvec_shape_for(4225, 8, 132).rows, 3u);
+  EXPECT_EQ(K::matvec_shape_for(5120, 8, 132).rows, 3u);    // qkv: 2560 subgroups at 2 are 1.2 waves
+  EXPECT_EQ(K::matvec_shape_for(201088, 8, 132).rows, 4u);  // unembedding: many waves at any shape
+  EXPECT_EQ(K::matvec_shape_for(201088, 8, 0).rows, unsigned{MATVEC_DEFAULT_ROWS});
+  EXPECT_EQ(K::matvec_shape_for(201088, 8, 132).batch, unsigned{MATVEC_DEFAULT_BATCH});
 }
 
 TEST(VulkanKernels, EmbeddingGathersRowsInEveryEncoding) {
