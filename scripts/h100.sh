@@ -42,7 +42,8 @@
 # P (512), N (128), DEPTH (4096), R (3), CTX (512), CHUNKS (32), TEXT (data/eval/gnu-licenses.txt),
 # SHARD (5G: the synthesized checkpoint in shards of at most this size, as the published 20b is
 # three files; 0 for one file); VARIANTS, DEEP_VARIANTS (sweep), SECTIONS, KERNEL_VARIANTS
-# (kernels): space-separated, each variant environment settings joined by ';'.
+# (kernels), PROFILE_VARIANTS (profile: decode profiles of the HF checkpoint with each first; with
+# PROFILE_VARIANTS_ONLY=1 nothing else): space-separated, each variant environment settings joined by ';'.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -165,6 +166,11 @@ step_bench() {
   "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -r "$R" --greedy -o md -q | tee -a "$SUMMARY"
 }
 step_profile() {
+  for variant in ${PROFILE_VARIANTS:-}; do
+    note "### GPTOSS_VK_PROFILE=1 with $variant, $HF: decode of $N (warm-up + 1 run)"
+    env ${variant//;/ } GPTOSS_VK_PROFILE=1 "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -r 1 -o md -q 2>&1 | tee -a "$SUMMARY"
+  done
+  [ -n "${PROFILE_VARIANTS:-}" ] && [ -n "${PROFILE_VARIANTS_ONLY:-}" ] && return 0
   for model in "$HF" "$Q8"; do
     note "### GPTOSS_VK_PROFILE=1, $model: prefill of $P (warm-up + 1 run)"
     GPTOSS_VK_PROFILE=1 "$BIN"/gptoss-bench "$model" -p "$P" -n 0 -r 1 -o md -q 2>&1 | tee -a "$SUMMARY"
