@@ -13,6 +13,7 @@
 # Steps:
 #   tests      vulkan_tests on the device (every kernel against its reference; the goldens are not
 #              there, so the tests that read them skip; the CLI tests need the build folder)
+#   synth      the synthesized 20b's HF checkpoint alone (what sweep, ab and profile variants need)
 #   convert    scripts/bench_conversion.sh on the synthesized 20b: synth, the copy floor, HF -> Q8_0
 #              GGUF / model.bin / BF16 GGUF (kept in WORK for the next steps), manifest, check
 #   bench      gptoss-bench on the HF checkpoint and the Q8_0 GGUF: ppP, tgN, both at depth DEPTH
@@ -152,6 +153,13 @@ step_convert() {
   df -h "$WORK" | tail -1
 }
 
+step_synth() {  # the HF checkpoint alone, for steps that need nothing else (sweep, ab, profile variants)
+  note "### gptoss-synth (HF checkpoint only)"
+  [ -f "$HF/config.json" ] && { note "already there"; return 0; }
+  timed "synth" "$BIN"/gptoss-synth "$WORK/s20b" --preset 20b --layouts hf --tokenizer "$KIT/tokenizer.json" \
+    --max-shard-size "$SHARD"
+}
+
 bench() {  # bench NAME MODEL [gptoss-bench options]
   local name=$1 model=$2
   shift 2
@@ -271,7 +279,7 @@ step_diagnose() {
 setup
 for step in "$@"; do
   case "$step" in
-    tests|convert|bench|profile|eval|parity|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
+    tests|synth|convert|bench|profile|eval|parity|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
