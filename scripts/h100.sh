@@ -41,7 +41,7 @@
 #
 # Environment: WORK (model files; default /var/tmp/gptoss-work, on the disk: /tmp may be RAM),
 # P (512), N (128), DEPTH (4096), R (3), CTX (512), CHUNKS (32), TEXT (data/eval/gnu-licenses.txt),
-# SHARD (5G: the synthesized checkpoint in shards of at most this size, as the published 20b is
+# SHARD (5000000000 bytes: the synthesized checkpoint in shards of at most this size, as the published 20b is
 # three files; 0 for one file); VARIANTS, DEEP_VARIANTS (sweep), SECTIONS, KERNEL_VARIANTS
 # (kernels), PROFILE_VARIANTS (profile: decode profiles of the HF checkpoint with each first; with
 # PROFILE_VARIANTS_ONLY=1 nothing else): space-separated, each variant environment settings joined by ';'.
@@ -97,7 +97,7 @@ exec > >(tee -a "$OUT/log.txt") 2>&1
 SUMMARY=$OUT/summary.md
 WORK=${WORK:-/var/tmp/gptoss-work}
 P=${P:-512} N=${N:-128} DEPTH=${DEPTH:-4096} R=${R:-3}
-CTX=${CTX:-512} CHUNKS=${CHUNKS:-32} TEXT=${TEXT:-data/eval/gnu-licenses.txt} SHARD=${SHARD:-5G}
+CTX=${CTX:-512} CHUNKS=${CHUNKS:-32} TEXT=${TEXT:-data/eval/gnu-licenses.txt} SHARD=${SHARD:-5000000000}
 KIT=/var/tmp/gptoss-kit
 BIN=$KIT/bin
 HF=$WORK/s20b/hf Q8=$WORK/q8_0.gguf BF16=$WORK/bf16.gguf MB=$WORK/model.bin
