@@ -107,8 +107,6 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define ROUTER_DECODE_EXPERTS 4     // router, one token: experts per workgroup
 #define ARGMAX_GROUPS 128         // argmax: slices reduced at once
 #define ATTENTION_KEY_BLOCK 32    // prefill attention: keys per step
-#define PREFETCH_WORKGROUP_SIZE 256
-#define PREFETCH_QUADS 4          // prefetch: 16-byte loads per invocation in flight
 
 // ---- flags ----
 ABI_CONST(uint, MATVEC_ACCUMULATE, 1u);  // y += W x (+ b) instead of y = W x (+ b)
@@ -129,16 +127,6 @@ struct EmbedArgs {
   ABI_ADDRESS x;
   uint hidden;
   uint count;
-};
-
-// Reads quads 16-byte words at source and keeps nothing (writes sink only in the never-taken case
-// that their XOR equals `never`): brings a weight the next kernel reads into the L2 cache while
-// the kernel before it (dispatched with no barrier between) leaves memory idle.
-struct PrefetchArgs {
-  ABI_ADDRESS source;
-  ABI_ADDRESS sink;
-  uint quads;
-  uint never;
 };
 
 // y[r] = x[first_row + r] * rsqrt(mean(x^2) + eps) * weight, r < rows.
@@ -381,7 +369,7 @@ struct StepState {
 
 #ifndef VULKAN
 inline constexpr uint32_t kMaxPushBytes = 128;
-static_assert(sizeof(EmbedArgs) <= kMaxPushBytes && sizeof(PrefetchArgs) <= kMaxPushBytes && sizeof(RmsNormArgs) <= kMaxPushBytes &&
+static_assert(sizeof(EmbedArgs) <= kMaxPushBytes && sizeof(RmsNormArgs) <= kMaxPushBytes &&
               sizeof(MatvecArgs) <= kMaxPushBytes && sizeof(AttentionDecodeArgs) <= kMaxPushBytes &&
               sizeof(RopeStoreArgs) <= kMaxPushBytes &&
               sizeof(AttentionPrefillArgs) <= kMaxPushBytes && sizeof(RouterArgs) <= kMaxPushBytes &&

@@ -244,6 +244,11 @@ uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
   return std::clamp<uint32_t>(ceil_div(keys, attention_range_keys()), 1, attention_split_cap());
 }
 
+uint32_t Kernels::attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits) {
+  if (multiprocessors == 0 || columns == 0) return splits;
+  return std::clamp<uint32_t>(multiprocessors / columns, 1, splits);
+}
+
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
   return uint64_t{s.heads} * decode_attention_splits(s) * (s.head_dim + 2);
 }
@@ -254,15 +259,12 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   check_attention_shape("attention_decode", s);
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
-  // Every range's workgroup in one wave where the device says how many multiprocessors it has (one
-  // workgroup of DECODE_ATTENTION_SIZE each at the kernel's registers): a second wave repeats the
-  // whole chain of a workgroup (+6% tokens/s at 4096 keys on the H100 with 8 ranges instead of 17).
-  // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given.
-  const uint32_t columns = s.heads / per_workgroup, multiprocessors = ctx_.info().multiprocessors;
+  // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given; else the ranges fill the device once.
   const char* splits_set = std::getenv("GPTOSS_VK_ATTN_SPLITS");
-  const uint32_t splits = multiprocessors && !(splits_set && *splits_set)
-                              ? std::clamp<uint32_t>(multiprocessors / columns, 1, decode_attention_splits(s))
-                              : decode_attention_splits(s);
+  const uint32_t splits = splits_set && *splits_set ? decode_attention_splits(s)
+                                                    : attention_wave_splits(s.heads / per_workgroup,
+                                                                            ctx_.info().multiprocessors,
+                                                                            decode_attention_splits(s));
   require(per_workgroup >= 1 && group % per_workgroup == 0, "attention_decode",
           std::to_string(per_workgroup) + " query heads per workgroup do not divide the " + std::to_string(group) +
               " of a KV head");
@@ -370,22 +372,6 @@ void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address
 void Kernels::argmax(DispatchList& list, Address values, Address result, uint32_t count, const Shared& shared) {
   const abi::ArgmaxArgs args{values, result, shared.partials, shared.counters, count};
   list.dispatch(pipeline("argmax", sizeof args), args, std::clamp<uint32_t>(ceil_div(count, 4096), 1, ARGMAX_GROUPS));
-}
-
-uint32_t Kernels::prefetch_workgroups() {
-  static const uint32_t most =
-      numbers_from_environment("GPTOSS_VK_PREFETCH_GROUPS", "the most workgroups of a prefetch", {264}, {65535})[0];
-  return most;
-}
-
-void Kernels::prefetch(DispatchList& list, Address source, uint64_t bytes, Address sink) {
-  require(bytes % 16 == 0 && bytes / 16 <= UINT32_MAX, "prefetch", "a range of " + std::to_string(bytes) +
-                                                                         " bytes is not whole 16-byte words within 2^32 of them");
-  if (bytes == 0) return;
-  const abi::PrefetchArgs args{source, sink, static_cast<uint32_t>(bytes / 16), 0u};
-  const uint64_t per_group = uint64_t{PREFETCH_WORKGROUP_SIZE} * PREFETCH_QUADS;
-  list.dispatch(pipeline("l2_prefetch", sizeof args), args,
-                static_cast<uint32_t>(std::min<uint64_t>((args.quads + per_group - 1) / per_group, prefetch_workgroups())));
 }
 
 void Kernels::split_halves(DispatchList& list, Address a, uint32_t a_stride, uint32_t rows, uint32_t cols,

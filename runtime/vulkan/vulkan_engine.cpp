@@ -70,27 +70,6 @@ void copy_rows(std::span<float> target, const float* source) {
   });
 }
 
-// GPTOSS_VK_PREFETCH=out,qkv (measuring): weights brought into the L2 cache beside the kernel
-// before the one that reads them (out: during decode attention; qkv: the next layer's, during mlp2).
-struct PrefetchPlan {
-  bool out = false, qkv = false;
-};
-PrefetchPlan prefetch_from_environment() {
-  PrefetchPlan plan;
-  const char* value = std::getenv("GPTOSS_VK_PREFETCH");
-  if (!value) return plan;
-  const std::string text(value);
-  for (size_t at = 0; at < text.size();) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string name = text.substr(at, comma - at);
-    if (name == "out") plan.out = true;
-    else if (name == "qkv") plan.qkv = true;
-    else if (!name.empty()) throw std::invalid_argument("GPTOSS_VK_PREFETCH=" + text + ": expected a comma list of out, qkv");
-    at = comma + 1;
-  }
-  return plan;
-}
-
 uint64_t gib_tenths(uint64_t bytes) { return (bytes * 10 + (1ull << 29)) >> 30; }
 std::string gib(uint64_t bytes) {
   const uint64_t t = gib_tenths(bytes);
@@ -371,12 +350,6 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   const Kernels::MoeTables tables{assign_token->address(), row_of->address(), tiles->address(), dispatch.get()};
   const Kernels::Shared shared{shared_partials->address(), counters->address()};
   const Kernels::Halves halves{halves_hi->address(), halves_lo->address()};
-  static const PrefetchPlan prefetch = prefetch_from_environment();
-  const auto prefetch_matrix = [&](const DeviceMatrix& m) {
-    list.without_barrier();
-    list.tag("prefetch");
-    k.prefetch(list, m.address(), m.buffer->size() / 16 * 16, shared_partials->address());
-  };
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = layers[l];
     const Kernels::AttentionShape shape = shape_of(l);
@@ -390,7 +363,6 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       }
       list.tag(shape.window ? "sliding" : "full");
       record_decode_attention(list, l, shared);
-      if (prefetch.out) prefetch_matrix(w.out);
       list.tag("out");
       k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
       list.tag("");
@@ -403,9 +375,6 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
                     static_cast<float>(c.swiglu_limit));
       k.expert_mlp2(list, w.mlp2, w.mlp2_bias->address(), act->address(), chosen->address(), gate_weights->address(),
                     x->address(), k_experts, shared);
-      if (prefetch.qkv && l + 1 < c.num_layers)
-        for (const auto& part : layers[l + 1].qkv.parts) prefetch_matrix(part);
-      list.tag("");
     } else {
       const uint32_t qkv_rows = w.qkv.rows();
       k.rmsnorm(list, x->address(), w.attn_norm->address(), xn->address(), c.hidden_size, count, 0, eps);
@@ -457,18 +426,12 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   list.tag("unembedding");
   if (rows == LogitRows::Last) {
     // The last row's final norm is fused into the unembedding product.
-    // GPTOSS_VK_LOGITS=direct (measuring): the product writes the host-visible readback itself.
-    static const bool direct = [] {
-      const char* v = std::getenv("GPTOSS_VK_LOGITS");
-      return v && std::string(v) == "direct";
-    }();
-    const bool to_host = direct && !greedy;
-    k.matvec(list, unembedding, 0, x->address() + (count - 1) * row_bytes, final_norm->address(),
-             to_host ? logits_readback->address() : logits->address(), false, eps);
+    k.matvec(list, unembedding, 0, x->address() + (count - 1) * row_bytes, final_norm->address(), logits->address(),
+             false, eps);
     if (greedy) {
       list.tag("");
       k.argmax(list, logits->address(), argmax->address(), c.vocab_size, shared);
-    } else if (!to_host) {
+    } else {
       list.copy(*logits, 0, *logits_readback, 0, vocab_bytes);
     }
   } else if (range) {

@@ -229,6 +229,17 @@ TEST(VulkanKernels, MatvecShapeFromTheEnvironmentIsChecked) {
   }
 }
 
+// Decode attention's ranges per dispatch: the rows of `columns` workgroups that fill the
+// multiprocessors once, within 1 .. the cap; the cap where the device does not say.
+TEST(VulkanKernels, AttentionRangesFillOneWave) {
+  using K = vk::Kernels;
+  EXPECT_EQ(K::attention_wave_splits(16, 132, 32), 8u);  // 20b at depth: 4 query heads per workgroup
+  EXPECT_EQ(K::attention_wave_splits(8, 132, 32), 16u);
+  EXPECT_EQ(K::attention_wave_splits(4, 132, 32), 32u);  // the cap
+  EXPECT_EQ(K::attention_wave_splits(64, 32, 32), 1u);   // more columns than multiprocessors: one row
+  EXPECT_EQ(K::attention_wave_splits(16, 0, 32), 32u);   // not told: the cap
+}
+
 // Without GPTOSS_VK_MATVEC: the fewest rows per subgroup whose workgroups fill the multiprocessors
 // once (two workgroups of 8 subgroups each: 2112 subgroups on 132), at least the default, at most
 // MATVEC_WAVE_ROWS; the default where the device does not say how many it has.
