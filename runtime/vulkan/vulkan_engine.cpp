@@ -325,15 +325,17 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
   // While the keys fit one range, one query head per workgroup: eight times the workgroups of a
   // KV head's, each with an eighth of the work (the kernel's chain is latency, not bandwidth:
   // +15% tokens/s at 128 tokens on the H100, docs/vulkan-engine.md). Beyond, workgroups of up to
-  // four query heads, each reading its KV head's cache once for them (one head each read it 8x:
-  // slower at 4096 keys). The two dispatches follow each other without a barrier: at any position
-  // exactly one of them runs.
+  // two query heads, each reading its KV head's cache once for them, in as many ranges as fill the
+  // device once (Kernels::attention_wave_splits): at 4096 keys on the H100 two heads in 4 ranges
+  // beat four in 8 by 5% (and one head in 2 ranges equals two, reading the cache twice as often;
+  // run 41). The two dispatches follow each other without a barrier: at any position exactly one
+  // of them runs.
   const uint32_t group = shape.heads / shape.kv_heads, short_keys = Kernels::attention_range_keys();
   const uint32_t most_keys = shape.window ? std::min(shape.window, shape.slots) : shape.slots;
   attend({1, 0, short_keys});
   if (most_keys > short_keys) {
     list.without_barrier();
-    attend({Kernels::largest_divisor_within(group, 4), short_keys + 1, UINT32_MAX});
+    attend({Kernels::largest_divisor_within(group, 2), short_keys + 1, UINT32_MAX});
   }
 }
 

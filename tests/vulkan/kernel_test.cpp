@@ -531,11 +531,11 @@ TEST(VulkanKernels, QueryHeadsPerWorkgroupDivideTheGroup) {
   EXPECT_EQ(vk::Kernels::largest_divisor_within(1, 4), 1u);
 }
 
-// The engine's decode attention: one query head per workgroup up to 256 keys, four beyond, in two
+// The engine's decode attention: one query head per workgroup up to 256 keys, two beyond, in two
 // dispatches of which one runs at each position: the positions on either side of the switch.
 TEST(VulkanKernels, DecodeAttentionInTwoShapesByPosition) {
   VULKAN_OR_SKIP();
-  const std::vector<vk::Kernels::AttentionPart> parts = {{1, 0, 256}, {4, 257, UINT32_MAX}};
+  const std::vector<vk::Kernels::AttentionPart> parts = {{1, 0, 256}, {2, 257, UINT32_MAX}};
   for (uint32_t position : {0u, 255u, 256u, 700u}) check_decode_attention(*ctx, {32, 4, 32, 0}, position, 1000, parts);
   for (uint32_t position : {100u, 300u}) check_decode_attention(*ctx, {32, 4, 32, 128}, position, 1000, parts);
 }
