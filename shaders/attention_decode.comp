@@ -45,31 +45,10 @@ shared float subgroup_max[kSubgroups * GROUP], subgroup_sum[kSubgroups * GROUP];
 shared float head_max[GROUP], head_sum[GROUP];
 
 vec4 key_row[kQuads];  // the lane's key row of the current block
-// The block's values of the lane's dims (lane + i * S), key by key: loaded with the block's keys,
-// so a block costs one memory round trip, not one for the keys and one for the values after them.
-float value_cols[S * kDimsPerLane];
-
 void load_key_row(uint j, uint g, uint kv_rows) {
   uint row = ((j % args.slots) * kv_rows + g * HEAD_DIM) >> 2;
   [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4)
     key_row[d4] = PROBE == 12u || PROBE == 13u ? vec4(float(row + d4) * 1e-9) : Vec4sIn(args.k_cache).v[row + d4];
-}
-
-// Keys past the range repeat its last key (probability 0), so every load is of a visible key and
-// none waits on a branch: the new key's cache slot is loaded too, and replaced by the shared copy
-// where it is used (a load under a condition would keep the block's loads from overlapping).
-void load_value_cols(uint block, uint end, uint g, uint kv_rows) {
-  uint last = min(S, end - block) - 1u, ring = block % args.slots, lane = gl_SubgroupInvocationID;
-  [[unroll]] for (uint k = 0u; k < S; ++k) {
-    uint slot = ring + min(k, last);
-    if (slot >= args.slots) slot -= args.slots;
-    uint row = slot * kv_rows + g * HEAD_DIM;
-    [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
-      uint d = min(lane + i * S, HEAD_DIM - 1u);
-      value_cols[k * kDimsPerLane + i] =
-          PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
-    }
-  }
 }
 
 void main() {
@@ -91,10 +70,7 @@ void main() {
 
   // The first block's key rows, loading while the new Q and K rotate.
   uint block = begin + sg * S;
-  if (block < end) {
-    load_key_row(min(block + lane, end - 1u), g, kv_rows);
-    load_value_cols(block, end, g, kv_rows);
-  }
+  if (block < end) load_key_row(min(block + lane, end - 1u), g, kv_rows);
   FloatsIn qkv = FloatsIn(args.qkv);
   for (uint p = t; p < GROUP * half_dim; p += DECODE_ATTENTION_SIZE) {
     uint hh = p / half_dim, i = p % half_dim;
@@ -166,18 +142,28 @@ void main() {
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
+    // Keys past the range repeat its last key (probability 0), so every load is of a visible
+    // key and none waits on a branch: the new key's cache slot is loaded too, then replaced by
+    // the shared copy (a load under a condition would keep the loads of the block from
+    // overlapping).
     uint last = min(S, end - block) - 1u;
+    uint ring = block % args.slots;
     [[unroll]] for (uint k = 0u; k < S; ++k) {
-      bool new_key = block + min(k, last) == position;
+      uint kk = min(k, last), slot = ring + kk;
+      if (slot >= args.slots) slot -= args.slots;
+      uint row = slot * kv_rows + g * HEAD_DIM;
+      bool new_key = block + kk == position;
       float v[kDimsPerLane];
-      [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i)
-        v[i] = new_key ? v_new[min(lane + i * S, HEAD_DIM - 1u)] : value_cols[k * kDimsPerLane + i];
+      [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
+        uint d = min(lane + i * S, HEAD_DIM - 1u);
+        float cached = PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
+        v[i] = new_key ? v_new[d] : cached;
+      }
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
         float p = scratch[probs + hh * S + k];
         [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] += p * v[i];
       }
     }
-    if (next < end) load_value_cols(next, end, g, kv_rows);  // overlaps the next block's scores
   }
 
   // The subgroups' merge: each weighs its accumulators by e^(its maximum - the range's).
