@@ -57,6 +57,7 @@ ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registe
 ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
 ABI_CONST(uint, kAttentionSplits, 128u);    // decode attention: most key ranges (workgroups) per KV head the kernel holds
 ABI_CONST(uint, kDefaultAttentionSplits, 32u);  // ... and the most the launcher uses (GPTOSS_VK_ATTN_SPLITS overrides)
+ABI_CONST(uint, kDefaultAttentionHeads, 2u);    // decode attention: most query heads per workgroup beyond one range (GPTOSS_VK_ATTN_HEADS overrides)
 ABI_CONST(uint, kMaxAttentionGroupValues, 2048u);  // attention: (heads / kv_heads) * head_dim
 ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in registers
 

@@ -211,7 +211,7 @@ uint32_t Kernels::attention_split_cap() {
 namespace {
 uint32_t attention_heads_asked() {
   static const uint32_t most = numbers_from_environment("GPTOSS_VK_ATTN_HEADS", "the most query heads per workgroup",
-                                                        {abi::kMaxAttentionGroupValues}, {abi::kMaxAttentionGroupValues})[0];
+                                                        {abi::kDefaultAttentionHeads}, {abi::kMaxAttentionGroupValues})[0];
   return most;
 }
 }  // namespace

@@ -56,8 +56,8 @@ class Kernels {
   // loads and merges (8 ranges instead of 17 at 4096 keys: +6% tokens/s on the H100, run 36).
   static uint32_t attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits);
   static uint32_t attention_range_keys();  // DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE
-  // Query heads per workgroup of a KV head's `group`: all, or the largest divisor of the group
-  // within GPTOSS_VK_ATTN_HEADS.
+  // Query heads per workgroup of a KV head's `group`: the largest divisor of the group within
+  // GPTOSS_VK_ATTN_HEADS, or within kDefaultAttentionHeads (the engine's shape beyond one range).
   static uint32_t attention_heads_per_workgroup(uint32_t group);
   static bool attention_heads_from_environment();  // GPTOSS_VK_ATTN_HEADS is set
   // The largest divisor of a KV head's `group` of query heads that is at most `most`.

@@ -335,7 +335,7 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
   attend({1, 0, short_keys});
   if (most_keys > short_keys) {
     list.without_barrier();
-    attend({Kernels::largest_divisor_within(group, 2), short_keys + 1, UINT32_MAX});
+    attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), short_keys + 1, UINT32_MAX});
   }
 }
 

@@ -521,6 +521,8 @@ TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
     }
   check_decode_attention(*ctx, {4, 4, 32, 0}, 700, 1000);  // one head per KV head: 3 ranges
   check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 12 ranges of 250 or 251 keys
+  // A whole KV head's query heads per workgroup (GPTOSS_VK_ATTN_HEADS=8), one range and several.
+  for (uint32_t position : {100u, 700u}) check_decode_attention(*ctx, {16, 2, 32, 0}, position, 1000, {{8, 0, UINT32_MAX}});
 }
 
 TEST(VulkanKernels, QueryHeadsPerWorkgroupDivideTheGroup) {
