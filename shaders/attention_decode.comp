@@ -10,9 +10,9 @@
 // scores of the GROUP query heads, an online softmax per head across the lanes, then lane = dims
 // for the values (coalesced), the probabilities passed through shared memory. The subgroups'
 // (maximum, sum, weighted V) merge through shared memory at the end; the last range of w to
-// finish merges the ranges with the sinks (in one pass with a running maximum): with M the largest of the sink and their maxima, out =
-// sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s e^(m_s - M) l_s), the sink's probability dropped,
-// as the CPU engine. A single range finishes by itself. The rotated new Q and K rows are made here
+// finish merges the ranges with the sinks in one pass with a running maximum: with M the largest
+// of the sink and their maxima, out = sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s e^(m_s - M)
+// l_s), the sink's probability dropped, as the CPU engine. A single range finishes by itself. The rotated new Q and K rows are made here
 // (RoPE, half-split pairs, YaRN tables), and the range holding the position stores the new K and
 // V in its cache slot (position % slots, a ring on sliding layers).
 #include "common.glsl"
