@@ -50,13 +50,16 @@ uint64_t timed_run(runtime::Engine& engine, const BenchTest& test, DecodeOutput 
                    std::span<const uint32_t> depth_tokens, std::span<const uint32_t> test_tokens) {
   engine.reset();
   if (!depth_tokens.empty()) engine.forward(depth_tokens, runtime::LogitRows::None);
+  // One vector for every step's logits, as a decode loop keeps one: a fresh vocabulary-sized vector
+  // per step would time its allocation and zero-filling with the engine.
+  std::vector<float> logits(engine.vocab_size());
   const auto start = std::chrono::steady_clock::now();
   if (test.kind == TestKind::Prefill) {
-    engine.forward(test_tokens, runtime::LogitRows::Last);
+    engine.forward(test_tokens, runtime::LogitRows::Last, logits);
   } else {
     for (size_t i = 0; i < test_tokens.size(); ++i) {
       const auto token = test_tokens.subspan(i, 1);
-      if (decode_output == DecodeOutput::Logits) engine.forward(token, runtime::LogitRows::Last);
+      if (decode_output == DecodeOutput::Logits) engine.forward(token, runtime::LogitRows::Last, logits);
       else engine.forward_greedy(token);
     }
   }

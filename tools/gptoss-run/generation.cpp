@@ -26,7 +26,7 @@ GenerationResult generate(runtime::Engine& engine, sampling::Sampler& sampler, c
   std::optional<uint32_t> token;
   auto next_token = [&](std::span<const uint32_t> tokens) -> std::optional<uint32_t> {
     if (greedy) return engine.forward_greedy(tokens);
-    logits = engine.forward(tokens, runtime::LogitRows::Last);
+    engine.forward(tokens, runtime::LogitRows::Last, logits);  // the one vector, step after step
     return std::nullopt;
   };
   const auto prefill_start = std::chrono::steady_clock::now();
