@@ -51,7 +51,8 @@ uint64_t timed_run(runtime::Engine& engine, const BenchTest& test, DecodeOutput 
   engine.reset();
   if (!depth_tokens.empty()) engine.forward(depth_tokens, runtime::LogitRows::None);
   // One vector for every step's logits, as a decode loop keeps one: a fresh vocabulary-sized vector
-  // per step would time its allocation and zero-filling with the engine.
+  // per step would time its allocation and zero-filling with the engine (0.04 ms per token on the
+  // H100's host, docs/h100/run44-summary.md).
   std::vector<float> logits(engine.vocab_size());
   const auto start = std::chrono::steady_clock::now();
   if (test.kind == TestKind::Prefill) {
