@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace gptoss::vk {
 
@@ -13,10 +14,11 @@ std::unique_ptr<KernelProfiler> KernelProfiler::from_environment(const Context& 
     std::fprintf(stderr, "GPTOSS_VK_PROFILE: %s cannot write timestamps on its compute queue\n", ctx.info().name.c_str());
     return nullptr;
   }
-  return std::make_unique<KernelProfiler>(ctx, queries);
+  return std::make_unique<KernelProfiler>(ctx, queries, std::string(flag) == "submit" ? Scope::Submits : Scope::Steps);
 }
 
-KernelProfiler::KernelProfiler(const Context& ctx, uint32_t queries) : ctx_(ctx), queries_(queries) {
+KernelProfiler::KernelProfiler(const Context& ctx, uint32_t queries, Scope scope)
+    : ctx_(ctx), queries_(queries), scope_(scope) {
   VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   info.queryType = VK_QUERY_TYPE_TIMESTAMP;
   info.queryCount = queries;
@@ -26,6 +28,26 @@ KernelProfiler::KernelProfiler(const Context& ctx, uint32_t queries) : ctx_(ctx)
 KernelProfiler::~KernelProfiler() { vkDestroyQueryPool(ctx_.device(), pool_, nullptr); }
 
 void KernelProfiler::record_reset(VkCommandBuffer cb) const { vkCmdResetQueryPool(cb, pool_, 0, queries_); }
+
+std::vector<std::string> KernelProfiler::record(VkCommandBuffer cb, const DispatchList& list,
+                                                const std::string& phase) const {
+  const size_t needed = scope_ == Scope::Steps ? list.size() + 1 : 2;
+  if (needed > queries_)
+    throw std::logic_error("KernelProfiler: " + std::to_string(needed) + " timestamps needed, " + std::to_string(queries_) +
+                           " held");
+  record_reset(cb);
+  std::vector<std::string> labels;
+  if (scope_ == Scope::Steps) {
+    list.record(cb, pool_, 0);
+    for (const auto& label : list.labels()) labels.push_back(phase + label);
+  } else {
+    vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_, 0);
+    list.record(cb);
+    vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_, 1);
+    labels.push_back(phase + "submit");
+  }
+  return labels;
+}
 
 void KernelProfiler::collect(const std::vector<std::string>& labels, uint32_t first_query) {
   std::vector<uint64_t> ticks(labels.size() + 1);

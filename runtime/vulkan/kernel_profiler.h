@@ -1,28 +1,39 @@
 #pragma once
 // GPU time per kernel, from timestamps written after every step of the recorded command buffers.
 // Enabled by GPTOSS_VK_PROFILE=1 in the environment (gptoss-run --engine vulkan then prints the
-// table on stderr at exit); off, it costs nothing. The steps are separated by full barriers, so
-// each step's time is its own execution plus the barrier drain before it.
+// table on stderr at exit); off, it costs nothing. The steps are separated by barriers, so each
+// step's time is its own execution plus the barrier drain before it. GPTOSS_VK_PROFILE=submit
+// times each command buffer as a whole instead (two timestamps per submit, so the per-step
+// timestamps' own cost, ~7% of decode on the H100, is not in it): the GPU's time per token, which
+// against the wall time per token says how long the GPU waits on the host between submits.
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/vulkan/dispatch_list.h"
 #include "runtime/vulkan/vulkan_context.h"
 
 namespace gptoss::vk {
 
 class KernelProfiler {
  public:
-  // Null when GPTOSS_VK_PROFILE is unset or the queue cannot write timestamps.
+  enum class Scope { Steps, Submits };
+  // Null when GPTOSS_VK_PROFILE is unset (or 0) or the queue cannot write timestamps; Submits
+  // for GPTOSS_VK_PROFILE=submit, Steps for any other value.
   static std::unique_ptr<KernelProfiler> from_environment(const Context& ctx, uint32_t queries);
-  KernelProfiler(const Context& ctx, uint32_t queries);
+  KernelProfiler(const Context& ctx, uint32_t queries, Scope scope = Scope::Steps);
   ~KernelProfiler();
   KernelProfiler(const KernelProfiler&) = delete;
   KernelProfiler& operator=(const KernelProfiler&) = delete;
 
   VkQueryPool pool() const { return pool_; }
+  Scope scope() const { return scope_; }
   // Records the reset of every query (at the start of a command buffer, before any timestamp).
   void record_reset(VkCommandBuffer cb) const;
+  // Records `list` into cb with the reset and the timestamps of this profiler's scope; returns the
+  // labels collect() takes after the submit: `phase` + each step's label, or `phase` + "submit".
+  std::vector<std::string> record(VkCommandBuffer cb, const DispatchList& list, const std::string& phase) const;
   // After the submit completed: adds the time between queries first + i and first + i + 1 to
   // labels[i], for every label.
   void collect(const std::vector<std::string>& labels, uint32_t first_query);
@@ -37,6 +48,7 @@ class KernelProfiler {
   const Context& ctx_;
   VkQueryPool pool_ = VK_NULL_HANDLE;
   uint32_t queries_;
+  Scope scope_;
   std::map<std::string, Totals> totals_;
 };
 

@@ -458,8 +458,6 @@ const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, 
   if (r.cb) return r;
   const DispatchList list = build(count, rows, observed, greedy);
   if (!profiler) profiler = KernelProfiler::from_environment(*ctx, 64 + 16 * config.num_layers);
-  const std::string phase = count == 1 ? "decode " : "prefill ";
-  for (const auto& label : list.labels()) r.labels.push_back(phase + label);
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   info.commandPool = ctx->command_pool();
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -467,8 +465,8 @@ const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, 
   check(vkAllocateCommandBuffers(ctx->device(), &info, &r.cb), "vkAllocateCommandBuffers");
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   check(vkBeginCommandBuffer(r.cb, &begin), "vkBeginCommandBuffer");
-  if (profiler) profiler->record_reset(r.cb);
-  list.record(r.cb, profiler ? profiler->pool() : VK_NULL_HANDLE, 0);
+  if (profiler) r.labels = profiler->record(r.cb, list, count == 1 ? "decode " : "prefill ");
+  else list.record(r.cb);
   check(vkEndCommandBuffer(r.cb), "vkEndCommandBuffer");
   return r;
 }
