@@ -29,8 +29,6 @@ class KernelProfiler {
 
   VkQueryPool pool() const { return pool_; }
   Scope scope() const { return scope_; }
-  // Records the reset of every query (at the start of a command buffer, before any timestamp).
-  void record_reset(VkCommandBuffer cb) const;
   // Records `list` into cb with the reset and the timestamps of this profiler's scope; returns the
   // labels collect() takes after the submit: `phase` + each step's label, or `phase` + "submit".
   std::vector<std::string> record(VkCommandBuffer cb, const DispatchList& list, const std::string& phase) const;
@@ -45,6 +43,8 @@ class KernelProfiler {
     uint64_t count = 0;
     double nanoseconds = 0;
   };
+  // Records the reset of every query (at the start of a command buffer, before any timestamp).
+  void record_reset(VkCommandBuffer cb) const;
   const Context& ctx_;
   VkQueryPool pool_ = VK_NULL_HANDLE;
   uint32_t queries_;

@@ -42,6 +42,12 @@ std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
 }  // namespace
 
 namespace {
+// Whether environment variable `name` is set to something (an empty value counts as unset).
+bool set_in_environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value;
+}
+
 // The comma-separated numbers of environment variable `name`: the knobs that compare kernel
 // shapes on a device without rebuilding (docs/vulkan-engine.md). `defaults` where it is unset or
 // empty; otherwise exactly defaults.size() numbers, the i-th within 1 .. most[i], or an error
@@ -79,11 +85,10 @@ Kernels::ExpertShape expert_shape_from_environment() {
 }
 
 std::optional<Kernels::MatvecShape> matvec_shape_from_environment() {
+  if (!set_in_environment("GPTOSS_VK_MATVEC")) return std::nullopt;
   const Kernels::MatvecShape d;
   const auto v = numbers_from_environment("GPTOSS_VK_MATVEC", "rows_per_subgroup,loads_per_row", {d.rows, d.batch},
                                           {MATVEC_MAX_ROWS, MATVEC_MAX_BATCH});
-  const char* value = std::getenv("GPTOSS_VK_MATVEC");
-  if (!value || !*value) return std::nullopt;
   return Kernels::MatvecShape{v[0], v[1]};
 }
 
@@ -218,8 +223,7 @@ uint32_t attention_heads_asked() {
 
 bool Kernels::attention_heads_from_environment() {
   attention_heads_asked();  // checks the value where it is set
-  const char* value = std::getenv("GPTOSS_VK_ATTN_HEADS");
-  return value && *value;
+  return set_in_environment("GPTOSS_VK_ATTN_HEADS");
 }
 
 uint32_t Kernels::largest_divisor_within(uint32_t group, uint32_t most) {
@@ -260,8 +264,7 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
   // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given; else the ranges fill the device once.
-  const char* splits_set = std::getenv("GPTOSS_VK_ATTN_SPLITS");
-  const uint32_t splits = splits_set && *splits_set ? decode_attention_splits(s)
+  const uint32_t splits = set_in_environment("GPTOSS_VK_ATTN_SPLITS") ? decode_attention_splits(s)
                                                     : attention_wave_splits(s.heads / per_workgroup,
                                                                             ctx_.info().multiprocessors,
                                                                             decode_attention_splits(s));
