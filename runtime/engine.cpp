@@ -45,6 +45,18 @@ uint32_t Engine::forward_greedy(std::span<const uint32_t> tokens) {
   return run_forward_greedy(tokens);
 }
 
+std::span<const float> Engine::run_forward_last(std::span<const uint32_t> tokens) {
+  last_logits_.resize(vocab_size());
+  run_forward(tokens, LogitRows::Last, last_logits_, {});
+  return last_logits_;
+}
+
+std::span<const float> Engine::forward_last(std::span<const uint32_t> tokens) {
+  if (tokens.empty()) throw std::invalid_argument("forward_last needs at least one token");
+  check_forward(tokens);
+  return run_forward_last(tokens);
+}
+
 LogitRows Engine::check_forward(std::span<const uint32_t> tokens, LogitRows rows) const {
   if (rows.kind == LogitRows::Kind::Range) {
     if (rows.first > tokens.size() || rows.count > tokens.size() - rows.first)

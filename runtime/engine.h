@@ -118,6 +118,12 @@ class Engine {
   // forward(tokens, Last) reduced to the id of the largest logit (ties to the lowest id: greedy
   // decoding). A device engine decides on the device and moves 8 bytes instead of the vocabulary.
   uint32_t forward_greedy(std::span<const uint32_t> tokens);
+  // forward(tokens, Last) without the copy: a view of the last new token's vocab_size() logits,
+  // valid until the engine's next forward or reset. A device engine hands over the host-visible
+  // memory its device copy landed in, as llama.cpp's llama_get_logits does (the host copy of
+  // 0.8 MB per token at the real vocabulary is most of what logits cost a decode step over greedy
+  // decoding); the CPU engine its own vector. Throws as forward does.
+  std::span<const float> forward_last(std::span<const uint32_t> tokens);
 
  protected:
   // The engine's pass; `tokens` is non-empty and checked, `rows` is None, Last, All or a range
@@ -127,12 +133,16 @@ class Engine {
                            const ActivationObserver& observer) = 0;
   // The argmax of run_forward(tokens, Last); engines override it to decide where the logits are.
   virtual uint32_t run_forward_greedy(std::span<const uint32_t> tokens);
+  // forward_last's pass (`tokens` non-empty and checked); by default run_forward into a vector the
+  // engine keeps.
+  virtual std::span<const float> run_forward_last(std::span<const uint32_t> tokens);
 
  private:
   // The checks every forward makes before anything runs (ids, capacity).
   void check_forward(std::span<const uint32_t> tokens) const;
   // The checks of forward(tokens, rows, ...), and `rows` as run_forward takes it (an empty range: None).
   LogitRows check_forward(std::span<const uint32_t> tokens, LogitRows rows) const;
+  std::vector<float> last_logits_;  // run_forward_last's, where an engine keeps no logits of its own
 };
 
 // A Vulkan device as --list-devices shows it (index: what EngineOptions::device_index takes).

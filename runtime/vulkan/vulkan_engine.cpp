@@ -527,6 +527,11 @@ uint32_t VulkanEngine::run_forward_greedy(std::span<const uint32_t> tokens) {
   return static_cast<const uint32_t*>(d.argmax->mapped())[0];
 }
 
+std::span<const float> VulkanEngine::run_forward_last(std::span<const uint32_t> tokens) {
+  run_forward(tokens, LogitRows::Last, {}, {});
+  return {static_cast<const float*>(device_->logits_readback->mapped()), device_->config.vocab_size};
+}
+
 void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows, std::span<float> logits,
                                const runtime::ActivationObserver& observer) {
   using runtime::Stage;
@@ -557,7 +562,8 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
       std::memcpy(stages[s].data() + first * hidden, stage_values + s * n * hidden, n * hidden * sizeof(float));
     // The one host copy of the logits: from the mapped readback into the caller's rows.
     const auto* logit_values = static_cast<const float*>(d.logits_readback->mapped());
-    if (chunk_rows == LogitRows::Last) std::memcpy(logits.data(), logit_values, vocab * sizeof(float));
+    // (none from run_forward_last, which hands the readback itself to the caller)
+    if (chunk_rows == LogitRows::Last && !logits.empty()) std::memcpy(logits.data(), logit_values, vocab * sizeof(float));
     if (chunk_rows.kind == LogitRows::Kind::Range)
       copy_rows(logits.subspan((from - row_begin) * vocab, (to - from) * vocab), logit_values);
   }

@@ -226,6 +226,26 @@ TEST_P(EngineInterface, GreedyForwardIsTheArgmaxOfTheLastRow) {
   EXPECT_EQ(engine->position(), 6u);
 }
 
+TEST_P(EngineInterface, ForwardLastIsTheLastRowInTheEnginesMemory) {
+  ENGINE_OR_SKIP(GetParam(), 32);
+  const uint32_t ids[] = {10, 20, 30, 40, 50}, next[] = {60};
+  const auto prompt = engine->forward(ids, runtime::LogitRows::Last);
+  const auto step = engine->forward(next, runtime::LogitRows::Last);
+  engine->reset();
+  const auto prompt_view = engine->forward_last(ids);  // a prompt
+  ASSERT_EQ(prompt_view.size(), engine->vocab_size());
+  EXPECT_TRUE(std::equal(prompt_view.begin(), prompt_view.end(), prompt.begin()));
+  const auto step_view = engine->forward_last(next);  // a decode step
+  EXPECT_EQ(engine->position(), 6u);
+  ASSERT_EQ(step_view.size(), engine->vocab_size());
+  EXPECT_TRUE(std::equal(step_view.begin(), step_view.end(), step.begin()));
+  EXPECT_EQ(step_view.data(), prompt_view.data()) << "one place for every step's logits, no copy per step";
+  const uint32_t bad[] = {201088};
+  EXPECT_THROW(engine->forward_last(bad), std::out_of_range);
+  EXPECT_THROW(engine->forward_last({}), std::invalid_argument);
+  EXPECT_EQ(engine->position(), 6u);
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryEngine, EngineInterface,
                          ::testing::Values(EngineKind::Cpu, EngineKind::CpuF64, EngineKind::Vulkan),
                          [](const ::testing::TestParamInfo<EngineKind>& param) {

@@ -50,9 +50,9 @@ uint64_t timed_run(runtime::Engine& engine, const BenchTest& test, DecodeOutput 
                    std::span<const uint32_t> depth_tokens, std::span<const uint32_t> test_tokens) {
   engine.reset();
   if (!depth_tokens.empty()) engine.forward(depth_tokens, runtime::LogitRows::None);
-  // One vector for every step's logits, as a decode loop keeps one: a fresh vocabulary-sized vector
-  // per step would time its allocation and zero-filling with the engine (0.04 ms per token on the
-  // H100's host, docs/h100/run44-summary.md).
+  // The prefill's logits into one vector; a decode step's stay where the engine put them
+  // (Engine::forward_last: the mapped readback of a device engine, as llama-bench's decode leaves
+  // them in llama.cpp's output buffer), every step's on the host before the next step starts.
   std::vector<float> logits(engine.vocab_size());
   const auto start = std::chrono::steady_clock::now();
   if (test.kind == TestKind::Prefill) {
@@ -60,7 +60,7 @@ uint64_t timed_run(runtime::Engine& engine, const BenchTest& test, DecodeOutput 
   } else {
     for (size_t i = 0; i < test_tokens.size(); ++i) {
       const auto token = test_tokens.subspan(i, 1);
-      if (decode_output == DecodeOutput::Logits) engine.forward(token, runtime::LogitRows::Last, logits);
+      if (decode_output == DecodeOutput::Logits) engine.forward_last(token);
       else engine.forward_greedy(token);
     }
   }

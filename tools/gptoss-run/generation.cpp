@@ -22,19 +22,18 @@ GenerationResult generate(runtime::Engine& engine, sampling::Sampler& sampler, c
   // Greedy decoding asks the engine for the argmax alone (a device engine then never copies the
   // vocabulary's logits to the host); the same token as sampler.sample would pick.
   const bool greedy = sampler.params().temperature <= 0.0f;
-  std::vector<float> logits;
+  std::span<const float> logits;  // the last token's, in the engine's memory (or the prompt rows')
   std::optional<uint32_t> token;
   auto next_token = [&](std::span<const uint32_t> tokens) -> std::optional<uint32_t> {
     if (greedy) return engine.forward_greedy(tokens);
-    engine.forward(tokens, runtime::LogitRows::Last, logits);  // the one vector, step after step
+    logits = engine.forward_last(tokens);  // valid until the next forward: sampled before it
     return std::nullopt;
   };
   const auto prefill_start = std::chrono::steady_clock::now();
   if (request.prompt_logits) {
     // Keep every row for the caller; sampling only needs the last one.
-    logits = engine.forward(request.prompt, runtime::LogitRows::All, request.prefill_observer);
-    *request.prompt_logits = logits;
-    logits.erase(logits.begin(), logits.end() - static_cast<std::ptrdiff_t>(engine.vocab_size()));
+    *request.prompt_logits = engine.forward(request.prompt, runtime::LogitRows::All, request.prefill_observer);
+    logits = std::span<const float>(*request.prompt_logits).last(engine.vocab_size());
   } else if (request.max_tokens > 0) {
     token = next_token(request.prompt);
   } else {
