@@ -3,6 +3,7 @@
 // and running the CLIs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -24,6 +25,10 @@ std::filesystem::path cache_dir();
 // tokenizer into .cache/, so there a missing tokenizer is a failure, not a skip (TOKENIZER_OR_SKIP).
 bool in_ci();
 std::filesystem::path tools_dir();
+
+// The larger of a running worst error and `error`, and NaN from the first NaN on: std::max(worst,
+// NaN) keeps `worst`, so a kernel that wrote NaN would pass a bound on the largest difference.
+inline double worse(double worst, double error) { return std::isnan(worst) || error <= worst ? worst : error; }
 
 // A fresh empty folder under the system temp dir, removed at destruction.
 class TempDir {

@@ -153,10 +153,12 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        probe(),
                                        mlp2 ? expert_shape_.mlp2_outputs : expert_shape_.mlp1_outputs,
                                        mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch,
-                                       attention.first,
-                                       attention.second,
+                                       attention.group,
+                                       attention.head_dim,
                                        matvec.rows,
-                                       matvec.batch};
+                                       matvec.batch,
+                                       attention.key_lanes,
+                                       attention.keys_per_lane};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -254,13 +256,35 @@ uint32_t Kernels::attention_wave_splits(uint32_t columns, uint32_t multiprocesso
 }
 
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
-  return uint64_t{s.heads} * decode_attention_splits(s) * (s.head_dim + 2);
+  // The deep kernel's ranges are shorter: as many as the cap allows.
+  return uint64_t{s.heads} * attention_split_cap() * (s.head_dim + 2);
+}
+
+uint32_t Kernels::deep_attention_key_lanes(uint32_t head_dim, uint32_t subgroup) {
+  uint32_t lanes = 1;
+  while (lanes * 2 <= subgroup && head_dim % (lanes * 2 * 4) == 0 && head_dim / (lanes * 2) >= 8) lanes *= 2;
+  return lanes;
+}
+
+std::optional<Kernels::DeepAttentionShape> Kernels::deep_attention_shape(const AttentionShape& s) const {
+  const char* value = std::getenv("GPTOSS_VK_ATTN_DEEP");
+  if (value && std::string_view(value) == "0") return std::nullopt;
+  if (!ctx_.info().subgroup_shuffle || s.kv_heads == 0 || s.heads % s.kv_heads) return std::nullopt;
+  const uint32_t group = s.heads / s.kv_heads, subgroup = ctx_.info().subgroup_size;
+  const auto v = numbers_from_environment("GPTOSS_VK_ATTN_DEEP", "heads_per_workgroup,keys_per_lane (or 0: off)",
+                                          {group, ATTENTION_DEEP_KEYS_PER_LANE},
+                                          {abi::kMaxHeadsPerKvHead, ATTENTION_DEEP_MAX_KEYS_PER_LANE});
+  const uint32_t lanes = deep_attention_key_lanes(s.head_dim, subgroup);
+  if (subgroup % lanes || DECODE_ATTENTION_SIZE % subgroup) return std::nullopt;
+  return DeepAttentionShape{largest_divisor_within(group, v[0]), lanes, v[1]};
 }
 
 void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
                                Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
                                const Shared& shared, const AttentionPart& part) {
   check_attention_shape("attention_decode", s);
+  if (part.kernel == AttentionKernel::Deep)
+    return attention_decode_deep(list, s, {qkv, k_cache, v_cache, inv_freq, step, sinks, target}, shared, part);
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
   // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given; else the ranges fill the device once.
@@ -277,11 +301,42 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
                                       splits, s.scale,         s.concentration, attention_range_keys(), group,
                                       part.min_keys, part.max_keys};
-  const AttentionConstants constants{per_workgroup, s.head_dim};
+  const AttentionConstants constants{per_workgroup, s.head_dim, 0, 0};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
                                                      : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);
   list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.heads / per_workgroup, rows);
+}
+
+void Kernels::attention_decode_deep(DispatchList& list, const AttentionShape& s, const AttentionBuffers& b,
+                                    const Shared& shared, const AttentionPart& part) {
+  const auto deep = deep_attention_shape(s);
+  require(deep.has_value(), "attention_decode_deep",
+          "the device has no subgroup shuffles in compute shaders, or GPTOSS_VK_ATTN_DEEP=0");
+  const uint32_t group = s.heads / s.kv_heads;
+  const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : deep->heads;
+  require(per_workgroup >= 1 && group % per_workgroup == 0, "attention_decode_deep",
+          std::to_string(per_workgroup) + " query heads per workgroup do not divide the " + std::to_string(group) +
+              " of a KV head");
+  const uint32_t columns = s.heads / per_workgroup;
+  require(columns <= kCounters, "attention_decode_deep", limit("workgroup columns", columns, ">", kCounters));
+  // Ranges of at least one step of every subgroup, or GPTOSS_VK_ATTN_RANGE; as many as fill the
+  // device once at ATTENTION_DEEP_GROUPS_PER_SM workgroups per multiprocessor, at most the cap
+  // (GPTOSS_VK_ATTN_SPLITS, where set, as given).
+  const uint32_t subgroup = ctx_.info().subgroup_size;
+  const uint32_t range_keys = set_in_environment("GPTOSS_VK_ATTN_RANGE")
+                                  ? attention_range_keys()
+                                  : DECODE_ATTENTION_SIZE / subgroup * (subgroup / deep->key_lanes) * deep->keys_per_lane;
+  const uint32_t most_keys = s.window ? std::min(s.window, s.slots) : s.slots;
+  uint32_t splits = std::clamp<uint32_t>(ceil_div(std::min(most_keys, part.max_keys), range_keys), 1, attention_split_cap());
+  if (!set_in_environment("GPTOSS_VK_ATTN_SPLITS"))
+    splits = attention_wave_splits(columns, ctx_.info().multiprocessors * ATTENTION_DEEP_GROUPS_PER_SM, splits);
+  const abi::AttentionDecodeArgs args{b.qkv,      b.k_cache,      b.v_cache,    b.inv_freq,     b.step,
+                                      shared.partials, b.sinks,   b.target,     shared.counters, s.kv_heads,
+                                      s.window,   s.slots,        splits,       s.scale,        s.concentration,
+                                      range_keys, group,          part.min_keys, part.max_keys};
+  const AttentionConstants constants{per_workgroup, s.head_dim, deep->key_lanes, deep->keys_per_lane};
+  list.dispatch(pipeline("attention_decode_deep", sizeof args, std::nullopt, constants), args, columns, splits);
 }
 
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,

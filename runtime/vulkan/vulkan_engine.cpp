@@ -324,18 +324,18 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
   if (Kernels::attention_heads_from_environment()) return attend({0, 0, UINT32_MAX});  // one shape, to compare
   // While the keys fit one range, one query head per workgroup: eight times the workgroups of a
   // KV head's, each with an eighth of the work (the kernel's chain is latency, not bandwidth:
-  // +15% tokens/s at 128 tokens on the H100, docs/vulkan-engine.md). Beyond, workgroups of up to
-  // two query heads, each reading its KV head's cache once for them, in as many ranges as fill the
-  // device once (Kernels::attention_wave_splits): at 4096 keys on the H100 two heads in 4 ranges
-  // beat four in 8 by 5% (and one head in 2 ranges equals two, reading the cache twice as often;
-  // run 41). The two dispatches follow each other without a barrier: at any position exactly one
-  // of them runs.
+  // +15% tokens/s at 128 tokens on the H100, docs/vulkan-engine.md). Beyond, the deep kernel where
+  // the device has it: every query head of a KV head per workgroup, each key read once, in short
+  // ranges that fill the device once; else workgroups of up to two query heads of the lane = key
+  // kernel (at 4096 keys on the H100 two heads in 4 ranges beat four in 8 by 5%, run 41). The two
+  // dispatches follow each other without a barrier: at any position exactly one of them runs.
   const uint32_t group = shape.heads / shape.kv_heads, short_keys = Kernels::attention_range_keys();
   const uint32_t most_keys = shape.window ? std::min(shape.window, shape.slots) : shape.slots;
   attend({1, 0, short_keys});
   if (most_keys > short_keys) {
     list.without_barrier();
-    attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), short_keys + 1, UINT32_MAX});
+    if (kernels->deep_attention_shape(shape)) attend({0, short_keys + 1, UINT32_MAX, Kernels::AttentionKernel::Deep});
+    else attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), short_keys + 1, UINT32_MAX});
   }
 }
 

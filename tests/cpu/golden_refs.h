@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "formats/safetensors/safetensors_file.h"
+#include "tests/test_support.h"
 
 namespace gptoss::test {
 
@@ -51,9 +52,9 @@ class GoldenRefs {
 };
 
 inline float max_abs_diff(const float* a, const float* b, size_t n) {
-  float worst = 0;
-  for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  return worst;
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) worst = worse(worst, std::abs(a[i] - b[i]));
+  return static_cast<float>(worst);
 }
 
 }  // namespace gptoss::test

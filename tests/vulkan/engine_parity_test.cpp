@@ -56,9 +56,9 @@ std::vector<float> run_traced(auto& engine, std::span<const uint32_t> ids, Stage
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());
-  float worst = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  return worst;
+  double worst = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = test::worse(worst, std::abs(a[i] - b[i]));
+  return static_cast<float>(worst);
 }
 
 class VulkanEngineParity : public ::testing::TestWithParam<std::string> {};

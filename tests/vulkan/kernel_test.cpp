@@ -20,6 +20,7 @@
 #include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/kernels.h"
 #include "shaders/kernel_abi.h"
+#include "tests/test_support.h"
 #include "tests/vulkan/vulkan_test_support.h"
 
 namespace gptoss::test {
@@ -50,6 +51,14 @@ vk::Kernels kernels_with(const vk::Context& ctx, const char* name, const char* v
   } unset{name};
   return vk::Kernels(ctx);
 }
+// An environment variable set for a scope, for settings the launchers read at each dispatch.
+struct ScopedEnvironment {
+  const char* name;
+  ScopedEnvironment(const char* n, const char* value) : name(n) { setenv(name, value, 1); }
+  ~ScopedEnvironment() { unsetenv(name); }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+};
 // Every value of `refused` makes the Kernels constructor throw.
 void expect_refused(const vk::Context& ctx, const char* name, std::initializer_list<const char*> refused) {
   for (const char* value : refused) {
@@ -430,7 +439,7 @@ void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uin
   });
   const auto out = read_buffer<float>(*out_buf, want.size());
   double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(out[i] - want[i]));
+  for (size_t i = 0; i < want.size(); ++i) worst = test::worse(worst, std::abs(out[i] - want[i]));
   EXPECT_LE(worst, 2e-5);
   // The new keys went into their slots rotated, the values as they were.
   const auto k_after = read_buffer<float>(*k_buf, k_cache.size());
@@ -505,7 +514,7 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
   EXPECT_EQ(counts, std::vector<uint32_t>(a.heads, 0u));
   const auto out = read_buffer<float>(*out_buf, want.size());
   double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(out[i] - want[i]));
+  for (size_t i = 0; i < want.size(); ++i) worst = test::worse(worst, std::abs(out[i] - want[i]));
   EXPECT_LE(worst, 2e-5);
   const auto k_after = read_buffer<float>(*k_buf, k_cache.size());
   for (uint32_t i = 0; i < kv_rows; ++i)
@@ -540,6 +549,38 @@ TEST(VulkanKernels, DecodeAttentionInTwoShapesByPosition) {
   const std::vector<vk::Kernels::AttentionPart> parts = {{1, 0, 256}, {2, 257, UINT32_MAX}};
   for (uint32_t position : {0u, 255u, 256u, 700u}) check_decode_attention(*ctx, {32, 4, 32, 0}, position, 1000, parts);
   for (uint32_t position : {100u, 300u}) check_decode_attention(*ctx, {32, 4, 32, 128}, position, 1000, parts);
+}
+
+// The deep kernel (lanes over key and dims, every query head of the workgroup per lane): one range
+// and many, the new key in the first range and in a later one, a ring, a head_dim of 9 quads (one
+// lane per key), fewer heads per workgroup than the group, other keys per lane, and the engine's
+// two dispatches on both sides of the switch.
+TEST(VulkanKernels, DeepDecodeAttention) {
+  VULKAN_OR_SKIP();
+  using Kind = vk::Kernels::AttentionKernel;
+  const vk::Kernels::AttentionPart deep{0, 0, UINT32_MAX, Kind::Deep};
+  if (!kernels(*ctx).deep_attention_shape({64, 8, 64, 0, 600, 0.125f, 1.0f}))
+    GTEST_SKIP() << "no subgroup shuffles on " << ctx->info().name;
+  for (uint32_t position : {0u, 5u, 70u, 513u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 600, {deep});
+  check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096, {deep});
+  check_decode_attention(*ctx, {16, 2, 64, 300}, 1000, 2000, {deep});  // 300 keys over a ring of 301
+  check_decode_attention(*ctx, {8, 4, 36, 0}, 200, 300, {deep});
+  check_decode_attention(*ctx, {64, 8, 64, 0}, 700, 1000, {{4, 0, UINT32_MAX, Kind::Deep}});
+  {
+    ScopedEnvironment keys("GPTOSS_VK_ATTN_DEEP", "8,3");
+    check_decode_attention(*ctx, {64, 8, 64, 0}, 700, 1000, {deep});
+  }
+  const std::vector<vk::Kernels::AttentionPart> engine = {{1, 0, 256}, {0, 257, UINT32_MAX, Kind::Deep}};
+  for (uint32_t position : {255u, 256u, 1100u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 1200, engine);
+}
+
+TEST(VulkanKernels, DeepAttentionLanesLeaveWholeQuads) {
+  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(64, 32), 8u);   // 2 quads per lane
+  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(64, 8), 8u);
+  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(64, 4), 4u);
+  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(128, 32), 16u);
+  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(36, 32), 1u);   // 9 quads: one lane
+  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(32, 32), 4u);
 }
 
 // The edges of the kernel's key ranges (at least attention_range_keys() keys each, as many as the
