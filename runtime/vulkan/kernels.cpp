@@ -271,12 +271,16 @@ std::optional<Kernels::DeepAttentionShape> Kernels::deep_attention_shape(const A
   if (value && std::string_view(value) == "0") return std::nullopt;
   if (!ctx_.info().subgroup_shuffle || s.kv_heads == 0 || s.heads % s.kv_heads) return std::nullopt;
   const uint32_t group = s.heads / s.kv_heads, subgroup = ctx_.info().subgroup_size;
-  const auto v = numbers_from_environment("GPTOSS_VK_ATTN_DEEP", "heads_per_workgroup,keys_per_lane (or 0: off)",
-                                          {group, ATTENTION_DEEP_KEYS_PER_LANE},
-                                          {abi::kMaxHeadsPerKvHead, ATTENTION_DEEP_MAX_KEYS_PER_LANE});
   const uint32_t lanes = deep_attention_key_lanes(s.head_dim, subgroup);
-  if (subgroup % lanes || DECODE_ATTENTION_SIZE % subgroup) return std::nullopt;
-  return DeepAttentionShape{largest_divisor_within(group, v[0]), lanes, v[1]};
+  const auto v = numbers_from_environment("GPTOSS_VK_ATTN_DEEP",
+                                          "heads_per_workgroup,keys_per_lane,key_lanes (or 0: off)",
+                                          {group, ATTENTION_DEEP_KEYS_PER_LANE, lanes},
+                                          {abi::kMaxHeadsPerKvHead, ATTENTION_DEEP_MAX_KEYS_PER_LANE, lanes});
+  if (DECODE_ATTENTION_SIZE % subgroup) return std::nullopt;
+  // Fewer lanes per key than the rule's (a power of two): each lane more quads, more keys at once.
+  uint32_t key_lanes = 1;
+  while (key_lanes * 2 <= v[2]) key_lanes *= 2;
+  return DeepAttentionShape{largest_divisor_within(group, v[0]), key_lanes, v[1]};
 }
 
 void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,

@@ -76,9 +76,9 @@ class Kernels {
   };
   // The deep kernel's shape: query heads per workgroup (by default all of a KV head's), lanes per
   // key (the largest power of two within the subgroup that leaves each lane whole quads, at least
-  // two: 8 at head_dim 64), keys per lane and step (2); GPTOSS_VK_ATTN_DEEP="heads,keys_per_lane"
-  // overrides the first and last. None where the device lacks subgroup shuffles or
-  // GPTOSS_VK_ATTN_DEEP=0.
+  // two: 8 at head_dim 64), keys per lane and step (2); GPTOSS_VK_ATTN_DEEP="heads,keys_per_lane[,
+  // key_lanes]" overrides them (key_lanes at most the rule's, rounded down to a power of two). None
+  // where the device lacks subgroup shuffles or GPTOSS_VK_ATTN_DEEP=0.
   struct DeepAttentionShape {
     uint32_t heads, key_lanes, keys_per_lane;
   };

@@ -559,16 +559,25 @@ TEST(VulkanKernels, DeepDecodeAttention) {
   VULKAN_OR_SKIP();
   using Kind = vk::Kernels::AttentionKernel;
   const vk::Kernels::AttentionPart deep{0, 0, UINT32_MAX, Kind::Deep};
-  if (!kernels(*ctx).deep_attention_shape({64, 8, 64, 0, 600, 0.125f, 1.0f}))
-    GTEST_SKIP() << "no subgroup shuffles on " << ctx->info().name;
+  const auto shape = kernels(*ctx).deep_attention_shape({64, 8, 64, 0, 600, 0.125f, 1.0f});
+  if (!shape) GTEST_SKIP() << "no subgroup shuffles on " << ctx->info().name;
+  const uint32_t lanes = shape->key_lanes;
+  EXPECT_EQ(lanes, vk::Kernels::deep_attention_key_lanes(64, ctx->info().subgroup_size));
+  EXPECT_EQ(shape->heads, 8u);
+  EXPECT_EQ(shape->keys_per_lane, uint32_t{ATTENTION_DEEP_KEYS_PER_LANE});
   for (uint32_t position : {0u, 5u, 70u, 513u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 600, {deep});
   check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096, {deep});
   check_decode_attention(*ctx, {16, 2, 64, 300}, 1000, 2000, {deep});  // 300 keys over a ring of 301
   check_decode_attention(*ctx, {8, 4, 36, 0}, 200, 300, {deep});
   check_decode_attention(*ctx, {64, 8, 64, 0}, 700, 1000, {{4, 0, UINT32_MAX, Kind::Deep}});
-  {
-    ScopedEnvironment keys("GPTOSS_VK_ATTN_DEEP", "8,3");
+  {  // three keys per lane
+    ScopedEnvironment keys("GPTOSS_VK_ATTN_DEEP", ("8,3," + std::to_string(lanes)).c_str());
     check_decode_attention(*ctx, {64, 8, 64, 0}, 700, 1000, {deep});
+  }
+  {  // two lanes per key: subgroup / 2 keys at once, whose slots the subgroup merges with shuffles
+    ScopedEnvironment slots("GPTOSS_VK_ATTN_DEEP", "8,2,2");
+    EXPECT_EQ(kernels(*ctx).deep_attention_shape({64, 8, 64, 0, 600, 0.125f, 1.0f})->key_lanes, 2u);
+    for (uint32_t position : {3u, 700u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 1000, {deep});
   }
   const std::vector<vk::Kernels::AttentionPart> engine = {{1, 0, 256}, {0, 257, UINT32_MAX, Kind::Deep}};
   for (uint32_t position : {255u, 256u, 1100u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 1200, engine);
