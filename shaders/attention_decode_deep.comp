@@ -1,173 +1,160 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_shuffle : require
-// Decode attention over a long context (flash-decoding; attention_decode.glsl: ranges, the new
-// token, the merge). Every key is read once per workgroup and used for all of its GROUP query heads
-// (by default all of the KV head's), so the cache crosses the memory bus once per token:
-// a subgroup takes KEY_SLOTS = SUBGROUP_SIZE / KEY_LANES keys at a time, KEY_LANES lanes per key
-// each holding the quads c, c + KEY_LANES, ... of its key and value rows (the lanes of a key read
-// its row in full 128-byte lines). A lane computes its part of the key's dot product with every
-// query head (the query rows from shared memory), KEY_LANES lanes add them with shuffles, and it
-// keeps an online softmax per head over its own keys (no reduction across keys in the loop) with
-// the weighted values of its dims. The key rows of the next step load while this step's values are
-// weighed, its value rows while its scores are computed. At the end each subgroup merges its key
-// slots with shuffles, the subgroups merge in shared memory, the ranges as the other kernel's.
-// The lane = key kernel (attention_decode.comp) holds a whole key row per lane and reads a KV
-// head's cache once per query head pair; at 4096 keys it was a chain of ~1000 instructions per
-// block of 32 keys at one workgroup per multiprocessor.
+// Decode attention over a long context (flash-decoding; attention_decode.glsl: the ranges, the new
+// token, the merges). The workgroup holds every query head of its KV head (GROUP, by default the
+// whole group) and stages its range's keys and values through shared memory a tile of kTileKeys
+// at a time: all invocations load the tile with coalesced 16-byte loads (the next tile's loads in
+// flight while this one is used), so the cache crosses the memory bus once per token in as few
+// round trips as the tiles, and every query head reads it from shared memory.
+// In a tile each subgroup takes SUBGROUP_HEADS query heads and a share of the keys: lane = key for
+// the scores (the key row from shared memory against the query rows), an online softmax per head
+// with the maximum across the subgroup, then lane = dims for the values, each key's probability
+// passed by a shuffle. The subgroups merge in shared memory, the ranges as the other kernel's.
+// (The lane = key kernel, attention_decode.comp, reads a KV head's cache once per workgroup of one
+// or two query heads, from memory, in a chain of loads per block of keys: at 4096 keys on the H100
+// it was ~30 µs per layer alone against ~6 µs of bytes.)
 #include "attention_decode.glsl"
-layout(constant_id = SPEC_ATTENTION_KEY_LANES) const uint KEY_LANES = 8u;
-layout(constant_id = SPEC_ATTENTION_KEYS_PER_LANE) const uint KEYS_PER_LANE = 2u;
+layout(constant_id = SPEC_ATTENTION_SUBGROUP_HEADS) const uint SUBGROUP_HEADS = 2u;
 
 const uint S = SUBGROUP_SIZE;
-const uint KEY_SLOTS = S / KEY_LANES;                 // keys a subgroup takes at once
-const uint kQuadsPerLane = kQuads / KEY_LANES;        // the launcher: HEAD_DIM % (4 KEY_LANES) == 0
-const uint kStepKeys = KEY_SLOTS * KEYS_PER_LANE;     // keys of one step of one subgroup
-const uint kLaneValues = KEYS_PER_LANE * kQuadsPerLane;
-const uint kAccumulators = GROUP * kQuadsPerLane;
+const uint kDimsPerLane = (HEAD_DIM + S - 1u) / S;   // lane owns dims lane, lane + S, ...
+// Keys per tile: the values fill the merge's scratch (which they use; [kTileKeys, HEAD_DIM]), at
+// most 64; the keys' rows one quad longer, so lane = key reads them without bank conflicts.
+const uint kTileKeys = ATTENTION_DEEP_TILE_KEYS(HEAD_DIM, kMaxAttentionGroupValues);
+const uint kKeyStride = kQuads + 1u;
+const uint kTileQuads = kTileKeys * kQuads;
+const uint kStaged = (kTileQuads + DECODE_ATTENTION_SIZE - 1u) / DECODE_ATTENTION_SIZE;  // quads per invocation
+// Subgroup sg: heads (sg % kHeadGroups) * SUBGROUP_HEADS .., keys of part sg / kHeadGroups of
+// kParts (the launcher: GROUP % SUBGROUP_HEADS == 0, kHeadGroups <= kSubgroups).
+const uint kHeadGroups = GROUP / SUBGROUP_HEADS;
+const uint kParts = kSubgroups / kHeadGroups;
 
-uint lane_quad;  // c: the lane's first quad of a row
-vec4 key_rows[kLaneValues], value_rows[kLaneValues];  // [KEYS_PER_LANE][kQuadsPerLane]
-float lane_sum[GROUP];  // and run_max (attention_decode.glsl): the lane's online softmax per head
-vec4 acc[kAccumulators];  // [GROUP][kQuadsPerLane]
-// The step's: which of the lane's keys are in the range, their scores [GROUP][KEYS_PER_LANE].
-bool valid[KEYS_PER_LANE];
-float score[GROUP * KEYS_PER_LANE];
+shared vec4 key_tile[kTileKeys * kKeyStride];  // the values: scratch, [kTileKeys, HEAD_DIM]
 
-// The lane's keys of the step at `first`: first + b * KEY_SLOTS (the lane's slot added by the
-// caller), past `last` repeating it (their probabilities are 0, and every load is of a cached key).
-uint cache_row(uint j, uint g, uint kv_rows) { return ((j % args.slots) * kv_rows + g * HEAD_DIM) >> 2; }
-void load_keys(uint first, uint last, uint g, uint kv_rows) {
-  [[unroll]] for (uint b = 0u; b < KEYS_PER_LANE; ++b) {
-    uint row = cache_row(min(first + b * KEY_SLOTS, last), g, kv_rows) + lane_quad;
-    [[unroll]] for (uint i = 0u; i < kQuadsPerLane; ++i)
-      key_rows[b * kQuadsPerLane + i] = PROBE == 12u || PROBE == 13u ? vec4(float(row + i) * 1e-9)
-                                                                     : Vec4sIn(args.k_cache).v[row + i * KEY_LANES];
+vec4 staged_keys[kStaged], staged_values[kStaged];
+// The subgroup's heads' online softmax: its maximum (uniform), the lane's share of the sum, the
+// weighted values of the lane's dims (constant indices only: a register array indexed by the
+// subgroup's head would live in memory).
+float head_top[SUBGROUP_HEADS], lane_sum[SUBGROUP_HEADS], acc[SUBGROUP_HEADS * kDimsPerLane];
+
+// The tile's rows from the cache into registers: keys past `last` repeat it (weighed 0 later).
+void stage_tile(uint first, uint last, uint g, uint kv_rows) {
+  uint t = gl_LocalInvocationIndex;
+  [[unroll]] for (uint i = 0u; i < kStaged; ++i) {
+    uint e = min(t + i * DECODE_ATTENTION_SIZE, kTileQuads - 1u);
+    uint row = ((min(first + e / kQuads, last) % args.slots) * kv_rows + g * HEAD_DIM) / 4u + e % kQuads;
+    staged_keys[i] = PROBE == 12u || PROBE == 13u ? vec4(float(row) * 1e-9) : Vec4sIn(args.k_cache).v[row];
+    staged_values[i] = PROBE == 11u || PROBE == 13u ? vec4(float(row) * 1e-9) : Vec4sIn(args.v_cache).v[row];
   }
 }
-void load_values(uint first, uint last, uint g, uint kv_rows) {
-  [[unroll]] for (uint b = 0u; b < KEYS_PER_LANE; ++b) {
-    uint row = cache_row(min(first + b * KEY_SLOTS, last), g, kv_rows) + lane_quad;
-    [[unroll]] for (uint i = 0u; i < kQuadsPerLane; ++i)
-      value_rows[b * kQuadsPerLane + i] = PROBE == 11u || PROBE == 13u ? vec4(float(row + i) * 1e-9)
-                                                                       : Vec4sIn(args.v_cache).v[row + i * KEY_LANES];
-  }
-}
-
-// The sum over the KEY_LANES lanes of a key (adjacent lanes).
-float add_key_lanes(float x) {
-  [[unroll]] for (uint m = 1u; m < KEY_LANES; m <<= 1u) x += subgroupShuffleXor(x, m);
-  return x;
-}
-
-// The scores of the lane's KEYS_PER_LANE keys (key_rows) for every head, -inf where not `valid`.
-void scores() {
-  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh)
-    [[unroll]] for (uint b = 0u; b < KEYS_PER_LANE; ++b) {
-      float d = 0.0;
-      [[unroll]] for (uint i = 0u; i < kQuadsPerLane; ++i)
-        d += dot(q_rows[hh * kQuads + lane_quad + i * KEY_LANES], key_rows[b * kQuadsPerLane + i]);
-      d = add_key_lanes(d);
-      score[hh * KEYS_PER_LANE + b] = valid[b] ? d * args.scale : -1.0 / 0.0;
-    }
-}
-
-// The lane's online softmax per head over its keys: rescale by the new maximum once per step, then
-// add each key's probability and weighted value row (value_rows).
-void weigh() {
-  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
-    float top = run_max[hh];
-    [[unroll]] for (uint b = 0u; b < KEYS_PER_LANE; ++b) top = max(top, score[hh * KEYS_PER_LANE + b]);
-    float base = top == -1.0 / 0.0 ? 0.0 : top;  // -inf until the lane has a key: every weight 0, no NaN
-    float rescale = exp(run_max[hh] - base);
-    lane_sum[hh] *= rescale;
-    [[unroll]] for (uint i = 0u; i < kQuadsPerLane; ++i) acc[hh * kQuadsPerLane + i] *= rescale;
-    [[unroll]] for (uint b = 0u; b < KEYS_PER_LANE; ++b) {
-      float p = exp(score[hh * KEYS_PER_LANE + b] - base);
-      lane_sum[hh] += p;
-      [[unroll]] for (uint i = 0u; i < kQuadsPerLane; ++i) acc[hh * kQuadsPerLane + i] += p * value_rows[b * kQuadsPerLane + i];
-    }
-    run_max[hh] = top;
+// ... into shared memory; the new token's rows (not in the cache yet) from k_new / v_new, in the
+// range holding it (fresh_key: its position, else none).
+void store_tile(uint first, uint fresh_key) {
+  uint t = gl_LocalInvocationIndex;
+  [[unroll]] for (uint i = 0u; i < kStaged; ++i) {
+    uint e = t + i * DECODE_ATTENTION_SIZE;
+    if (e >= kTileQuads) break;
+    uint k = e / kQuads, q = e % kQuads;
+    bool fresh = first + k == fresh_key;
+    key_tile[k * kKeyStride + q] = fresh ? k_new[q] : staged_keys[i];
+    vec4 v = fresh ? vec4(v_new[4u * q], v_new[4u * q + 1u], v_new[4u * q + 2u], v_new[4u * q + 3u]) : staged_values[i];
+    uint at = k * HEAD_DIM + 4u * q;
+    scratch[at] = v.x;
+    scratch[at + 1u] = v.y;
+    scratch[at + 2u] = v.z;
+    scratch[at + 3u] = v.w;
   }
 }
 
 void main() {
-  uint t = gl_LocalInvocationIndex, lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
+  uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
   uint w = gl_WorkGroupID.x, s = gl_WorkGroupID.y, qh0 = w * GROUP, g = qh0 / args.group;
   uint kv_rows = args.kv_heads * HEAD_DIM;
   KeyRange r;
   if (!key_range(s, r)) return;
-  lane_quad = lane % KEY_LANES;
-  uint slot = lane / KEY_LANES;
-  // The cached keys [begin, cached_end): all but the new token's, which the range holding it
-  // weighs last from shared memory.
-  uint cached_end = min(r.end, r.position);
-  uint first = r.begin + sg * kStepKeys + slot;
-  if (first < cached_end) {  // the first step's rows, loading while the new Q and K rotate
-    load_keys(first, cached_end - 1u, g, kv_rows);
-    load_values(first, cached_end - 1u, g, kv_rows);
-  }
+  // The first tile's rows load while the new Q and K rotate.
+  stage_tile(r.begin, r.end - 1u, g, kv_rows);
   rotate_query_and_new_key(qh0, g, r);
-  barrier();
 
-  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
-    run_max[hh] = -1.0 / 0.0;
-    lane_sum[hh] = 0.0;
-    [[unroll]] for (uint i = 0u; i < kQuadsPerLane; ++i) acc[hh * kQuadsPerLane + i] = vec4(0.0);
+  uint head_group = sg % kHeadGroups, part = sg / kHeadGroups;
+  bool takes_heads = part < kParts;  // subgroups past kHeadGroups * kParts have no heads
+  uint h0 = head_group * SUBGROUP_HEADS;
+  [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u) {
+    head_top[u] = -1.0 / 0.0;
+    lane_sum[u] = 0.0;
+    [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[u * kDimsPerLane + i] = 0.0;
   }
-  const uint stride = kSubgroups * kStepKeys;
-  // Subgroup-uniform bounds (first - slot), so every lane takes the same steps and shuffles.
-  for (uint step = first - slot; step < cached_end; step += stride) {
-    [[unroll]] for (uint b = 0u; b < KEYS_PER_LANE; ++b) valid[b] = step + slot + b * KEY_SLOTS < cached_end;
-    scores();
-    uint next = step + stride;
-    if (next < cached_end) load_keys(next + slot, cached_end - 1u, g, kv_rows);
-    weigh();
-    if (next < cached_end) load_values(next + slot, cached_end - 1u, g, kv_rows);
-  }
-  if (r.end == r.position + 1u && sg == 0u) {  // the new token, by the first lanes of subgroup 0
-    [[unroll]] for (uint b = 0u; b < KEYS_PER_LANE; ++b) {
-      valid[b] = b == 0u && slot == 0u;
-      [[unroll]] for (uint i = 0u; i < kQuadsPerLane; ++i) {
-        uint q = lane_quad + i * KEY_LANES;
-        key_rows[b * kQuadsPerLane + i] = k_new[q];
-        value_rows[b * kQuadsPerLane + i] = vec4(v_new[4u * q], v_new[4u * q + 1u], v_new[4u * q + 2u], v_new[4u * q + 3u]);
+  for (uint tile = r.begin; tile < r.end; tile += kTileKeys) {
+    barrier();  // the last tile read (and, the first time, q_rows, k_new, v_new written)
+    store_tile(tile, r.end == r.position + 1u ? r.position : 0xFFFFFFFFu);
+    barrier();
+    uint next = tile + kTileKeys;
+    if (next < r.end) stage_tile(next, r.end - 1u, g, kv_rows);  // in flight while this tile is used
+    uint keys = min(kTileKeys, r.end - tile);
+    if (!takes_heads) continue;
+    for (uint block = part * S; block < keys; block += kParts * S) {
+      uint k = block + lane;  // lane = key: the block's first key is in the tile, so maxima are finite
+      float score[SUBGROUP_HEADS];
+      [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u) score[u] = 0.0;
+      uint row = min(k, kTileKeys - 1u) * kKeyStride;
+      [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) {
+        vec4 k4 = key_tile[row + d4];
+        [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u) score[u] += dot(q_rows[(h0 + u) * kQuads + d4], k4);
+      }
+      float p[SUBGROUP_HEADS];
+      [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u) {
+        float x = k < keys ? score[u] * args.scale : -1.0 / 0.0;
+        float new_max = max(head_top[u], subgroupMax(x));
+        float rescale = exp(head_top[u] - new_max);
+        p[u] = exp(x - new_max);
+        head_top[u] = new_max;
+        lane_sum[u] = lane_sum[u] * rescale + p[u];
+        [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[u * kDimsPerLane + i] *= rescale;
+      }
+      // lane = dims: each key's value row, weighed by its probability (0 past the tile's keys,
+      // whose rows repeat the range's last key).
+      [[unroll]] for (uint kk = 0u; kk < S; ++kk) {
+        uint at = min(block + kk, kTileKeys - 1u) * HEAD_DIM;
+        float v[kDimsPerLane];
+        [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) v[i] = scratch[at + min(lane + i * S, HEAD_DIM - 1u)];
+        [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u) {
+          float pk = subgroupShuffle(p[u], kk);
+          [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[u * kDimsPerLane + i] += pk * v[i];
+        }
       }
     }
-    scores();
-    weigh();
   }
-
-  // The subgroup's key slots merged (lanes lane ^ KEY_LANES, ...): every lane then holds its
-  // quads' weighted values over all of the subgroup's keys, relative to the subgroup's maximum.
+  // The heads this subgroup does not take: maximum -inf (weight 0 in the merge).
+  float sums[SUBGROUP_HEADS];
+  [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u) sums[u] = subgroupAdd(lane_sum[u]);
   [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
-    float top = run_max[hh];
-    [[unroll]] for (uint m = KEY_LANES; m < S; m <<= 1u) top = max(top, subgroupShuffleXor(top, m));
-    float weight = run_max[hh] == -1.0 / 0.0 ? 0.0 : exp(run_max[hh] - top);  // 0 for a slot with no keys
-    float sum = lane_sum[hh] * weight;
-    [[unroll]] for (uint m = KEY_LANES; m < S; m <<= 1u) sum += subgroupShuffleXor(sum, m);
-    [[unroll]] for (uint i = 0u; i < kQuadsPerLane; ++i) {
-      vec4 a = acc[hh * kQuadsPerLane + i] * weight;
-      [[unroll]] for (uint m = KEY_LANES; m < S; m <<= 1u) a += subgroupShuffleXor(a, m);
-      acc[hh * kQuadsPerLane + i] = a;
-    }
-    run_max[hh] = top;
-    run_sum[hh] = sum;
+    run_max[hh] = -1.0 / 0.0;
+    run_sum[hh] = 0.0;
+    [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u)
+      if (takes_heads && hh == h0 + u) {
+        run_max[hh] = head_top[u];
+        run_sum[hh] = sums[u];
+      }
   }
+  barrier();  // the last tile read: scratch is the merge's now
   merge_subgroups();
   finish_range(qh0, w, s, r);
 }
 
-// merge_subgroups' store of this subgroup's weighted values: slot 0's lanes, their quads.
+// merge_subgroups' store of this subgroup's weighted values: lane = dims of its heads, 0 for the
+// others.
 void store_accumulators(uint at) {
-  if (gl_SubgroupInvocationID >= KEY_LANES) return;
+  uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
+  uint h0 = (sg % kHeadGroups) * SUBGROUP_HEADS;
+  bool takes_heads = sg / kHeadGroups < kParts;
   [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh)
-    [[unroll]] for (uint i = 0u; i < kQuadsPerLane; ++i) {
-      uint d = 4u * (lane_quad + i * KEY_LANES);
-      vec4 a = acc[hh * kQuadsPerLane + i] * merge_weight[hh];
-      scratch[at + hh * HEAD_DIM + d] = a.x;
-      scratch[at + hh * HEAD_DIM + d + 1u] = a.y;
-      scratch[at + hh * HEAD_DIM + d + 2u] = a.z;
-      scratch[at + hh * HEAD_DIM + d + 3u] = a.w;
+    [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
+      uint d = lane + i * S;
+      if (d >= HEAD_DIM) break;
+      float value = 0.0;
+      [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u)
+        if (takes_heads && hh == h0 + u) value = acc[u * kDimsPerLane + i] * merge_weight[hh];
+      scratch[at + hh * HEAD_DIM + d] = value;
     }
 }

@@ -157,8 +157,7 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        attention.head_dim,
                                        matvec.rows,
                                        matvec.batch,
-                                       attention.key_lanes,
-                                       attention.keys_per_lane};
+                                       attention.subgroup_heads};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -260,27 +259,26 @@ uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
   return uint64_t{s.heads} * attention_split_cap() * (s.head_dim + 2);
 }
 
-uint32_t Kernels::deep_attention_key_lanes(uint32_t head_dim, uint32_t subgroup) {
-  uint32_t lanes = 1;
-  while (lanes * 2 <= subgroup && head_dim % (lanes * 2 * 4) == 0 && head_dim / (lanes * 2) >= 8) lanes *= 2;
-  return lanes;
+std::optional<uint32_t> Kernels::deep_attention_subgroup_heads(uint32_t heads, uint32_t most, uint32_t subgroup) {
+  if (subgroup == 0 || DECODE_ATTENTION_SIZE % subgroup) return std::nullopt;
+  const uint32_t subgroups = DECODE_ATTENTION_SIZE / subgroup;
+  for (uint32_t per = largest_divisor_within(heads, most); per <= heads; ++per)
+    if (heads % per == 0 && heads / per <= subgroups) return per;
+  return std::nullopt;
 }
 
 std::optional<Kernels::DeepAttentionShape> Kernels::deep_attention_shape(const AttentionShape& s) const {
   const char* value = std::getenv("GPTOSS_VK_ATTN_DEEP");
   if (value && std::string_view(value) == "0") return std::nullopt;
   if (!ctx_.info().subgroup_shuffle || s.kv_heads == 0 || s.heads % s.kv_heads) return std::nullopt;
-  const uint32_t group = s.heads / s.kv_heads, subgroup = ctx_.info().subgroup_size;
-  const uint32_t lanes = deep_attention_key_lanes(s.head_dim, subgroup);
-  const auto v = numbers_from_environment("GPTOSS_VK_ATTN_DEEP",
-                                          "heads_per_workgroup,keys_per_lane,key_lanes (or 0: off)",
-                                          {group, ATTENTION_DEEP_KEYS_PER_LANE, lanes},
-                                          {abi::kMaxHeadsPerKvHead, ATTENTION_DEEP_MAX_KEYS_PER_LANE, lanes});
-  if (DECODE_ATTENTION_SIZE % subgroup) return std::nullopt;
-  // Fewer lanes per key than the rule's (a power of two): each lane more quads, more keys at once.
-  uint32_t key_lanes = 1;
-  while (key_lanes * 2 <= v[2]) key_lanes *= 2;
-  return DeepAttentionShape{largest_divisor_within(group, v[0]), key_lanes, v[1]};
+  const uint32_t group = s.heads / s.kv_heads;
+  const auto v = numbers_from_environment("GPTOSS_VK_ATTN_DEEP", "heads_per_workgroup,heads_per_subgroup (or 0: off)",
+                                          {group, ATTENTION_DEEP_SUBGROUP_HEADS},
+                                          {abi::kMaxHeadsPerKvHead, abi::kMaxHeadsPerKvHead});
+  const uint32_t heads = largest_divisor_within(group, v[0]);
+  const auto per_subgroup = deep_attention_subgroup_heads(heads, v[1], ctx_.info().subgroup_size);
+  if (!per_subgroup) return std::nullopt;
+  return DeepAttentionShape{heads, *per_subgroup};
 }
 
 void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
@@ -305,7 +303,7 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
                                       splits, s.scale,         s.concentration, attention_range_keys(), group,
                                       part.min_keys, part.max_keys};
-  const AttentionConstants constants{per_workgroup, s.head_dim, 0, 0};
+  const AttentionConstants constants{per_workgroup, s.head_dim, 0};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
                                                      : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);
@@ -322,15 +320,19 @@ void Kernels::attention_decode_deep(DispatchList& list, const AttentionShape& s,
   require(per_workgroup >= 1 && group % per_workgroup == 0, "attention_decode_deep",
           std::to_string(per_workgroup) + " query heads per workgroup do not divide the " + std::to_string(group) +
               " of a KV head");
+  const auto per_subgroup = part.heads_per_workgroup
+                                ? deep_attention_subgroup_heads(per_workgroup, deep->subgroup_heads, ctx_.info().subgroup_size)
+                                : std::optional<uint32_t>(deep->subgroup_heads);
+  require(per_subgroup.has_value(), "attention_decode_deep",
+          std::to_string(per_workgroup) + " query heads per workgroup do not fit its subgroups");
   const uint32_t columns = s.heads / per_workgroup;
   require(columns <= kCounters, "attention_decode_deep", limit("workgroup columns", columns, ">", kCounters));
-  // Ranges of at least one step of every subgroup, or GPTOSS_VK_ATTN_RANGE; as many as fill the
-  // device once at ATTENTION_DEEP_GROUPS_PER_SM workgroups per multiprocessor, at most the cap
+  // Ranges of at least one tile, or GPTOSS_VK_ATTN_RANGE; as many as fill the device once at
+  // ATTENTION_DEEP_GROUPS_PER_SM workgroups per multiprocessor, at most the cap
   // (GPTOSS_VK_ATTN_SPLITS, where set, as given).
-  const uint32_t subgroup = ctx_.info().subgroup_size;
   const uint32_t range_keys = set_in_environment("GPTOSS_VK_ATTN_RANGE")
                                   ? attention_range_keys()
-                                  : DECODE_ATTENTION_SIZE / subgroup * (subgroup / deep->key_lanes) * deep->keys_per_lane;
+                                  : ATTENTION_DEEP_TILE_KEYS(s.head_dim, abi::kMaxAttentionGroupValues);
   const uint32_t most_keys = s.window ? std::min(s.window, s.slots) : s.slots;
   uint32_t splits = std::clamp<uint32_t>(ceil_div(std::min(most_keys, part.max_keys), range_keys), 1, attention_split_cap());
   if (!set_in_environment("GPTOSS_VK_ATTN_SPLITS"))
@@ -339,7 +341,7 @@ void Kernels::attention_decode_deep(DispatchList& list, const AttentionShape& s,
                                       shared.partials, b.sinks,   b.target,     shared.counters, s.kv_heads,
                                       s.window,   s.slots,        splits,       s.scale,        s.concentration,
                                       range_keys, group,          part.min_keys, part.max_keys};
-  const AttentionConstants constants{per_workgroup, s.head_dim, deep->key_lanes, deep->keys_per_lane};
+  const AttentionConstants constants{per_workgroup, s.head_dim, *per_subgroup};
   list.dispatch(pipeline("attention_decode_deep", sizeof args, std::nullopt, constants), args, columns, splits);
 }
 

@@ -74,17 +74,17 @@ class Kernels {
     uint32_t heads_per_workgroup, min_keys, max_keys;
     AttentionKernel kernel = AttentionKernel::Keys;
   };
-  // The deep kernel's shape: query heads per workgroup (by default all of a KV head's), lanes per
-  // key (the largest power of two within the subgroup that leaves each lane whole quads, at least
-  // two: 8 at head_dim 64), keys per lane and step (2); GPTOSS_VK_ATTN_DEEP="heads,keys_per_lane[,
-  // key_lanes]" overrides them (key_lanes at most the rule's, rounded down to a power of two). None
-  // where the device lacks subgroup shuffles or GPTOSS_VK_ATTN_DEEP=0.
+  // The deep kernel's shape: query heads per workgroup (by default all of a KV head's) and per
+  // subgroup (the fewest from ATTENTION_DEEP_SUBGROUP_HEADS that divide them and leave no more head
+  // groups than the workgroup has subgroups); GPTOSS_VK_ATTN_DEEP="heads,subgroup_heads" overrides
+  // them. None where the device lacks subgroup shuffles, where no shape fits, or with
+  // GPTOSS_VK_ATTN_DEEP=0.
   struct DeepAttentionShape {
-    uint32_t heads, key_lanes, keys_per_lane;
+    uint32_t heads, subgroup_heads;
   };
   std::optional<DeepAttentionShape> deep_attention_shape(const AttentionShape& shape) const;
-  // Lanes per key for head_dim on subgroups of `subgroup` lanes (above).
-  static uint32_t deep_attention_key_lanes(uint32_t head_dim, uint32_t subgroup);
+  // The rule above for `heads` per workgroup, `most` per subgroup, on subgroups of `subgroup` lanes.
+  static std::optional<uint32_t> deep_attention_subgroup_heads(uint32_t heads, uint32_t most, uint32_t subgroup);
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                         Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
                         const Shared& shared, const AttentionPart& part);
@@ -181,9 +181,9 @@ class Kernels {
 
  private:
   // Decode attention's specialization: query heads per workgroup, head_dim, and the deep kernel's
-  // lanes per key and keys per lane (0 elsewhere).
+  // query heads per subgroup (0 elsewhere).
   struct AttentionConstants {
-    uint32_t group, head_dim, key_lanes, keys_per_lane;
+    uint32_t group, head_dim, subgroup_heads;
     friend auto operator<=>(const AttentionConstants&, const AttentionConstants&) = default;
   };
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},

@@ -551,45 +551,48 @@ TEST(VulkanKernels, DecodeAttentionInTwoShapesByPosition) {
   for (uint32_t position : {100u, 300u}) check_decode_attention(*ctx, {32, 4, 32, 128}, position, 1000, parts);
 }
 
-// The deep kernel (lanes over key and dims, every query head of the workgroup per lane): one range
-// and many, the new key in the first range and in a later one, a ring, a head_dim of 9 quads (one
-// lane per key), fewer heads per workgroup than the group, other keys per lane, and the engine's
-// two dispatches on both sides of the switch.
+// The deep kernel (keys and values through shared memory tiles, every query head of the workgroup):
+// one range and many, the new key in the first range and in a later one, a range of several tiles,
+// a ring, a head_dim of 9 quads, odd and single query heads per KV head, fewer heads per workgroup
+// than the group, 1 and 4 heads per subgroup, and the engine's two dispatches on both sides of the
+// switch.
 TEST(VulkanKernels, DeepDecodeAttention) {
   VULKAN_OR_SKIP();
   using Kind = vk::Kernels::AttentionKernel;
   const vk::Kernels::AttentionPart deep{0, 0, UINT32_MAX, Kind::Deep};
   const auto shape = kernels(*ctx).deep_attention_shape({64, 8, 64, 0, 600, 0.125f, 1.0f});
   if (!shape) GTEST_SKIP() << "no subgroup shuffles on " << ctx->info().name;
-  const uint32_t lanes = shape->key_lanes;
-  EXPECT_EQ(lanes, vk::Kernels::deep_attention_key_lanes(64, ctx->info().subgroup_size));
   EXPECT_EQ(shape->heads, 8u);
-  EXPECT_EQ(shape->keys_per_lane, uint32_t{ATTENTION_DEEP_KEYS_PER_LANE});
+  EXPECT_EQ(shape->subgroup_heads, *vk::Kernels::deep_attention_subgroup_heads(8, ATTENTION_DEEP_SUBGROUP_HEADS,
+                                                                                 ctx->info().subgroup_size));
   for (uint32_t position : {0u, 5u, 70u, 513u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 600, {deep});
+  {  // one range of several tiles, with the new key in its last
+    ScopedEnvironment one_range("GPTOSS_VK_ATTN_SPLITS", "1");
+    check_decode_attention(*ctx, {64, 8, 64, 0}, 200, 300, {deep});
+  }
   check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096, {deep});
   check_decode_attention(*ctx, {16, 2, 64, 300}, 1000, 2000, {deep});  // 300 keys over a ring of 301
-  check_decode_attention(*ctx, {8, 4, 36, 0}, 200, 300, {deep});
+  check_decode_attention(*ctx, {12, 4, 36, 0}, 200, 300, {deep});       // 3 query heads per KV head
+  check_decode_attention(*ctx, {4, 4, 32, 0}, 100, 300, {deep});        // one
   check_decode_attention(*ctx, {64, 8, 64, 0}, 700, 1000, {{4, 0, UINT32_MAX, Kind::Deep}});
-  {  // three keys per lane
-    ScopedEnvironment keys("GPTOSS_VK_ATTN_DEEP", ("8,3," + std::to_string(lanes)).c_str());
+  for (const char* heads : {"8,1", "8,4"}) {
+    ScopedEnvironment per_subgroup("GPTOSS_VK_ATTN_DEEP", heads);
     check_decode_attention(*ctx, {64, 8, 64, 0}, 700, 1000, {deep});
-  }
-  {  // two lanes per key: subgroup / 2 keys at once, whose slots the subgroup merges with shuffles
-    ScopedEnvironment slots("GPTOSS_VK_ATTN_DEEP", "8,2,2");
-    EXPECT_EQ(kernels(*ctx).deep_attention_shape({64, 8, 64, 0, 600, 0.125f, 1.0f})->key_lanes, 2u);
-    for (uint32_t position : {3u, 700u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 1000, {deep});
   }
   const std::vector<vk::Kernels::AttentionPart> engine = {{1, 0, 256}, {0, 257, UINT32_MAX, Kind::Deep}};
   for (uint32_t position : {255u, 256u, 1100u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 1200, engine);
 }
 
-TEST(VulkanKernels, DeepAttentionLanesLeaveWholeQuads) {
-  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(64, 32), 8u);   // 2 quads per lane
-  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(64, 8), 8u);
-  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(64, 4), 4u);
-  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(128, 32), 16u);
-  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(36, 32), 1u);   // 9 quads: one lane
-  EXPECT_EQ(vk::Kernels::deep_attention_key_lanes(32, 32), 4u);
+TEST(VulkanKernels, DeepAttentionHeadsPerSubgroupFitTheWorkgroup) {
+  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(8, 2, 32), 2u);   // 4 head groups of 8 subgroups
+  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(16, 2, 32), 2u);  // 8 of 8
+  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(16, 1, 32), 2u);  // 16 groups would not fit
+  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(16, 2, 64), 4u);  // 4 subgroups of 64
+  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(3, 2, 32), 1u);   // 2 does not divide 3: one each
+  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(1, 2, 32), 1u);
+  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(8, 2, 0), std::nullopt);
+  EXPECT_EQ(ATTENTION_DEEP_TILE_KEYS(64u, 2048u), 64u);
+  EXPECT_EQ(ATTENTION_DEEP_TILE_KEYS(256u, 2048u), 16u);
 }
 
 // The edges of the kernel's key ranges (at least attention_range_keys() keys each, as many as the
