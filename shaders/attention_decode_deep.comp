@@ -19,6 +19,7 @@ layout(constant_id = SPEC_ATTENTION_SUBGROUP_HEADS) const uint SUBGROUP_HEADS = 
 
 const uint S = SUBGROUP_SIZE;
 const uint kDimsPerLane = (HEAD_DIM + S - 1u) / S;   // lane owns dims lane, lane + S, ...
+const uint kValueUnroll = S < 8u ? S : 8u;           // keys whose values load at once
 // Keys per tile: the values fill the merge's scratch (which they use; [kTileKeys, HEAD_DIM]), at
 // most 64; the keys' rows one quad longer, so lane = key reads them without bank conflicts.
 const uint kTileKeys = ATTENTION_DEEP_TILE_KEYS(HEAD_DIM, kMaxAttentionGroupValues);
@@ -114,15 +115,19 @@ void main() {
       }
       // lane = dims: each key's value row, weighed by its probability (0 past the tile's keys,
       // whose rows repeat the range's last key).
-      [[unroll]] for (uint kk = 0u; kk < S; ++kk) {
-        uint at = min(block + kk, kTileKeys - 1u) * HEAD_DIM;
-        float v[kDimsPerLane];
-        [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) v[i] = scratch[at + min(lane + i * S, HEAD_DIM - 1u)];
-        [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u) {
-          float pk = subgroupShuffle(p[u], kk);
-          [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[u * kDimsPerLane + i] += pk * v[i];
+      // Eight keys unrolled at a time (kValueUnroll): all S would hold every key's loads in registers at once
+      // (150 registers on the H100: one workgroup per multiprocessor).
+      for (uint k0 = 0u; k0 < S; k0 += kValueUnroll)
+        [[unroll]] for (uint j = 0u; j < kValueUnroll; ++j) {
+          uint kk = k0 + j;
+          uint at = min(block + kk, kTileKeys - 1u) * HEAD_DIM;
+          float v[kDimsPerLane];
+          [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) v[i] = scratch[at + min(lane + i * S, HEAD_DIM - 1u)];
+          [[unroll]] for (uint u = 0u; u < SUBGROUP_HEADS; ++u) {
+            float pk = subgroupShuffle(p[u], kk);
+            [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[u * kDimsPerLane + i] += pk * v[i];
+          }
         }
-      }
     }
   }
   // The heads this subgroup does not take: maximum -inf (weight 0 in the merge).
