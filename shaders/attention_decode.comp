@@ -1,44 +1,117 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Decode attention of the token at step.position (flash-decoding; attention_decode.glsl: the
-// ranges, the new token, the merges), the kernel of short contexts and the portable one: each
-// subgroup takes its own blocks of SUBGROUP_SIZE keys with no workgroup barrier in the key loop:
-// lane = key for the scores of the GROUP query heads (the key row in registers), an online softmax
-// per head across the lanes, then lane = dims for the values (coalesced), the probabilities passed
-// through shared memory. Query heads per workgroup: all of a KV head's by default, fewer to spread
-// a short context over more workgroups (each then reads its KV head's keys and values itself).
-#include "attention_decode.glsl"
+// Decode attention of the token at step.position (flash-decoding). The keys (t-W < j <= t on
+// sliding layers) of KV head g are cut into ranges of at least args.range_keys keys, at
+// most the `splits` workgroup rows dispatched (the dispatch is recorded once for every position;
+// workgroups past the ranges the position needs return at once). Workgroup (w, range) takes the
+// GROUP query heads w * GROUP .. of KV head g = w * GROUP / group (GQA: h / group == g; GROUP is
+// all of g's query heads by default, GPTOSS_VK_ATTN_HEADS fewer). Each subgroup takes its own
+// blocks of SUBGROUP_SIZE keys with no workgroup barrier in the key loop: lane = key for the
+// scores of the GROUP query heads, an online softmax per head across the lanes, then lane = dims
+// for the values (coalesced), the probabilities passed through shared memory. The subgroups'
+// (maximum, sum, weighted V) merge through shared memory at the end; the last range of w to
+// finish merges the ranges with the sinks in one pass with a running maximum: with M the largest
+// of the sink and their maxima, out = sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s e^(m_s - M)
+// l_s), the sink's probability dropped, as the CPU engine. A single range finishes by itself. The rotated new Q and K rows are made here
+// (RoPE, half-split pairs, YaRN tables), and the range holding the position stores the new K and
+// V in its cache slot (position % slots, a ring on sliding layers).
+#include "common.glsl"
+layout(local_size_x = DECODE_ATTENTION_SIZE) in;
+layout(push_constant) uniform Push { AttentionDecodeArgs args; };
+// The shape as constants, so the per-lane arrays below live in registers at their exact size.
+// Query heads per workgroup: all of a KV head's by default, fewer to spread a short context over
+// more workgroups (GPTOSS_VK_ATTN_HEADS; each then reads its KV head's keys and values itself).
+layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;
+layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
 
 // SPIR-V 1.5 (Vulkan 1.2) pipelines run in subgroups of the device's subgroupSize, which the
 // launcher passes as SUBGROUP_SIZE: a constant here, so the key blocks unroll.
 const uint S = SUBGROUP_SIZE;
+const uint kSubgroups = DECODE_ATTENTION_SIZE / S;
+const uint kQuads = HEAD_DIM / 4u;
 const uint kDimsPerLane = (HEAD_DIM + S - 1u) / S;  // lane owns dims lane, lane + S, ...
+const uint kGroupValues = GROUP * HEAD_DIM;
+const uint kOutputsPerInvocation = (kGroupValues + DECODE_ATTENTION_SIZE - 1u) / DECODE_ATTENTION_SIZE;
+const uint kScratch = 2u * kMaxAttentionGroupValues;
+const uint kMergeSlots = kScratch / kGroupValues;  // subgroups' accumulators held at once (>= 2)
+
+shared vec4 q_rows[GROUP * kQuads];  // [GROUP, HEAD_DIM], rotated
+shared vec4 k_new[kQuads];
+shared float v_new[HEAD_DIM];
+// The key loop: each subgroup's probabilities of its block [GROUP, S]; the subgroup merge: up to
+// kMergeSlots subgroups' accumulators [GROUP, HEAD_DIM]; the range merge: range weights.
+shared float scratch[kScratch];
+shared float subgroup_max[kSubgroups * GROUP], subgroup_sum[kSubgroups * GROUP];
+shared float head_max[GROUP], head_sum[GROUP];
 
 vec4 key_row[kQuads];  // the lane's key row of the current block
-float acc[GROUP * kDimsPerLane];
-void load_key_row(uint j, uint g, uint kv_rows) {
-  uint row = ((j % args.slots) * kv_rows + g * HEAD_DIM) >> 2;
+void load_key_row(uint j, uint g) {
+  uint row = KV_CACHE_ROW(j % args.slots, g, args.slots, HEAD_DIM) >> 2;
   [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4)
     key_row[d4] = PROBE == 12u || PROBE == 13u ? vec4(float(row + d4) * 1e-9) : Vec4sIn(args.k_cache).v[row + d4];
 }
 
 void main() {
   uint t = gl_LocalInvocationIndex, lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
+  // Workgroup (w, s): query heads qh0 .. qh0 + GROUP - 1 of KV head g (GQA: h / group == g).
   uint w = gl_WorkGroupID.x, s = gl_WorkGroupID.y, qh0 = w * GROUP, g = qh0 / args.group;
-  uint kv_rows = args.kv_heads * HEAD_DIM;
-  KeyRange r;
-  if (!key_range(s, r)) return;
-  uint begin = r.begin, end = r.end, position = r.position;
+  uint heads = args.kv_heads * args.group, half_dim = HEAD_DIM / 2u;
+  uint position = WordsIn(args.step).v[0];
+  uint first_key = (args.window != 0u && position + 1u > args.window) ? position + 1u - args.window : 0u;
+  uint keys = position + 1u - first_key;
+  if (keys < args.min_keys || keys > args.max_keys) return;  // the other dispatch's position
+  // Ranges of at least args.range_keys keys: by default one block per subgroup (fewer, longer
+  // ranges cost less to merge); fewer keys per range spread a short context over more workgroups.
+  uint ranges = min(args.splits, (keys + args.range_keys - 1u) / args.range_keys);
+  if (s >= ranges) return;
+  uint per_range = (keys + ranges - 1u) / ranges;
+  uint begin = min(first_key + s * per_range, position + 1u);
+  uint end = min(begin + per_range, position + 1u);
 
   // The first block's key rows, loading while the new Q and K rotate.
   uint block = begin + sg * S;
-  if (block < end) load_key_row(min(block + lane, end - 1u), g, kv_rows);
-  rotate_query_and_new_key(qh0, g, r);
+  if (block < end) load_key_row(min(block + lane, end - 1u), g);
+  FloatsIn qkv = FloatsIn(args.qkv);
+  for (uint p = t; p < GROUP * half_dim; p += DECODE_ATTENTION_SIZE) {
+    uint hh = p / half_dim, i = p % half_dim;
+    vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
+    uint base = (qh0 + hh) * HEAD_DIM;
+    float a = qkv.v[base + i], b = qkv.v[base + i + half_dim];
+    uint lo = hh * HEAD_DIM + i, hi = lo + half_dim;
+    q_rows[lo >> 2][lo & 3u] = a * cs.x - b * cs.y;
+    q_rows[hi >> 2][hi & 3u] = b * cs.x + a * cs.y;
+  }
+  // The range holding the new token stores it and reads it from shared memory (its cache store
+  // is not visible to the other invocations without a buffer barrier).
+  // Of the KV head's workgroups with this range, the first (qh0 % group == 0) stores it; the others
+  // compute the same rows for themselves.
+  if (end == position + 1u) {
+    bool stores = qh0 % args.group == 0u;
+    uint slot = KV_CACHE_ROW(position % args.slots, g, args.slots, HEAD_DIM);
+    for (uint i = t; i < half_dim; i += DECODE_ATTENTION_SIZE) {
+      vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
+      uint base = (heads + g) * HEAD_DIM;
+      float a = qkv.v[base + i], b = qkv.v[base + i + half_dim];
+      float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
+      uint hi = i + half_dim;
+      k_new[i >> 2][i & 3u] = ra;
+      k_new[hi >> 2][hi & 3u] = rb;
+      if (stores) {
+        Floats(args.k_cache).v[slot + i] = ra;
+        Floats(args.k_cache).v[slot + hi] = rb;
+      }
+    }
+    for (uint i = t; i < HEAD_DIM; i += DECODE_ATTENTION_SIZE) {
+      float v = qkv.v[(heads + args.kv_heads + g) * HEAD_DIM + i];
+      v_new[i] = v;
+      if (stores) Floats(args.v_cache).v[slot + i] = v;
+    }
+  }
   barrier();
 
   // Per subgroup and head: the running maximum (uniform), this lane's share of the sum, and the
   // weighted values of the lane's dims.
-  float lane_sum[GROUP];
+  float run_max[GROUP], lane_sum[GROUP], acc[GROUP * kDimsPerLane];
   [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
     run_max[hh] = -1.0 / 0.0;
     lane_sum[hh] = 0.0;
@@ -55,7 +128,7 @@ void main() {
     }
     // The next block's key rows now: their loads overlap this block's softmax and values.
     uint next = block + DECODE_ATTENTION_SIZE;
-    if (next < end) load_key_row(min(next + lane, end - 1u), g, kv_rows);
+    if (next < end) load_key_row(min(next + lane, end - 1u), g);
     subgroupBarrier();  // every lane has read the previous block's probabilities
     [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
       float x = j < end ? score[hh] * args.scale : -1.0 / 0.0;
@@ -78,7 +151,7 @@ void main() {
     [[unroll]] for (uint k = 0u; k < S; ++k) {
       uint kk = min(k, last), slot = ring + kk;
       if (slot >= args.slots) slot -= args.slots;
-      uint row = slot * kv_rows + g * HEAD_DIM;
+      uint row = KV_CACHE_ROW(slot, g, args.slots, HEAD_DIM);
       bool new_key = block + kk == position;
       float v[kDimsPerLane];
       [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
@@ -93,17 +166,102 @@ void main() {
     }
   }
 
-  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) run_sum[hh] = subgroupAdd(lane_sum[hh]);
-  merge_subgroups();
-  finish_range(qh0, w, s, r);
-}
-
-// merge_subgroups' store of this subgroup's weighted values: lane = dims.
-void store_accumulators(uint at) {
-  uint lane = gl_SubgroupInvocationID;
-  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh)
-    [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
-      uint d = lane + i * S;
-      if (d < HEAD_DIM) scratch[at + hh * HEAD_DIM + d] = acc[hh * kDimsPerLane + i] * merge_weight[hh];
+  // The subgroups' merge: each weighs its accumulators by e^(its maximum - the range's).
+  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
+    float sum = subgroupAdd(lane_sum[hh]);
+    if (subgroupElect()) {
+      subgroup_max[sg * GROUP + hh] = run_max[hh];
+      subgroup_sum[sg * GROUP + hh] = sum;
     }
+  }
+  barrier();
+  [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
+    float top = -1.0 / 0.0;
+    for (uint i = 0u; i < kSubgroups; ++i) top = max(top, subgroup_max[i * GROUP + hh]);
+    float w = run_max[hh] == -1.0 / 0.0 ? 0.0 : exp(run_max[hh] - top);  // 0 for a subgroup with no keys
+    [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] *= w;
+    if (t == hh) {
+      float sum = 0.0;
+      for (uint i = 0u; i < kSubgroups; ++i) {
+        float m = subgroup_max[i * GROUP + hh];
+        if (m != -1.0 / 0.0) sum += subgroup_sum[i * GROUP + hh] * exp(m - top);
+      }
+      head_max[hh] = top;
+      head_sum[hh] = sum;
+    }
+  }
+  float total[kOutputsPerInvocation];
+  [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) total[o] = 0.0;
+  for (uint first = 0u; first < kSubgroups; first += kMergeSlots) {
+    if (sg >= first && sg < first + kMergeSlots) {
+      uint at = (sg - first) * kGroupValues;
+      [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh)
+        [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
+          uint d = lane + i * S;
+          if (d < HEAD_DIM) scratch[at + hh * HEAD_DIM + d] = acc[hh * kDimsPerLane + i];
+        }
+    }
+    barrier();
+    uint held = min(kMergeSlots, kSubgroups - first);
+    [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+      uint e = t + o * DECODE_ATTENTION_SIZE;
+      if (e < kGroupValues)
+        for (uint c = 0u; c < held; ++c) total[o] += scratch[c * kGroupValues + e];
+    }
+    barrier();  // scratch free for the next subgroups (or the range merge)
+  }
+
+  if (ranges == 1u) {  // the only range: out with the sink here
+    [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+      uint e = t + o * DECODE_ATTENTION_SIZE;
+      if (e >= kGroupValues) break;
+      uint hh = e / HEAD_DIM, h = qh0 + hh;
+      float sink = FloatsIn(args.sinks).v[h];
+      float top = max(head_max[hh], sink), w = exp(head_max[hh] - top);
+      Floats(args.target).v[h * HEAD_DIM + e % HEAD_DIM] = total[o] * w / (head_sum[hh] * w + exp(sink - top));
+    }
+    return;
+  }
+  SharedFloats partials = SharedFloats(args.partials);
+  [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+    uint e = t + o * DECODE_ATTENTION_SIZE;
+    if (e >= kGroupValues) break;
+    uint hh = e / HEAD_DIM, d = e % HEAD_DIM;
+    uint base = ((qh0 + hh) * args.splits + s) * (HEAD_DIM + 2u);
+    partials.v[base + d] = total[o];
+    if (d == 0u) {
+      partials.v[base + HEAD_DIM] = head_max[hh];
+      partials.v[base + HEAD_DIM + 1u] = head_sum[hh];
+    }
+  }
+  if (PROBE == 14u || !arrive_last(args.counters, w, ranges)) return;
+  // The merge, by the last range, in one pass over the ranges with a running maximum: every range's
+  // maximum, sum and value of the output are loaded at once (16 ranges' worth in flight), so the
+  // merge costs one round trip to the L2 cache per 16 ranges, not one per quantity.
+  [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+    uint e = t + o * DECODE_ATTENTION_SIZE;
+    if (e >= kGroupValues) break;
+    uint hh = e / HEAD_DIM, d = e % HEAD_DIM, h = qh0 + hh;
+    float top = -1.0 / 0.0, denominator = 0.0, sum = 0.0;
+    for (uint r0 = 0u; r0 < ranges; r0 += 16u) {
+      float range_max[16], range_sum[16], range_value[16];
+      [[unroll]] for (uint u = 0u; u < 16u; ++u) {
+        uint base = (h * args.splits + min(r0 + u, ranges - 1u)) * (HEAD_DIM + 2u);
+        range_max[u] = partials.v[base + HEAD_DIM];
+        range_sum[u] = partials.v[base + HEAD_DIM + 1u];
+        range_value[u] = partials.v[base + d];
+      }
+      [[unroll]] for (uint u = 0u; u < 16u; ++u) {
+        if (r0 + u >= ranges) break;
+        float new_top = max(top, range_max[u]);  // finite: every range has keys
+        float rescale = exp(top - new_top), weight = exp(range_max[u] - new_top);
+        denominator = denominator * rescale + range_sum[u] * weight;
+        sum = sum * rescale + range_value[u] * weight;
+        top = new_top;
+      }
+    }
+    float sink = FloatsIn(args.sinks).v[h];
+    float with_sink = max(top, sink), w_top = exp(top - with_sink);
+    Floats(args.target).v[h * HEAD_DIM + d] = sum * w_top / (denominator * w_top + exp(sink - with_sink));
+  }
 }

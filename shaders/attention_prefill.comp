@@ -40,7 +40,6 @@ void main() {
   bool valid_row = query < args.count;
   uint position = start + min(query, args.count - 1u);
   uint stride = (args.heads + 2u * args.kv_heads) * D;
-  uint kv_rows = args.kv_heads * D;
 
   vec4 q[kMaxPrefillHeadDim / 4u];
   [[unroll]] for (uint i = 0u; i < kMaxPrefillHeadDim / 4u; ++i)
@@ -61,7 +60,7 @@ void main() {
       uint j = block + key;
       vec4 kv = vec4(0.0), vv = vec4(0.0);
       if (j <= last_query) {
-        uint at = ((j % args.slots) * kv_rows + g * D) / 4u + d4;
+        uint at = KV_CACHE_ROW(j % args.slots, g, args.slots, D) / 4u + d4;
         kv = Vec4sIn(args.k_cache).v[at];
         vv = Vec4sIn(args.v_cache).v[at];
       }

@@ -38,7 +38,6 @@ using uint = uint32_t;
 #define SPEC_ATTENTION_HEAD_DIM 11  // decode attention: head_dim
 #define SPEC_MATVEC_ROWS 12   // decode matvec: rows per subgroup
 #define SPEC_MATVEC_BATCH 13  // decode matvec: 8-value loads per lane and row in flight before any is used
-#define SPEC_ATTENTION_SUBGROUP_HEADS 14  // deep decode attention: query heads per subgroup
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
@@ -105,16 +104,15 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define EXPERT_MAX_BATCH 8
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
 #define DECODE_ATTENTION_SIZE 256 // decode attention: invocations per workgroup, and by default the fewest keys a range has
-#define ATTENTION_DEEP_SUBGROUP_HEADS 2     // deep decode attention: query heads per subgroup (SPEC_ATTENTION_SUBGROUP_HEADS)
-#define ATTENTION_DEEP_GROUPS_PER_SM 2      // its workgroups one multiprocessor holds at once
-// Its keys per shared-memory tile for a head_dim: the values fill the merge's scratch, at most 64;
-// the fewest keys a range has.
-#define ATTENTION_DEEP_TILE_KEYS(HEAD_DIM, GROUP_VALUES) \
-  (2u * (GROUP_VALUES) / (HEAD_DIM) < 64u ? 2u * (GROUP_VALUES) / (HEAD_DIM) : 64u)
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once
 #define ROUTER_DECODE_EXPERTS 4     // router, one token: experts per workgroup
 #define ARGMAX_GROUPS 128         // argmax: slices reduced at once
 #define ATTENTION_KEY_BLOCK 32    // prefill attention: keys per step
+
+// The KV caches' layout, [kv_heads, slots, head_dim]: one KV head's keys (and values) follow each
+// other, so decode attention reads a range of them as one stretch of memory. The float index of
+// (slot, KV head g, dim 0).
+#define KV_CACHE_ROW(SLOT, G, SLOTS, HEAD_DIM) (((G) * (SLOTS) + (SLOT)) * (HEAD_DIM))
 
 // ---- flags ----
 ABI_CONST(uint, MATVEC_ACCUMULATE, 1u);  // y += W x (+ b) instead of y = W x (+ b)

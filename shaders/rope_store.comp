@@ -15,7 +15,7 @@ void main() {
   uint q_pairs = args.heads * half_dim, k_pairs = args.kv_heads * half_dim, kv_rows = args.kv_heads * D;
   uint stride = (args.heads + 2u * args.kv_heads) * D;
   uint position = WordsIn(args.step).v[0] + t;
-  uint slot = (position % args.slots) * kv_rows;
+  uint slot = position % args.slots;
   Floats qkv = Floats(args.qkv);
   uint base = t * stride;
   if (id < q_pairs + k_pairs) {
@@ -30,11 +30,12 @@ void main() {
       qkv.v[base + first] = ra;
       qkv.v[base + first + half_dim] = rb;
     } else {
-      Floats(args.k_cache).v[slot + head * D + i] = ra;
-      Floats(args.k_cache).v[slot + head * D + i + half_dim] = rb;
+      uint row = KV_CACHE_ROW(slot, head, args.slots, D);
+      Floats(args.k_cache).v[row + i] = ra;
+      Floats(args.k_cache).v[row + i + half_dim] = rb;
     }
   } else if (id < q_pairs + k_pairs + kv_rows) {
     uint i = id - q_pairs - k_pairs;
-    Floats(args.v_cache).v[slot + i] = qkv.v[base + (args.heads + args.kv_heads) * D + i];
+    Floats(args.v_cache).v[KV_CACHE_ROW(slot, i / D, args.slots, D) + i % D] = qkv.v[base + (args.heads + args.kv_heads) * D + i];
   }
 }

@@ -153,11 +153,10 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        probe(),
                                        mlp2 ? expert_shape_.mlp2_outputs : expert_shape_.mlp1_outputs,
                                        mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch,
-                                       attention.group,
-                                       attention.head_dim,
+                                       attention.first,
+                                       attention.second,
                                        matvec.rows,
-                                       matvec.batch,
-                                       attention.subgroup_heads};
+                                       matvec.batch};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -255,38 +254,13 @@ uint32_t Kernels::attention_wave_splits(uint32_t columns, uint32_t multiprocesso
 }
 
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
-  // The deep kernel's ranges are shorter: as many as the cap allows.
-  return uint64_t{s.heads} * attention_split_cap() * (s.head_dim + 2);
-}
-
-std::optional<uint32_t> Kernels::deep_attention_subgroup_heads(uint32_t heads, uint32_t most, uint32_t subgroup) {
-  if (subgroup == 0 || DECODE_ATTENTION_SIZE % subgroup) return std::nullopt;
-  const uint32_t subgroups = DECODE_ATTENTION_SIZE / subgroup;
-  for (uint32_t per = largest_divisor_within(heads, most); per <= heads; ++per)
-    if (heads % per == 0 && heads / per <= subgroups) return per;
-  return std::nullopt;
-}
-
-std::optional<Kernels::DeepAttentionShape> Kernels::deep_attention_shape(const AttentionShape& s) const {
-  const char* value = std::getenv("GPTOSS_VK_ATTN_DEEP");
-  if (value && std::string_view(value) == "0") return std::nullopt;
-  if (!ctx_.info().subgroup_shuffle || s.kv_heads == 0 || s.heads % s.kv_heads) return std::nullopt;
-  const uint32_t group = s.heads / s.kv_heads;
-  const auto v = numbers_from_environment("GPTOSS_VK_ATTN_DEEP", "heads_per_workgroup,heads_per_subgroup (or 0: off)",
-                                          {group, ATTENTION_DEEP_SUBGROUP_HEADS},
-                                          {abi::kMaxHeadsPerKvHead, abi::kMaxHeadsPerKvHead});
-  const uint32_t heads = largest_divisor_within(group, v[0]);
-  const auto per_subgroup = deep_attention_subgroup_heads(heads, v[1], ctx_.info().subgroup_size);
-  if (!per_subgroup) return std::nullopt;
-  return DeepAttentionShape{heads, *per_subgroup};
+  return uint64_t{s.heads} * decode_attention_splits(s) * (s.head_dim + 2);
 }
 
 void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
                                Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
                                const Shared& shared, const AttentionPart& part) {
   check_attention_shape("attention_decode", s);
-  if (part.kernel == AttentionKernel::Deep)
-    return attention_decode_deep(list, s, {qkv, k_cache, v_cache, inv_freq, step, sinks, target}, shared, part);
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
   // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given; else the ranges fill the device once.
@@ -303,46 +277,11 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
                                       splits, s.scale,         s.concentration, attention_range_keys(), group,
                                       part.min_keys, part.max_keys};
-  const AttentionConstants constants{per_workgroup, s.head_dim, 0};
+  const AttentionConstants constants{per_workgroup, s.head_dim};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
                                                      : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);
   list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.heads / per_workgroup, rows);
-}
-
-void Kernels::attention_decode_deep(DispatchList& list, const AttentionShape& s, const AttentionBuffers& b,
-                                    const Shared& shared, const AttentionPart& part) {
-  const auto deep = deep_attention_shape(s);
-  require(deep.has_value(), "attention_decode_deep",
-          "the device has no subgroup shuffles in compute shaders, or GPTOSS_VK_ATTN_DEEP=0");
-  const uint32_t group = s.heads / s.kv_heads;
-  const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : deep->heads;
-  require(per_workgroup >= 1 && group % per_workgroup == 0, "attention_decode_deep",
-          std::to_string(per_workgroup) + " query heads per workgroup do not divide the " + std::to_string(group) +
-              " of a KV head");
-  const auto per_subgroup = part.heads_per_workgroup
-                                ? deep_attention_subgroup_heads(per_workgroup, deep->subgroup_heads, ctx_.info().subgroup_size)
-                                : std::optional<uint32_t>(deep->subgroup_heads);
-  require(per_subgroup.has_value(), "attention_decode_deep",
-          std::to_string(per_workgroup) + " query heads per workgroup do not fit its subgroups");
-  const uint32_t columns = s.heads / per_workgroup;
-  require(columns <= kCounters, "attention_decode_deep", limit("workgroup columns", columns, ">", kCounters));
-  // Ranges of at least one tile, or GPTOSS_VK_ATTN_RANGE; as many as fill the device once at
-  // ATTENTION_DEEP_GROUPS_PER_SM workgroups per multiprocessor, at most the cap
-  // (GPTOSS_VK_ATTN_SPLITS, where set, as given).
-  const uint32_t range_keys = set_in_environment("GPTOSS_VK_ATTN_RANGE")
-                                  ? attention_range_keys()
-                                  : ATTENTION_DEEP_TILE_KEYS(s.head_dim, abi::kMaxAttentionGroupValues);
-  const uint32_t most_keys = s.window ? std::min(s.window, s.slots) : s.slots;
-  uint32_t splits = std::clamp<uint32_t>(ceil_div(std::min(most_keys, part.max_keys), range_keys), 1, attention_split_cap());
-  if (!set_in_environment("GPTOSS_VK_ATTN_SPLITS"))
-    splits = attention_wave_splits(columns, ctx_.info().multiprocessors * ATTENTION_DEEP_GROUPS_PER_SM, splits);
-  const abi::AttentionDecodeArgs args{b.qkv,      b.k_cache,      b.v_cache,    b.inv_freq,     b.step,
-                                      shared.partials, b.sinks,   b.target,     shared.counters, s.kv_heads,
-                                      s.window,   s.slots,        splits,       s.scale,        s.concentration,
-                                      range_keys, group,          part.min_keys, part.max_keys};
-  const AttentionConstants constants{per_workgroup, s.head_dim, *per_subgroup};
-  list.dispatch(pipeline("attention_decode_deep", sizeof args, std::nullopt, constants), args, columns, splits);
 }
 
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,

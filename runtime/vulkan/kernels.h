@@ -62,29 +62,12 @@ class Kernels {
   static bool attention_heads_from_environment();  // GPTOSS_VK_ATTN_HEADS is set
   // The largest divisor of a KV head's `group` of query heads that is at most `most`.
   static uint32_t largest_divisor_within(uint32_t group, uint32_t most);
-  static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats: either kernel's ranges
-  // Which kernel a decode attention dispatch takes: lane = key of a block (attention_decode.comp;
-  // short contexts, any device), or the deep kernel (attention_decode_deep.comp: lanes over (key,
-  // dims) with every query head of the workgroup per lane, so a workgroup reads each key once).
-  enum class AttentionKernel { Keys, Deep };
-  // Query heads per workgroup (0: attention_heads_per_workgroup for Keys, deep_attention_shape's
-  // for Deep), the keys at the step's position for which the dispatch runs (outside them it
-  // returns at once), and the kernel.
+  static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
+  // Query heads per workgroup (0: attention_heads_per_workgroup) and the keys at the step's
+  // position for which the dispatch runs (outside them it returns at once).
   struct AttentionPart {
     uint32_t heads_per_workgroup, min_keys, max_keys;
-    AttentionKernel kernel = AttentionKernel::Keys;
   };
-  // The deep kernel's shape: query heads per workgroup (by default all of a KV head's) and per
-  // subgroup (the fewest from ATTENTION_DEEP_SUBGROUP_HEADS that divide them and leave no more head
-  // groups than the workgroup has subgroups); GPTOSS_VK_ATTN_DEEP="heads,subgroup_heads" overrides
-  // them. None where the device lacks subgroup shuffles, where no shape fits, or with
-  // GPTOSS_VK_ATTN_DEEP=0.
-  struct DeepAttentionShape {
-    uint32_t heads, subgroup_heads;
-  };
-  std::optional<DeepAttentionShape> deep_attention_shape(const AttentionShape& shape) const;
-  // The rule above for `heads` per workgroup, `most` per subgroup, on subgroups of `subgroup` lanes.
-  static std::optional<uint32_t> deep_attention_subgroup_heads(uint32_t heads, uint32_t most, uint32_t subgroup);
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                         Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
                         const Shared& shared, const AttentionPart& part);
@@ -180,19 +163,10 @@ class Kernels {
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
 
  private:
-  // Decode attention's specialization: query heads per workgroup, head_dim, and the deep kernel's
-  // query heads per subgroup (0 elsewhere).
-  struct AttentionConstants {
-    uint32_t group, head_dim, subgroup_heads;
-    friend auto operator<=>(const AttentionConstants&, const AttentionConstants&) = default;
-  };
+  // Decode attention's specialization: query heads per KV head and head_dim (0, 0 elsewhere).
+  using AttentionConstants = std::pair<uint32_t, uint32_t>;
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},
                            AttentionConstants attention = {}, std::optional<MatvecShape> matvec = std::nullopt);
-  struct AttentionBuffers {
-    Address qkv, k_cache, v_cache, inv_freq, step, sinks, target;
-  };
-  void attention_decode_deep(DispatchList& list, const AttentionShape& shape, const AttentionBuffers& buffers,
-                             const Shared& shared, const AttentionPart& part);
   // Whether expert_gemm takes the cooperative kernel for these weights, and its grid's columns.
   bool expert_cooperative(const DeviceExperts& weights) const;
   uint32_t expert_column_tiles(const DeviceExperts& weights) const;

@@ -41,7 +41,6 @@ struct DeviceInfo {
   bool has_compute = false;               // has a compute queue (the runtime can use it)
   bool buffer_device_address = false;     // required by the engine
   bool subgroup_arithmetic = false;       // required by the engine (compute stage)
-  bool subgroup_shuffle = false;          // the deep decode attention kernel's (compute stage)
   bool float16 = false;                   // shaderFloat16 + 16-bit storage
   uint32_t multiprocessors = 0;           // streaming multiprocessors (VK_NV_shader_sm_builtins); 0: not told
   // fp16 x fp16 -> fp32 cooperative matrices in subgroup scope, when VK_NV_cooperative_matrix

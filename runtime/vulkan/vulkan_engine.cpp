@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "formats/core/error.h"
@@ -324,18 +326,18 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
   if (Kernels::attention_heads_from_environment()) return attend({0, 0, UINT32_MAX});  // one shape, to compare
   // While the keys fit one range, one query head per workgroup: eight times the workgroups of a
   // KV head's, each with an eighth of the work (the kernel's chain is latency, not bandwidth:
-  // +15% tokens/s at 128 tokens on the H100, docs/vulkan-engine.md). Beyond, the deep kernel where
-  // the device has it: every query head of a KV head per workgroup, each key read once, in short
-  // ranges that fill the device once; else workgroups of up to two query heads of the lane = key
-  // kernel (at 4096 keys on the H100 two heads in 4 ranges beat four in 8 by 5%, run 41). The two
-  // dispatches follow each other without a barrier: at any position exactly one of them runs.
+  // +15% tokens/s at 128 tokens on the H100, docs/vulkan-engine.md). Beyond, workgroups of up to
+  // two query heads, each reading its KV head's cache once for them, in as many ranges as fill the
+  // device once (Kernels::attention_wave_splits): at 4096 keys on the H100 two heads in 4 ranges
+  // beat four in 8 by 5% (and one head in 2 ranges equals two, reading the cache twice as often;
+  // run 41). The two dispatches follow each other without a barrier: at any position exactly one
+  // of them runs.
   const uint32_t group = shape.heads / shape.kv_heads, short_keys = Kernels::attention_range_keys();
   const uint32_t most_keys = shape.window ? std::min(shape.window, shape.slots) : shape.slots;
   attend({1, 0, short_keys});
   if (most_keys > short_keys) {
     list.without_barrier();
-    if (kernels->deep_attention_shape(shape)) attend({0, short_keys + 1, UINT32_MAX, Kernels::AttentionKernel::Deep});
-    else attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), short_keys + 1, UINT32_MAX});
+    attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), short_keys + 1, UINT32_MAX});
   }
 }
 
@@ -476,7 +478,20 @@ void VulkanEngine::Device::submit(const Recorded& r) {
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &r.cb;
   check(vkQueueSubmit(ctx->queue(), 1, &submit, fence), "vkQueueSubmit");
-  check(vkWaitForFences(ctx->device(), 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  // GPTOSS_VK_WAIT=spin polls the fence instead of sleeping in vkWaitForFences (to compare the
+  // host's wake-up between decode steps).
+  static const bool spin = [] {
+    const char* value = std::getenv("GPTOSS_VK_WAIT");
+    return value && std::string_view(value) == "spin";
+  }();
+  if (spin) {
+    VkResult status;
+    while ((status = vkGetFenceStatus(ctx->device(), fence)) == VK_NOT_READY) {
+    }
+    check(status, "vkGetFenceStatus");
+  } else {
+    check(vkWaitForFences(ctx->device(), 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  }
   check(vkResetFences(ctx->device(), 1, &fence), "vkResetFences");
   if (profiler) profiler->collect(r.labels, 0);
 }

@@ -51,14 +51,10 @@ vk::Kernels kernels_with(const vk::Context& ctx, const char* name, const char* v
   } unset{name};
   return vk::Kernels(ctx);
 }
-// An environment variable set for a scope, for settings the launchers read at each dispatch.
-struct ScopedEnvironment {
-  const char* name;
-  ScopedEnvironment(const char* n, const char* value) : name(n) { setenv(name, value, 1); }
-  ~ScopedEnvironment() { unsetenv(name); }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-};
+// Where value i of a token's [kv_heads * head_dim] K or V row lives in a cache of `slots` (KV_CACHE_ROW).
+size_t cache_at(uint32_t slot, uint32_t i, uint32_t slots, uint32_t head_dim) {
+  return KV_CACHE_ROW(size_t{slot}, size_t{i / head_dim}, size_t{slots}, size_t{head_dim}) + i % head_dim;
+}
 // Every value of `refused` makes the Kernels constructor throw.
 void expect_refused(const vk::Context& ctx, const char* name, std::initializer_list<const char*> refused) {
   for (const char* value : refused) {
@@ -408,8 +404,8 @@ void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uin
       keys[j][i] = old_k[size_t{j} * kv_rows + i];
       values[j][i] = old_v[size_t{j} * kv_rows + i];
       if (a.window == 0 || j + a.window + count > start) {  // what the ring still holds
-        k_cache[size_t{j % slots} * kv_rows + i] = old_k[size_t{j} * kv_rows + i];
-        v_cache[size_t{j % slots} * kv_rows + i] = old_v[size_t{j} * kv_rows + i];
+        k_cache[cache_at(j % slots, i, slots, D)] = old_k[size_t{j} * kv_rows + i];
+        v_cache[cache_at(j % slots, i, slots, D)] = old_v[size_t{j} * kv_rows + i];
       }
     }
   Doubles q(size_t{count} * a.heads * D);
@@ -447,7 +443,7 @@ void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uin
   double key_error = 0;
   for (uint32_t t = 0; t < count; ++t)
     for (uint32_t i = 0; i < kv_rows; ++i) {
-      const size_t at = size_t{(start + t) % slots} * kv_rows + i;
+      const size_t at = cache_at((start + t) % slots, i, slots, D);
       key_error = std::max(key_error, std::abs(k_after[at] - keys[start + t][i]));
       ASSERT_EQ(v_after[at], static_cast<float>(values[start + t][i]));
     }
@@ -482,8 +478,8 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
     for (uint32_t i = 0; i < kv_rows; ++i) {
       keys[j][i] = old_k[size_t{j} * kv_rows + i];
       values[j][i] = old_v[size_t{j} * kv_rows + i];
-      k_cache[size_t{j % slots} * kv_rows + i] = old_k[size_t{j} * kv_rows + i];
-      v_cache[size_t{j % slots} * kv_rows + i] = old_v[size_t{j} * kv_rows + i];
+      k_cache[cache_at(j % slots, i, slots, D)] = old_k[size_t{j} * kv_rows + i];
+      v_cache[cache_at(j % slots, i, slots, D)] = old_v[size_t{j} * kv_rows + i];
     }
   Doubles q(qkv.begin(), qkv.begin() + a.heads * D);
   for (uint32_t h = 0; h < a.heads; ++h) rope(&q[size_t{h} * D], D, position, inv_freq, 1.0);
@@ -518,7 +514,7 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
   EXPECT_LE(worst, 2e-5);
   const auto k_after = read_buffer<float>(*k_buf, k_cache.size());
   for (uint32_t i = 0; i < kv_rows; ++i)
-    EXPECT_NEAR(k_after[size_t{position % slots} * kv_rows + i], keys[position][i], 1e-5) << "new key " << i;
+    EXPECT_NEAR(k_after[cache_at(position % slots, i, slots, D)], keys[position][i], 1e-5) << "new key " << i;
 }
 
 TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
@@ -549,50 +545,6 @@ TEST(VulkanKernels, DecodeAttentionInTwoShapesByPosition) {
   const std::vector<vk::Kernels::AttentionPart> parts = {{1, 0, 256}, {2, 257, UINT32_MAX}};
   for (uint32_t position : {0u, 255u, 256u, 700u}) check_decode_attention(*ctx, {32, 4, 32, 0}, position, 1000, parts);
   for (uint32_t position : {100u, 300u}) check_decode_attention(*ctx, {32, 4, 32, 128}, position, 1000, parts);
-}
-
-// The deep kernel (keys and values through shared memory tiles, every query head of the workgroup):
-// one range and many, the new key in the first range and in a later one, a range of several tiles,
-// a ring, a head_dim of 9 quads, odd and single query heads per KV head, fewer heads per workgroup
-// than the group, 1 and 4 heads per subgroup, and the engine's two dispatches on both sides of the
-// switch.
-TEST(VulkanKernels, DeepDecodeAttention) {
-  VULKAN_OR_SKIP();
-  using Kind = vk::Kernels::AttentionKernel;
-  const vk::Kernels::AttentionPart deep{0, 0, UINT32_MAX, Kind::Deep};
-  const auto shape = kernels(*ctx).deep_attention_shape({64, 8, 64, 0, 600, 0.125f, 1.0f});
-  if (!shape) GTEST_SKIP() << "no subgroup shuffles on " << ctx->info().name;
-  EXPECT_EQ(shape->heads, 8u);
-  EXPECT_EQ(shape->subgroup_heads, *vk::Kernels::deep_attention_subgroup_heads(8, ATTENTION_DEEP_SUBGROUP_HEADS,
-                                                                                 ctx->info().subgroup_size));
-  for (uint32_t position : {0u, 5u, 70u, 513u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 600, {deep});
-  {  // one range of several tiles, with the new key in its last
-    ScopedEnvironment one_range("GPTOSS_VK_ATTN_SPLITS", "1");
-    check_decode_attention(*ctx, {64, 8, 64, 0}, 200, 300, {deep});
-  }
-  check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096, {deep});
-  check_decode_attention(*ctx, {16, 2, 64, 300}, 1000, 2000, {deep});  // 300 keys over a ring of 301
-  check_decode_attention(*ctx, {12, 4, 36, 0}, 200, 300, {deep});       // 3 query heads per KV head
-  check_decode_attention(*ctx, {4, 4, 32, 0}, 100, 300, {deep});        // one
-  check_decode_attention(*ctx, {64, 8, 64, 0}, 700, 1000, {{4, 0, UINT32_MAX, Kind::Deep}});
-  for (const char* heads : {"8,1", "8,4"}) {
-    ScopedEnvironment per_subgroup("GPTOSS_VK_ATTN_DEEP", heads);
-    check_decode_attention(*ctx, {64, 8, 64, 0}, 700, 1000, {deep});
-  }
-  const std::vector<vk::Kernels::AttentionPart> engine = {{1, 0, 256}, {0, 257, UINT32_MAX, Kind::Deep}};
-  for (uint32_t position : {255u, 256u, 1100u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 1200, engine);
-}
-
-TEST(VulkanKernels, DeepAttentionHeadsPerSubgroupFitTheWorkgroup) {
-  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(8, 2, 32), 2u);   // 4 head groups of 8 subgroups
-  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(16, 2, 32), 2u);  // 8 of 8
-  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(16, 1, 32), 2u);  // 16 groups would not fit
-  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(16, 2, 64), 4u);  // 4 subgroups of 64
-  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(3, 2, 32), 1u);   // 2 does not divide 3: one each
-  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(1, 2, 32), 1u);
-  EXPECT_EQ(vk::Kernels::deep_attention_subgroup_heads(8, 2, 0), std::nullopt);
-  EXPECT_EQ(ATTENTION_DEEP_TILE_KEYS(64u, 2048u), 64u);
-  EXPECT_EQ(ATTENTION_DEEP_TILE_KEYS(256u, 2048u), 16u);
 }
 
 // The edges of the kernel's key ranges (at least attention_range_keys() keys each, as many as the

@@ -326,16 +326,6 @@ int main(int argc, char** argv) {
       });
       report(("attention decode @" + std::to_string(position) + (window ? " window 128" : " full")).c_str(), us, 0,
              2.0 * std::min(position + 1, window ? window : position + 1) * KV * 4);
-      if (window || !kernels.deep_attention_shape(shape)) continue;
-      // The deep kernel (the engine's beyond 256 keys) on the same keys.
-      us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-        kernels.attention_decode(l, shape, qkv->address(), kcs[i % 8]->address(), vcs[i % 8]->address(), f->address(),
-                                 step->address(), sinks->address(), out->address(),
-                                 {partials->address(), counters->address()},
-                                 {0, 0, UINT32_MAX, vk::Kernels::AttentionKernel::Deep});
-      });
-      report(("attention decode deep @" + std::to_string(position) + " full").c_str(), us, 0,
-             2.0 * (position + 1) * KV * 4);
     }
     if (position < T) continue;  // prefill cases: T new tokens after position - T
     auto pstep = device_words(*ctx, {position - T, T, 0u, 0u});
