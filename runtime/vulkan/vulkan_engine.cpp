@@ -589,10 +589,11 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
     const auto* stage_values = static_cast<const float*>(d.stages ? d.stages->mapped() : nullptr);
     for (size_t s = 0; s < stages.size(); ++s)
       std::memcpy(stages[s].data() + first * hidden, stage_values + s * n * hidden, n * hidden * sizeof(float));
-    // The one host copy of the logits: from the mapped readback into the caller's rows.
+    // The one host copy of the logits: from the mapped readback into the caller's rows; none for
+    // run_forward_last, which passes no rows and hands the readback itself to its caller.
     const auto* logit_values = static_cast<const float*>(d.logits_readback->mapped());
-    // (none from run_forward_last, which hands the readback itself to the caller)
-    if (chunk_rows == LogitRows::Last && !logits.empty()) std::memcpy(logits.data(), logit_values, vocab * sizeof(float));
+    if (chunk_rows == LogitRows::Last && !logits.empty())
+      std::memcpy(logits.data(), logit_values, vocab * sizeof(float));
     if (chunk_rows.kind == LogitRows::Kind::Range)
       copy_rows(logits.subspan((from - row_begin) * vocab, (to - from) * vocab), logit_values);
   }
