@@ -23,8 +23,6 @@ layout(push_constant) uniform Push { AttentionDecodeArgs args; };
 // more workgroups (GPTOSS_VK_ATTN_HEADS; each then reads its KV head's keys and values itself).
 layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;
 layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
-// Keys of a block whose value rows load at once (all by default; fewer hold fewer registers).
-layout(constant_id = SPEC_ATTENTION_VALUE_KEYS) const uint VALUE_KEYS_ASKED = 32u;
 
 // SPIR-V 1.5 (Vulkan 1.2) pipelines run in subgroups of the device's subgroupSize, which the
 // launcher passes as SUBGROUP_SIZE: a constant here, so the key blocks unroll.
@@ -32,7 +30,6 @@ const uint S = SUBGROUP_SIZE;
 const uint kSubgroups = DECODE_ATTENTION_SIZE / S;
 const uint kQuads = HEAD_DIM / 4u;
 const uint kDimsPerLane = (HEAD_DIM + S - 1u) / S;  // lane owns dims lane, lane + S, ...
-const uint kValueKeys = VALUE_KEYS_ASKED < S ? VALUE_KEYS_ASKED : S;  // a power of two: divides S
 const uint kGroupValues = GROUP * HEAD_DIM;
 const uint kOutputsPerInvocation = (kGroupValues + DECODE_ATTENTION_SIZE - 1u) / DECODE_ATTENTION_SIZE;
 const uint kScratch = 2u * kMaxAttentionGroupValues;
@@ -151,8 +148,8 @@ void main() {
     // overlapping).
     uint last = min(S, end - block) - 1u;
     uint ring = block % args.slots;
-    for (uint k0 = 0u; k0 < S; k0 += kValueKeys) [[unroll]] for (uint j = 0u; j < kValueKeys; ++j) {
-      uint k = k0 + j, kk = min(k, last), slot = ring + kk;
+    [[unroll]] for (uint k = 0u; k < S; ++k) {
+      uint kk = min(k, last), slot = ring + kk;
       if (slot >= args.slots) slot -= args.slots;
       uint row = KV_CACHE_ROW(slot, g, args.slots, HEAD_DIM);
       bool new_key = block + kk == position;

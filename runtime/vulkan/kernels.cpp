@@ -92,18 +92,6 @@ std::optional<Kernels::MatvecShape> matvec_shape_from_environment() {
   return Kernels::MatvecShape{v[0], v[1]};
 }
 
-// GPTOSS_VK_ATTN_VALUES: decode attention's keys whose value rows load at once (a power of two;
-// default 32, all of a 32-lane block).
-uint32_t attention_value_keys() {
-  static const uint32_t keys = [] {
-    const uint32_t asked = numbers_from_environment("GPTOSS_VK_ATTN_VALUES", "keys whose values load at once", {32}, {32})[0];
-    uint32_t power = 1;
-    while (power * 2 <= asked) power *= 2;
-    return power;
-  }();
-  return keys;
-}
-
 uint32_t probe() {
   const char* value = std::getenv("GPTOSS_VK_PROBE");
   return value ? static_cast<uint32_t>(std::atoi(value)) : 0u;
@@ -168,8 +156,7 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        attention.first,
                                        attention.second,
                                        matvec.rows,
-                                       matvec.batch,
-                                       attention_value_keys()};
+                                       matvec.batch};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
