@@ -27,7 +27,6 @@ class KernelProfiler {
   KernelProfiler(const KernelProfiler&) = delete;
   KernelProfiler& operator=(const KernelProfiler&) = delete;
 
-  VkQueryPool pool() const { return pool_; }
   Scope scope() const { return scope_; }
   // Records `list` into cb with the reset and the timestamps of this profiler's scope; returns the
   // labels collect() takes after the submit: `phase` + each step's label, or `phase` + "submit".

@@ -9,7 +9,6 @@
 #include <map>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <tuple>
 
 #include "formats/core/error.h"
@@ -475,26 +474,26 @@ const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, 
   return r;
 }
 
-// Polls the fence for up to kSpinSeconds before sleeping in vkWaitForFences: a decode step takes a
+// Polls the fence for up to kSpin (20 ms) before sleeping in vkWaitForFences: a decode step takes a
 // few milliseconds, and a sleeping wait wakes tens of microseconds after the GPU is done, which the
 // next step's submit waits for (tg128 348 -> 357 tokens/s, tg128 @ d4096 304 -> 313 on the H100,
 // run 49; CUDA's default synchronization spins too). Longer work (a prefill chunk) sleeps after
 // that. GPTOSS_VK_WAIT=block sleeps at once, =spin never does (to compare).
 void VulkanEngine::Device::wait_for(VkFence done) const {
-  constexpr double kSpinSeconds = 0.02;
-  static const std::string mode = [] {
-    const char* value = std::getenv("GPTOSS_VK_WAIT");
-    const std::string text = value ? value : "";
-    if (!text.empty() && text != "spin" && text != "block")
-      throw std::invalid_argument("GPTOSS_VK_WAIT=" + text + ": expected spin or block");
-    return text;
+  enum class Wait { SpinThenBlock, Spin, Block };
+  static const Wait mode = [] {
+    const std::string value = std::getenv("GPTOSS_VK_WAIT") ? std::getenv("GPTOSS_VK_WAIT") : "";
+    if (value.empty()) return Wait::SpinThenBlock;
+    if (value == "spin") return Wait::Spin;
+    if (value == "block") return Wait::Block;
+    throw std::invalid_argument("GPTOSS_VK_WAIT=" + value + ": expected spin or block");
   }();
-  if (mode != "block") {
-    const auto start = std::chrono::steady_clock::now();
+  constexpr auto kSpin = std::chrono::milliseconds(20);
+  if (mode != Wait::Block) {
+    const auto deadline = std::chrono::steady_clock::now() + kSpin;
     VkResult status;
     while ((status = vkGetFenceStatus(ctx->device(), done)) == VK_NOT_READY)
-      if (mode.empty() && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > kSpinSeconds)
-        break;
+      if (mode == Wait::SpinThenBlock && std::chrono::steady_clock::now() > deadline) break;
     if (status != VK_NOT_READY) return check(status, "vkGetFenceStatus");
   }
   check(vkWaitForFences(ctx->device(), 1, &done, VK_TRUE, UINT64_MAX), "vkWaitForFences");
