@@ -10,7 +10,33 @@ struct KindName {
   const char* name;
 };
 constexpr KindName kKindNames[] = {{EngineKind::Cpu, "cpu"}, {EngineKind::CpuF64, "cpu-f64"}, {EngineKind::Vulkan, "vulkan"}};
+struct CacheTypeName {
+  KvCacheType type;
+  const char* name;
+};
+constexpr CacheTypeName kCacheTypeNames[] = {{KvCacheType::F32, "f32"}, {KvCacheType::F16, "f16"}};
 }  // namespace
+
+std::string_view kv_cache_type_name(KvCacheType type) {
+  for (const auto& t : kCacheTypeNames)
+    if (t.type == type) return t.name;
+  return "unknown";
+}
+
+std::optional<KvCacheType> kv_cache_type_from_name(std::string_view name) {
+  for (const auto& t : kCacheTypeNames)
+    if (name == t.name) return t.type;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& kv_cache_type_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& t : kCacheTypeNames) all.emplace_back(t.name);
+    return all;
+  }();
+  return names;
+}
 
 std::string_view engine_kind_name(EngineKind kind) {
   for (const auto& k : kKindNames)

@@ -69,6 +69,16 @@ std::string_view engine_kind_name(EngineKind kind);
 std::optional<EngineKind> engine_kind_from_name(std::string_view name);
 const std::vector<std::string>& engine_kind_names();
 
+// What the KV cache holds keys and values in. F16 halves the cache's memory and the bytes decode
+// attention reads per key (llama.cpp's default cache type), at f16's precision (11 significant
+// bits: a relative error up to 2^-11 per value). F32 is the default: the parity checks compare
+// engines with it.
+enum class KvCacheType : uint8_t { F32, F16 };
+// "f32", "f16": the names the CLIs take (--kv-cache).
+std::string_view kv_cache_type_name(KvCacheType type);
+std::optional<KvCacheType> kv_cache_type_from_name(std::string_view name);
+const std::vector<std::string>& kv_cache_type_names();
+
 struct EngineOptions {
   // Positions the KV cache holds at most: forward refuses more. The Vulkan engine allocates them up
   // front; the CPU engine grows its cache as tokens arrive. Clamped to max_position_embeddings.
@@ -78,6 +88,9 @@ struct EngineOptions {
   std::optional<uint32_t> device_index;
   // Vulkan: tokens per submit when a forward has many (prefill); each chunk is one batched pass.
   uint32_t prefill_chunk = 512;
+  // Every engine: the KV cache's encoding (the CPU engine rounds each key and value to f16 as it
+  // stores them, so its results are the f16 cache's).
+  KvCacheType kv_cache = KvCacheType::F32;
 };
 
 class Engine {

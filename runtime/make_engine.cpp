@@ -24,8 +24,10 @@ void refuse_vulkan_options(EngineKind kind, const EngineOptions& options) {
 std::unique_ptr<Engine> make_engine(EngineKind kind, const CanonicalModel& model, const EngineOptions& options) {
   if (kind != EngineKind::Vulkan) refuse_vulkan_options(kind, options);
   switch (kind) {
-    case EngineKind::Cpu: return std::make_unique<cpu::CpuEngine>(model, cpu::CpuPrecision::F32, options.max_context);
-    case EngineKind::CpuF64: return std::make_unique<cpu::CpuEngine>(model, cpu::CpuPrecision::F64, options.max_context);
+    case EngineKind::Cpu:
+      return std::make_unique<cpu::CpuEngine>(model, cpu::CpuPrecision::F32, options.max_context, options.kv_cache);
+    case EngineKind::CpuF64:
+      return std::make_unique<cpu::CpuEngine>(model, cpu::CpuPrecision::F64, options.max_context, options.kv_cache);
     case EngineKind::Vulkan: return std::make_unique<vk::VulkanEngine>(model, options);
   }
   throw std::invalid_argument("unknown engine kind");

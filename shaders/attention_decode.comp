@@ -14,7 +14,8 @@
 // of the sink and their maxima, out = sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s e^(m_s - M)
 // l_s), the sink's probability dropped, as the CPU engine. A single range finishes by itself. The rotated new Q and K rows are made here
 // (RoPE, half-split pairs, YaRN tables), and the range holding the position stores the new K and
-// V in its cache slot (position % slots, a ring on sliding layers).
+// V in its cache slot (position % slots, a ring on sliding layers). The caches in ENCODING (f32, or
+// f16: half the bytes per key; the new key and value used as the cache holds them).
 #include "common.glsl"
 layout(local_size_x = DECODE_ATTENTION_SIZE) in;
 layout(push_constant) uniform Push { AttentionDecodeArgs args; };
@@ -29,7 +30,11 @@ layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
 const uint S = SUBGROUP_SIZE;
 const uint kSubgroups = DECODE_ATTENTION_SIZE / S;
 const uint kQuads = HEAD_DIM / 4u;
-const uint kDimsPerLane = (HEAD_DIM + S - 1u) / S;  // lane owns dims lane, lane + S, ...
+// The values: lane owns the dim pairs p = lane, lane + S, ... (dims 2p, 2p + 1: one load of 8 bytes
+// in f32, one word in f16); acc index i holds dim value_dim(lane, i).
+const uint kPairs = HEAD_DIM / 2u;
+const uint kPairsPerLane = (kPairs + S - 1u) / S;
+const uint kDimsPerLane = 2u * kPairsPerLane;
 const uint kGroupValues = GROUP * HEAD_DIM;
 const uint kOutputsPerInvocation = (kGroupValues + DECODE_ATTENTION_SIZE - 1u) / DECODE_ATTENTION_SIZE;
 const uint kScratch = 2u * kMaxAttentionGroupValues;
@@ -41,14 +46,36 @@ shared float v_new[HEAD_DIM];
 // The key loop: each subgroup's probabilities of its block [GROUP, S]; the subgroup merge: up to
 // kMergeSlots subgroups' accumulators [GROUP, HEAD_DIM]; the range merge: range weights.
 shared float scratch[kScratch];
+// The key loop's probabilities, [kSubgroups, GROUP, S]: four keys' in one shared load in the value loop.
+shared vec4 block_probs[kSubgroups * GROUP * S / 4u];
 shared float subgroup_max[kSubgroups * GROUP], subgroup_sum[kSubgroups * GROUP];
 shared float head_max[GROUP], head_sum[GROUP];
 
-vec4 key_row[kQuads];  // the lane's key row of the current block
+uint value_dim(uint lane, uint i) { return 2u * (lane + (i >> 1) * S) + (i & 1u); }
+
+// The lane's key row of the current block, as loaded: f32 quad d4 in key_words[d4], f16 quad d4 in
+// key_halves[d4] (16-byte loads of two quads where HEAD_DIM is a multiple of 8, else 8-byte loads).
+uvec4 key_words[kQuads];
+uvec2 key_halves[kQuads];
 void load_key_row(uint j, uint g) {
-  uint row = KV_CACHE_ROW(j % args.slots, g, args.slots, HEAD_DIM) >> 2;
-  [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4)
-    key_row[d4] = PROBE == 12u || PROBE == 13u ? vec4(float(row + d4) * 1e-9) : Vec4sIn(args.k_cache).v[row + d4];
+  uint row = KV_CACHE_ROW(j % args.slots, g, args.slots, HEAD_DIM);
+  if (PROBE == 12u || PROBE == 13u) {
+    [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) key_words[d4] = floatBitsToUint(vec4(float(row + d4) * 1e-9));
+  } else if (ENCODING == ENC_F16 && HEAD_DIM % 8u == 0u) {
+    [[unroll]] for (uint w = 0u; w < kQuads / 2u; ++w) {
+      uvec4 words = QuadsIn(args.k_cache).v[(row >> 3) + w];
+      key_halves[2u * w] = words.xy;
+      key_halves[2u * w + 1u] = words.zw;
+    }
+  } else if (ENCODING == ENC_F16) {
+    [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) key_halves[d4] = PairsIn(args.k_cache).v[(row >> 2) + d4];
+  } else {
+    [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) key_words[d4] = QuadsIn(args.k_cache).v[(row >> 2) + d4];
+  }
+}
+vec4 key_quad(uint d4) {
+  if (PROBE == 12u || PROBE == 13u || ENCODING != ENC_F16) return uintBitsToFloat(key_words[d4]);
+  return vec4(unpackHalf2x16(key_halves[d4].x), unpackHalf2x16(key_halves[d4].y));
 }
 
 void main() {
@@ -85,29 +112,38 @@ void main() {
   // is not visible to the other invocations without a buffer barrier).
   // Of the KV head's workgroups with this range, the first (qh0 % group == 0) stores it; the others
   // compute the same rows for themselves.
-  if (end == position + 1u) {
-    bool stores = qh0 % args.group == 0u;
-    uint slot = KV_CACHE_ROW(position % args.slots, g, args.slots, HEAD_DIM);
-    for (uint i = t; i < half_dim; i += DECODE_ATTENTION_SIZE) {
-      vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
-      uint base = (heads + g) * HEAD_DIM;
-      float a = qkv.v[base + i], b = qkv.v[base + i + half_dim];
-      float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
+  // Pairs of dims (i, i + 1) at a time, rounded to what the cache holds.
+  bool has_new_key = end == position + 1u;
+  if (has_new_key) {
+    for (uint p = t; p < half_dim / 2u; p += DECODE_ATTENTION_SIZE) {
+      uint i = 2u * p, base = (heads + g) * HEAD_DIM;
+      vec2 cs0 = rope_cos_sin(args.inv_freq, position, i, args.concentration);
+      vec2 cs1 = rope_cos_sin(args.inv_freq, position, i + 1u, args.concentration);
+      vec2 a = vec2(qkv.v[base + i], qkv.v[base + i + 1u]), b = vec2(qkv.v[base + i + half_dim], qkv.v[base + i + 1u + half_dim]);
+      vec2 low = kv_rounded(vec2(a.x * cs0.x - b.x * cs0.y, a.y * cs1.x - b.y * cs1.y));
+      vec2 high = kv_rounded(vec2(b.x * cs0.x + a.x * cs0.y, b.y * cs1.x + a.y * cs1.y));
       uint hi = i + half_dim;
-      k_new[i >> 2][i & 3u] = ra;
-      k_new[hi >> 2][hi & 3u] = rb;
-      if (stores) {
-        Floats(args.k_cache).v[slot + i] = ra;
-        Floats(args.k_cache).v[slot + hi] = rb;
-      }
+      k_new[i >> 2][i & 3u] = low.x;
+      k_new[(i + 1u) >> 2][(i + 1u) & 3u] = low.y;
+      k_new[hi >> 2][hi & 3u] = high.x;
+      k_new[(hi + 1u) >> 2][(hi + 1u) & 3u] = high.y;
     }
-    for (uint i = t; i < HEAD_DIM; i += DECODE_ATTENTION_SIZE) {
-      float v = qkv.v[(heads + args.kv_heads + g) * HEAD_DIM + i];
-      v_new[i] = v;
-      if (stores) Floats(args.v_cache).v[slot + i] = v;
+    for (uint p = t; p < kPairs; p += DECODE_ATTENTION_SIZE) {
+      uint from = (heads + args.kv_heads + g) * HEAD_DIM + 2u * p;
+      vec2 v = kv_rounded(vec2(qkv.v[from], qkv.v[from + 1u]));
+      v_new[2u * p] = v.x;
+      v_new[2u * p + 1u] = v.y;
     }
   }
   barrier();
+  if (has_new_key && qh0 % args.group == 0u) {
+    uint slot = KV_CACHE_ROW(position % args.slots, g, args.slots, HEAD_DIM);
+    for (uint p = t; p < kPairs; p += DECODE_ATTENTION_SIZE) {
+      uint i = 2u * p;
+      store_kv_pair(args.k_cache, slot, i, vec2(k_new[i >> 2][i & 3u], k_new[i >> 2][(i & 3u) + 1u]));
+      store_kv_pair(args.v_cache, slot, i, vec2(v_new[i], v_new[i + 1u]));
+    }
+  }
 
   // Per subgroup and head: the running maximum (uniform), this lane's share of the sum, and the
   // weighted values of the lane's dims.
@@ -117,13 +153,13 @@ void main() {
     lane_sum[hh] = 0.0;
     [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] = 0.0;
   }
-  uint probs = sg * GROUP * S;  // this subgroup's [GROUP, S] of scratch
+  uint probs = sg * GROUP * S;  // this subgroup's [GROUP, S] of block_probs (S a multiple of 4)
   for (; block < end; block += DECODE_ATTENTION_SIZE) {
     uint j = block + lane;
     float score[GROUP];
     [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] = 0.0;
     [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) {
-      vec4 k4 = j == position ? k_new[d4] : key_row[d4];
+      vec4 k4 = j == position ? k_new[d4] : key_quad(d4);
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] += dot(q_rows[hh * kQuads + d4], k4);
     }
     // The next block's key rows now: their loads overlap this block's softmax and values.
@@ -138,7 +174,7 @@ void main() {
       run_max[hh] = new_max;
       lane_sum[hh] = lane_sum[hh] * rescale + p;
       [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] *= rescale;
-      scratch[probs + hh * S + lane] = p;
+      block_probs[(probs + hh * S + lane) >> 2][lane & 3u] = p;
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
@@ -148,20 +184,25 @@ void main() {
     // overlapping).
     uint last = min(S, end - block) - 1u;
     uint ring = block % args.slots;
-    [[unroll]] for (uint k = 0u; k < S; ++k) {
-      uint kk = min(k, last), slot = ring + kk;
-      if (slot >= args.slots) slot -= args.slots;
-      uint row = KV_CACHE_ROW(slot, g, args.slots, HEAD_DIM);
-      bool new_key = block + kk == position;
-      float v[kDimsPerLane];
-      [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
-        uint d = min(lane + i * S, HEAD_DIM - 1u);
-        float cached = PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
-        v[i] = new_key ? v_new[d] : cached;
+    [[unroll]] for (uint k4 = 0u; k4 < S; k4 += 4u) {
+      float v[4u * kDimsPerLane];  // keys k4 .. k4 + 3, the lane's dims of each
+      [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+        uint kk = min(k4 + k, last), slot = ring + kk;
+        if (slot >= args.slots) slot -= args.slots;
+        uint row = KV_CACHE_ROW(slot, g, args.slots, HEAD_DIM);
+        bool new_key = block + kk == position;
+        [[unroll]] for (uint i = 0u; i < kPairsPerLane; ++i) {
+          uint d = 2u * min(lane + i * S, kPairs - 1u);
+          vec2 cached = PROBE == 11u || PROBE == 13u ? vec2(float(row + d) * 1e-9) : load_kv_pair(args.v_cache, row, d);
+          vec2 pair = new_key ? vec2(v_new[d], v_new[d + 1u]) : cached;
+          v[k * kDimsPerLane + 2u * i] = pair.x;
+          v[k * kDimsPerLane + 2u * i + 1u] = pair.y;
+        }
       }
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
-        float p = scratch[probs + hh * S + k];
-        [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] += p * v[i];
+        vec4 p = block_probs[(probs + hh * S + k4) >> 2];
+        [[unroll]] for (uint k = 0u; k < 4u; ++k)
+          [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] += p[k] * v[k * kDimsPerLane + i];
       }
     }
   }
@@ -197,7 +238,7 @@ void main() {
       uint at = (sg - first) * kGroupValues;
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh)
         [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
-          uint d = lane + i * S;
+          uint d = value_dim(lane, i);
           if (d < HEAD_DIM) scratch[at + hh * HEAD_DIM + d] = acc[hh * kDimsPerLane + i];
         }
     }

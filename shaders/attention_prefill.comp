@@ -5,8 +5,8 @@
 // (KV head g, query block b) owns ATTENTION_ROWS rows (query head, query): the G = heads/kv_heads
 // query heads of g (GQA: h / G == g) times ATTENTION_ROWS / G queries, so K and V tiles are read
 // once for all of them. Keys come ATTENTION_KEY_BLOCK at a time from the cache (slot j % slots),
-// masked causally and to the sliding window (t-W < j <= t). Four invocations per row (a quad):
-// each scores 8 of the block's keys and owns a quarter of the row's output dims. The sink joins
+// masked causally and to the sliding window (t-W < j <= t); the caches in ENCODING (f32 or f16).
+// Four invocations per row (a quad): each scores 8 of the block's keys and owns a quarter of the row's output dims. The sink joins
 // the denominator at the end, its probability dropped, as the CPU engine.
 #include "common.glsl"
 layout(local_size_x = 4 * ATTENTION_ROWS) in;
@@ -60,9 +60,9 @@ void main() {
       uint j = block + key;
       vec4 kv = vec4(0.0), vv = vec4(0.0);
       if (j <= last_query) {
-        uint at = KV_CACHE_ROW(j % args.slots, g, args.slots, D) / 4u + d4;
-        kv = Vec4sIn(args.k_cache).v[at];
-        vv = Vec4sIn(args.v_cache).v[at];
+        uint row = KV_CACHE_ROW(j % args.slots, g, args.slots, D);
+        kv = load_kv_quad(args.k_cache, row, 4u * d4);
+        vv = load_kv_quad(args.v_cache, row, 4u * d4);
       }
       k_tile[key][d4] = kv;
       v_tile[key][d4] = vv;

@@ -23,6 +23,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Qu
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer PairsIn { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer WordsIn { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Vec4sIn { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec2sIn { vec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer FloatsIn { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Floats { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
@@ -196,3 +197,31 @@ vec2 rope_cos_sin(uvec2 inv_freq, uint position, uint i, float concentration) {
   float reduced = reduce_angle(angle);
   return vec2(cos(reduced), sin(reduced)) * concentration;
 }
+
+// ---- KV caches (the attention kernels' ENCODING: ENC_F32, or ENC_F16 with dims 2m, 2m + 1 of a
+// row in word m) ----
+// `row` is the element index of a row (KV_CACHE_ROW), d a dim of it: even for pairs, a multiple of
+// 4 for quads (head_dim % 4 == 0 keeps every such load aligned).
+
+void store_kv_pair(uvec2 cache, uint row, uint d, vec2 values) {
+  if (ENCODING == ENC_F16) {
+    Words(cache).v[(row + d) >> 1] = packHalf2x16(values);
+  } else {
+    Floats(cache).v[row + d] = values.x;
+    Floats(cache).v[row + d + 1u] = values.y;
+  }
+}
+vec2 load_kv_pair(uvec2 cache, uint row, uint d) {
+  if (ENCODING == ENC_F16) return unpackHalf2x16(WordsIn(cache).v[(row + d) >> 1]);
+  return Vec2sIn(cache).v[(row + d) >> 1];
+}
+vec4 load_kv_quad(uvec2 cache, uint row, uint d) {
+  if (ENCODING == ENC_F16) {
+    uvec2 words = PairsIn(cache).v[(row + d) >> 2];
+    return vec4(unpackHalf2x16(words.x), unpackHalf2x16(words.y));
+  }
+  return Vec4sIn(cache).v[(row + d) >> 2];
+}
+// Values as the cache holds them: a kernel that uses a new key or value without reading it back
+// from the cache uses what every later step will read.
+vec2 kv_rounded(vec2 values) { return ENCODING == ENC_F16 ? unpackHalf2x16(packHalf2x16(values)) : values; }

@@ -7,21 +7,24 @@
 namespace gptoss::cpu {
 namespace {
 
-std::unique_ptr<ForwardPassBase> make_pass(CpuWeights weights, CpuPrecision precision) {
-  if (precision == CpuPrecision::F64) return std::make_unique<ForwardPass<double>>(widen_to_f64(std::move(weights)));
-  return std::make_unique<ForwardPass<float>>(std::move(weights));
+std::unique_ptr<ForwardPassBase> make_pass(CpuWeights weights, CpuPrecision precision, runtime::KvCacheType kv_cache) {
+  if (precision == CpuPrecision::F64)
+    return std::make_unique<ForwardPass<double>>(widen_to_f64(std::move(weights)), kv_cache);
+  return std::make_unique<ForwardPass<float>>(std::move(weights), kv_cache);
 }
 
 }  // namespace
 
 std::string_view precision_name(CpuPrecision precision) { return precision == CpuPrecision::F64 ? "f64" : "f32"; }
 
-CpuEngine::CpuEngine(const CanonicalModel& model, CpuPrecision precision, uint64_t max_context)
-    : CpuEngine(decode_cpu_weights(model), precision, max_context) {}
+CpuEngine::CpuEngine(const CanonicalModel& model, CpuPrecision precision, uint64_t max_context,
+                     runtime::KvCacheType kv_cache)
+    : CpuEngine(decode_cpu_weights(model), precision, max_context, kv_cache) {}
 
-CpuEngine::CpuEngine(CpuWeights weights, CpuPrecision precision, uint64_t max_context)
+CpuEngine::CpuEngine(CpuWeights weights, CpuPrecision precision, uint64_t max_context, runtime::KvCacheType kv_cache)
     : precision_(precision),
-      pass_(make_pass(std::move(weights), precision)),
+      kv_cache_(kv_cache),
+      pass_(make_pass(std::move(weights), precision, kv_cache)),
       capacity_(std::min<uint64_t>(max_context, pass_->config().max_position_embeddings)) {}
 
 CpuEngine::~CpuEngine() = default;
@@ -29,7 +32,10 @@ CpuEngine::~CpuEngine() = default;
 runtime::EngineKind CpuEngine::kind() const {
   return precision_ == CpuPrecision::F64 ? runtime::EngineKind::CpuF64 : runtime::EngineKind::Cpu;
 }
-std::string CpuEngine::device_description() const { return "CPU (" + std::string(precision_name(precision_)) + ")"; }
+std::string CpuEngine::device_description() const {
+  const std::string cache = kv_cache_ == runtime::KvCacheType::F32 ? "" : ", " + std::string(runtime::kv_cache_type_name(kv_cache_)) + " KV cache";
+  return "CPU (" + std::string(precision_name(precision_)) + cache + ")";
+}
 const GptOssConfig& CpuEngine::config() const { return pass_->config(); }
 uint64_t CpuEngine::position() const { return pass_->position(); }
 void CpuEngine::reset() { pass_->reset(); }

@@ -36,15 +36,17 @@ std::string_view precision_name(CpuPrecision precision);
 class CpuEngine final : public runtime::Engine {
  public:
   // The cache holds at most `max_context` positions (clamped to max_position_embeddings); it grows
-  // as tokens arrive, so a large bound costs nothing until it is used.
+  // as tokens arrive, so a large bound costs nothing until it is used. With KvCacheType::F16 each
+  // key (after RoPE) and value is rounded to f16 as it is stored.
   explicit CpuEngine(const CanonicalModel& model, CpuPrecision precision = CpuPrecision::F32,
-                     uint64_t max_context = UINT64_MAX);
-  explicit CpuEngine(CpuWeights weights, CpuPrecision precision = CpuPrecision::F32, uint64_t max_context = UINT64_MAX);
+                     uint64_t max_context = UINT64_MAX, runtime::KvCacheType kv_cache = runtime::KvCacheType::F32);
+  explicit CpuEngine(CpuWeights weights, CpuPrecision precision = CpuPrecision::F32, uint64_t max_context = UINT64_MAX,
+                     runtime::KvCacheType kv_cache = runtime::KvCacheType::F32);
   ~CpuEngine() override;
 
   CpuPrecision precision() const { return precision_; }
   runtime::EngineKind kind() const override;
-  std::string device_description() const override;
+  std::string device_description() const override;  // "CPU (f32)", "CPU (f64, f16 KV cache)"
   const GptOssConfig& config() const override;
   uint64_t position() const override;
   uint64_t capacity() const override { return capacity_; }
@@ -55,6 +57,7 @@ class CpuEngine final : public runtime::Engine {
                    const runtime::ActivationObserver& observer) override;
 
   CpuPrecision precision_;
+  runtime::KvCacheType kv_cache_;
   std::unique_ptr<ForwardPassBase> pass_;
   uint64_t capacity_;
 };

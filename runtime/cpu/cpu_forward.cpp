@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "formats/core/float16.h"
 #include "formats/core/parallel_for.h"
 #include "runtime/cpu/cpu_kernels.h"
 
@@ -35,7 +36,8 @@ constexpr uint64_t kParallelDecodeValues = 1u << 20;
 }  // namespace
 
 template <class Real>
-ForwardPass<Real>::ForwardPass(BasicCpuWeights<Real> weights) : weights_(std::move(weights)) {
+ForwardPass<Real>::ForwardPass(BasicCpuWeights<Real> weights, runtime::KvCacheType kv_cache)
+    : weights_(std::move(weights)), kv_cache_type_(kv_cache) {
   const auto yarn = compute_yarn(weights_.config);
   inv_freq_ = yarn.inv_freq;
   concentration_ = static_cast<float>(yarn.concentration);
@@ -128,6 +130,13 @@ void ForwardPass<Real>::attention_block(uint32_t layer, const Real* x, size_t co
     rope_table(position_ + t, inv_freq_, concentration_, cos_table.data(), sin_table.data());
     apply_rope_half_split(q.data() + t * q_rows, c.num_heads, head_dim, cos_table.data(), sin_table.data());
     apply_rope_half_split(k + t * kv_rows, c.num_kv_heads, head_dim, cos_table.data(), sin_table.data());
+  }
+  if (kv_cache_type_ == runtime::KvCacheType::F16) {
+    // What an f16 cache holds (round to nearest even, as the Vulkan engine's packHalf2x16 on the
+    // devices we know); every later step reads these values, the new tokens' own included.
+    auto to_f16 = [](Real value) { return static_cast<Real>(f16_to_f32(f32_to_f16(static_cast<float>(value)))); };
+    std::transform(k, k + count * kv_rows, k, to_f16);
+    std::transform(v, v + count * kv_rows, v, to_f16);
   }
 
   // Per query head: scores [count, keys] by one GEMM over the whole cache, masked softmax with the

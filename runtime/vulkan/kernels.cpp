@@ -203,6 +203,13 @@ void check_attention_shape(const char* kernel, const Kernels::AttentionShape& s)
   require(group <= abi::kMaxHeadsPerKvHead, kernel, limit("query heads per KV head", group, ">", abi::kMaxHeadsPerKvHead));
   require(group * s.head_dim <= abi::kMaxAttentionGroupValues, kernel,
           limit("query values per KV head", group * s.head_dim, ">", abi::kMaxAttentionGroupValues));
+  require(s.cache_encoding == abi::ENC_F32 || s.cache_encoding == abi::ENC_F16, kernel,
+          "KV cache encoding " + std::to_string(s.cache_encoding) + " is neither f32 nor f16");
+}
+// The attention kernels' pipelines specialized for the cache's encoding (profiles name the f16
+// ones attention_decode.f16 ...; f32 keeps the plain names).
+std::optional<uint32_t> cache_encoding(const Kernels::AttentionShape& s) {
+  return s.cache_encoding == abi::ENC_F32 ? std::nullopt : std::optional<uint32_t>(s.cache_encoding);
 }
 }  // namespace
 
@@ -281,7 +288,7 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
                                                      : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);
-  list.dispatch(pipeline("attention_decode", sizeof args, std::nullopt, constants), args, s.heads / per_workgroup, rows);
+  list.dispatch(pipeline("attention_decode", sizeof args, cache_encoding(s), constants), args, s.heads / per_workgroup, rows);
 }
 
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,
@@ -289,8 +296,9 @@ void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qk
   check_attention_shape("rope_store", s);
   const abi::RopeStoreArgs args{qkv, k_cache, v_cache, inv_freq, step, s.heads, s.kv_heads, s.head_dim, s.slots,
                                 count, s.concentration};
-  const uint32_t per_token = (s.heads + s.kv_heads) * (s.head_dim / 2) + s.kv_heads * s.head_dim;
-  list.dispatch(pipeline("rope_store", sizeof args), args, ceil_div(per_token, WORKGROUP_SIZE), count);
+  // Q pairs, K pairs two at a time, V values two at a time (rope_store.comp).
+  const uint32_t per_token = s.heads * (s.head_dim / 2) + s.kv_heads * (s.head_dim / 4) + s.kv_heads * (s.head_dim / 2);
+  list.dispatch(pipeline("rope_store", sizeof args, cache_encoding(s)), args, ceil_div(per_token, WORKGROUP_SIZE), count);
 }
 
 bool Kernels::prefill_attention_supports(uint32_t heads, uint32_t kv_heads, uint32_t head_dim) {
@@ -308,7 +316,7 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
   const abi::AttentionPrefillArgs args{qkv,     k_cache,  v_cache, sinks,   step,  target, s.heads,
                                        s.kv_heads, s.head_dim, s.window, s.slots, count, s.scale};
   const uint32_t queries_per_group = ATTENTION_ROWS / (s.heads / s.kv_heads);
-  list.dispatch(pipeline("attention_prefill", sizeof args), args, s.kv_heads, ceil_div(count, queries_per_group));
+  list.dispatch(pipeline("attention_prefill", sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
 }
 
 uint32_t Kernels::router_groups(uint32_t experts, bool logits) {

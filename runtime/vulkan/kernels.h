@@ -38,6 +38,7 @@ class Kernels {
   struct AttentionShape {
     uint32_t heads, kv_heads, head_dim, window, slots;
     float scale, concentration;
+    uint32_t cache_encoding = abi::ENC_F32;  // the KV caches': ENC_F32 or ENC_F16 (pairs of dims per word)
   };
   // Scratch that workgroups of one dispatch share: `counters` (zero, and left zero) and
   // `partials`, sized by decode_attention_partials / expert_mlp2_partials.

@@ -55,6 +55,32 @@ vk::Kernels kernels_with(const vk::Context& ctx, const char* name, const char* v
 size_t cache_at(uint32_t slot, uint32_t i, uint32_t slots, uint32_t head_dim) {
   return KV_CACHE_ROW(size_t{slot}, size_t{i / head_dim}, size_t{slots}, size_t{head_dim}) + i % head_dim;
 }
+// The KV caches in `encoding` (vk::abi::ENC_F32, or ENC_F16 with dims 2m, 2m + 1 of a row in word m,
+// the low half first): a value as the cache holds it, the cache's bytes, and the cache read back.
+float as_cached(double value, uint32_t encoding) {
+  const auto f = static_cast<float>(value);
+  return encoding == vk::abi::ENC_F16 ? f16_to_f32(f32_to_f16(f)) : f;
+}
+std::unique_ptr<vk::Buffer> cache_buffer(const vk::Context& ctx, const std::vector<float>& values, uint32_t encoding) {
+  if (encoding == vk::abi::ENC_F32) return host_buffer(ctx, values);
+  std::vector<uint16_t> halves(values.size());
+  std::transform(values.begin(), values.end(), halves.begin(), f32_to_f16);
+  return host_buffer(ctx, halves);
+}
+std::vector<float> read_cache(const vk::Buffer& buffer, size_t count, uint32_t encoding) {
+  if (encoding == vk::abi::ENC_F32) return read_buffer<float>(buffer, count);
+  const auto halves = read_buffer<uint16_t>(buffer, count);
+  std::vector<float> values(count);
+  std::transform(halves.begin(), halves.end(), values.begin(), f16_to_f32);
+  return values;
+}
+// How far a stored value may be from the exact one: an f16 cache rounds to 11 significant bits
+// (either way: the device's rounding mode is its own); `slack` covers the arithmetic before it.
+double cache_tolerance(double exact, uint32_t encoding, double slack) {
+  return (encoding == vk::abi::ENC_F16 ? std::ldexp(std::abs(exact), -10) + std::ldexp(1.0, -24) : 0.0) + slack;
+}
+const char* cache_name(uint32_t encoding) { return encoding == vk::abi::ENC_F16 ? "f16" : "f32"; }
+
 // Every value of `refused` makes the Kernels constructor throw.
 void expect_refused(const vk::Context& ctx, const char* name, std::initializer_list<const char*> refused) {
   for (const char* value : refused) {
@@ -385,10 +411,13 @@ std::vector<float> yarn_like_inv_freq(uint32_t D) {
 
 // Prefill: rope_store then attention_prefill over `count` new tokens at `start`, the earlier
 // keys already in a cache of `slots` positions (a ring when windowed).
-void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t start, uint32_t count) {
+// The new keys and values are checked against the exact ones as the cache holds them, and the
+// attention against a reference over the cache's own values (an f16 cache's rounding included).
+void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t start, uint32_t count,
+                             uint32_t encoding = vk::abi::ENC_F32) {
   SCOPED_TRACE("heads " + std::to_string(a.heads) + "/" + std::to_string(a.kv_heads) + " D " +
                std::to_string(a.head_dim) + " window " + std::to_string(a.window) + " start " + std::to_string(start) +
-               " count " + std::to_string(count));
+               " count " + std::to_string(count) + " cache " + cache_name(encoding));
   const uint32_t D = a.head_dim, kv_rows = a.kv_heads * D, stride = (a.heads + 2 * a.kv_heads) * D;
   const uint32_t slots = a.window ? a.window + count : start + count;
   const float concentration = 1.25f;
@@ -401,11 +430,11 @@ void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uin
   const auto old_k = random_floats(size_t{start} * kv_rows, 77), old_v = random_floats(size_t{start} * kv_rows, 78);
   for (uint32_t j = 0; j < start; ++j)
     for (uint32_t i = 0; i < kv_rows; ++i) {
-      keys[j][i] = old_k[size_t{j} * kv_rows + i];
-      values[j][i] = old_v[size_t{j} * kv_rows + i];
+      keys[j][i] = as_cached(old_k[size_t{j} * kv_rows + i], encoding);
+      values[j][i] = as_cached(old_v[size_t{j} * kv_rows + i], encoding);
       if (a.window == 0 || j + a.window + count > start) {  // what the ring still holds
-        k_cache[cache_at(j % slots, i, slots, D)] = old_k[size_t{j} * kv_rows + i];
-        v_cache[cache_at(j % slots, i, slots, D)] = old_v[size_t{j} * kv_rows + i];
+        k_cache[cache_at(j % slots, i, slots, D)] = static_cast<float>(keys[j][i]);
+        v_cache[cache_at(j % slots, i, slots, D)] = static_cast<float>(values[j][i]);
       }
     }
   Doubles q(size_t{count} * a.heads * D);
@@ -419,35 +448,37 @@ void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uin
     }
     for (uint32_t g = 0; g < a.kv_heads; ++g) rope(&keys[start + t][g * D], D, start + t, inv_freq, concentration);
   }
-  const auto want = reference_attention(a, q, keys, values, sinks, start, count);
 
-  auto qkv_buf = host_buffer(ctx, qkv), k_buf = host_buffer(ctx, k_cache), v_buf = host_buffer(ctx, v_cache);
+  auto qkv_buf = host_buffer(ctx, qkv);
+  auto k_buf = cache_buffer(ctx, k_cache, encoding), v_buf = cache_buffer(ctx, v_cache, encoding);
   auto f_buf = host_buffer(ctx, inv_freq), s_buf = host_buffer(ctx, sinks);
   auto step_buf = host_buffer(ctx, std::vector<uint32_t>{start, count});
-  auto out_buf = host_buffer(ctx, std::vector<float>(want.size(), -7.0f));
-  const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots,
-                                          1.0f / std::sqrt(static_cast<float>(D)), concentration};
+  auto out_buf = host_buffer(ctx, std::vector<float>(size_t{count} * a.heads * D, -7.0f));
+  const vk::Kernels::AttentionShape shape{a.heads,       a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
+                                          concentration, encoding};
   run(ctx, [&](vk::DispatchList& list) {
     kernels(ctx).rope_store(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(), f_buf->address(),
                             step_buf->address(), count);
     kernels(ctx).attention_prefill(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
                                    s_buf->address(), step_buf->address(), out_buf->address(), count);
   });
+  // The new keys went into their slots rotated, the values as they were (each as the cache holds it).
+  const auto k_after = read_cache(*k_buf, k_cache.size(), encoding);
+  const auto v_after = read_cache(*v_buf, v_cache.size(), encoding);
+  for (uint32_t t = 0; t < count; ++t)
+    for (uint32_t i = 0; i < kv_rows; ++i) {
+      const size_t at = cache_at((start + t) % slots, i, slots, D);
+      const double key = keys[start + t][i], value = values[start + t][i];
+      ASSERT_LE(std::abs(k_after[at] - key), cache_tolerance(key, encoding, 1e-5)) << "token " << t << " key " << i;
+      ASSERT_LE(std::abs(v_after[at] - value), cache_tolerance(value, encoding, 0.0)) << "token " << t << " value " << i;
+      keys[start + t][i] = k_after[at];
+      values[start + t][i] = v_after[at];
+    }
+  const auto want = reference_attention(a, q, keys, values, sinks, start, count);
   const auto out = read_buffer<float>(*out_buf, want.size());
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) worst = test::worse(worst, std::abs(out[i] - want[i]));
   EXPECT_LE(worst, 2e-5);
-  // The new keys went into their slots rotated, the values as they were.
-  const auto k_after = read_buffer<float>(*k_buf, k_cache.size());
-  const auto v_after = read_buffer<float>(*v_buf, v_cache.size());
-  double key_error = 0;
-  for (uint32_t t = 0; t < count; ++t)
-    for (uint32_t i = 0; i < kv_rows; ++i) {
-      const size_t at = cache_at((start + t) % slots, i, slots, D);
-      key_error = std::max(key_error, std::abs(k_after[at] - keys[start + t][i]));
-      ASSERT_EQ(v_after[at], static_cast<float>(values[start + t][i]));
-    }
-  EXPECT_LE(key_error, 1e-5);
 }
 
 TEST(VulkanKernels, PrefillAttentionCausalWindowedSinksGqa) {
@@ -458,14 +489,27 @@ TEST(VulkanKernels, PrefillAttentionCausalWindowedSinksGqa) {
       for (uint32_t start : {0u, 7u}) check_prefill_attention(*ctx, a, start, count);
 }
 
+// An f16 KV cache: rope_store writes halves in pairs of dims (a head_dim of 36 puts a row's start
+// 8 bytes past a 16-byte boundary), attention_prefill reads them, over a ring when windowed.
+TEST(VulkanKernels, PrefillAttentionWithAnF16Cache) {
+  VULKAN_OR_SKIP();
+  for (const AttentionCase a : {AttentionCase{16, 2, 64, 0}, AttentionCase{8, 2, 64, 5}, AttentionCase{4, 4, 36, 0}})
+    for (uint32_t count : {1u, 33u})
+      for (uint32_t start : {0u, 7u}) check_prefill_attention(*ctx, a, start, count, vk::abi::ENC_F16);
+}
+
 // Decode: the new token's Q/K/V unrotated in qkv, earlier keys in the cache; partials over key
 // ranges then the combine with the sink.
 // `parts`: the dispatches recorded (each a shape and the keys it runs for), one after the other
 // without a barrier, as the engine records decode attention; by default one of every position.
+// With an f16 cache, as check_prefill_attention: the new key and value against the exact ones as
+// the cache holds them, the attention against a reference over the cache's values.
 void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t position, uint32_t capacity,
-                            std::vector<vk::Kernels::AttentionPart> parts = {{0, 0, UINT32_MAX}}) {
+                            std::vector<vk::Kernels::AttentionPart> parts = {{0, 0, UINT32_MAX}},
+                            uint32_t encoding = vk::abi::ENC_F32) {
   SCOPED_TRACE("heads " + std::to_string(a.heads) + "/" + std::to_string(a.kv_heads) + " window " +
-               std::to_string(a.window) + " position " + std::to_string(position) + " capacity " + std::to_string(capacity));
+               std::to_string(a.window) + " position " + std::to_string(position) + " capacity " +
+               std::to_string(capacity) + " cache " + cache_name(encoding));
   const uint32_t D = a.head_dim, kv_rows = a.kv_heads * D;
   const uint32_t slots = a.window ? std::min(capacity, a.window + 1) : capacity;
   const auto inv_freq = yarn_like_inv_freq(D);
@@ -476,10 +520,10 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
   const auto old_k = random_floats(size_t{position} * kv_rows, 41), old_v = random_floats(size_t{position} * kv_rows, 42);
   for (uint32_t j = 0; j < position; ++j)
     for (uint32_t i = 0; i < kv_rows; ++i) {
-      keys[j][i] = old_k[size_t{j} * kv_rows + i];
-      values[j][i] = old_v[size_t{j} * kv_rows + i];
-      k_cache[cache_at(j % slots, i, slots, D)] = old_k[size_t{j} * kv_rows + i];
-      v_cache[cache_at(j % slots, i, slots, D)] = old_v[size_t{j} * kv_rows + i];
+      keys[j][i] = as_cached(old_k[size_t{j} * kv_rows + i], encoding);
+      values[j][i] = as_cached(old_v[size_t{j} * kv_rows + i], encoding);
+      k_cache[cache_at(j % slots, i, slots, D)] = static_cast<float>(keys[j][i]);
+      v_cache[cache_at(j % slots, i, slots, D)] = static_cast<float>(values[j][i]);
     }
   Doubles q(qkv.begin(), qkv.begin() + a.heads * D);
   for (uint32_t h = 0; h < a.heads; ++h) rope(&q[size_t{h} * D], D, position, inv_freq, 1.0);
@@ -488,15 +532,16 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
     values[position][i] = qkv[a.heads * D + kv_rows + i];
   }
   for (uint32_t g = 0; g < a.kv_heads; ++g) rope(&keys[position][g * D], D, position, inv_freq, 1.0);
-  const auto want = reference_attention(a, q, keys, values, sinks, position, 1);
 
-  auto qkv_buf = host_buffer(ctx, qkv), k_buf = host_buffer(ctx, k_cache), v_buf = host_buffer(ctx, v_cache);
+  auto qkv_buf = host_buffer(ctx, qkv);
+  auto k_buf = cache_buffer(ctx, k_cache, encoding), v_buf = cache_buffer(ctx, v_cache, encoding);
   auto f_buf = host_buffer(ctx, inv_freq), s_buf = host_buffer(ctx, sinks);
   auto step_buf = host_buffer(ctx, std::vector<uint32_t>{position, 1});
-  const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)), 1.0f};
+  const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
+                                          1.0f,    encoding};
   auto partials = host_buffer(ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape), NAN));
   auto counters = host_buffer(ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-  auto out_buf = host_buffer(ctx, std::vector<float>(want.size(), -7.0f));
+  auto out_buf = host_buffer(ctx, std::vector<float>(size_t{a.heads} * D, -7.0f));
   for (int repeat = 0; repeat < 2; ++repeat)  // the counters are left zero for the next dispatch
     run(ctx, [&](vk::DispatchList& list) {
       for (size_t p = 0; p < parts.size(); ++p) {
@@ -508,13 +553,21 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
     });
   const auto counts = read_buffer<uint32_t>(*counters, a.heads);
   EXPECT_EQ(counts, std::vector<uint32_t>(a.heads, 0u));
+  const auto k_after = read_cache(*k_buf, k_cache.size(), encoding);
+  const auto v_after = read_cache(*v_buf, v_cache.size(), encoding);
+  for (uint32_t i = 0; i < kv_rows; ++i) {
+    const size_t at = cache_at(position % slots, i, slots, D);
+    const double key = keys[position][i], value = values[position][i];
+    ASSERT_LE(std::abs(k_after[at] - key), cache_tolerance(key, encoding, 1e-5)) << "new key " << i;
+    ASSERT_LE(std::abs(v_after[at] - value), cache_tolerance(value, encoding, 0.0)) << "new value " << i;
+    keys[position][i] = k_after[at];
+    values[position][i] = v_after[at];
+  }
+  const auto want = reference_attention(a, q, keys, values, sinks, position, 1);
   const auto out = read_buffer<float>(*out_buf, want.size());
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) worst = test::worse(worst, std::abs(out[i] - want[i]));
   EXPECT_LE(worst, 2e-5);
-  const auto k_after = read_buffer<float>(*k_buf, k_cache.size());
-  for (uint32_t i = 0; i < kv_rows; ++i)
-    EXPECT_NEAR(k_after[cache_at(position % slots, i, slots, D)], keys[position][i], 1e-5) << "new key " << i;
 }
 
 TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
@@ -563,6 +616,21 @@ TEST(VulkanKernels, DecodeAttentionRangesAndShapes) {
     check_decode_attention(*ctx, {32, 2, 32, 0}, position, 1200);   // 16 query heads per KV head
     check_decode_attention(*ctx, {8, 4, 36, 100}, position, 1200);
   }
+}
+
+// An f16 cache: 16-byte loads of 8 halves per key row quad pair (head_dim 64), 8-byte loads where
+// head_dim is not a multiple of 8 (36), one range and several, a ring, two shapes by position.
+TEST(VulkanKernels, DecodeAttentionWithAnF16Cache) {
+  VULKAN_OR_SKIP();
+  const vk::Kernels::AttentionPart every{0, 0, UINT32_MAX};
+  for (uint32_t position : {0u, 31u, 513u}) {
+    check_decode_attention(*ctx, {64, 8, 64, 0}, position, 600, {every}, vk::abi::ENC_F16);
+    check_decode_attention(*ctx, {16, 2, 64, 8}, position, 1024, {every}, vk::abi::ENC_F16);
+  }
+  check_decode_attention(*ctx, {8, 4, 36, 100}, 1100, 1200, {every}, vk::abi::ENC_F16);
+  check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096, {every}, vk::abi::ENC_F16);
+  for (uint32_t position : {255u, 700u})
+    check_decode_attention(*ctx, {32, 4, 32, 0}, position, 1000, {{1, 0, 256}, {2, 257, UINT32_MAX}}, vk::abi::ENC_F16);
 }
 
 // ---- router ----
