@@ -23,7 +23,6 @@ CpuEngine::CpuEngine(const CanonicalModel& model, CpuPrecision precision, uint64
 
 CpuEngine::CpuEngine(CpuWeights weights, CpuPrecision precision, uint64_t max_context, runtime::KvCacheType kv_cache)
     : precision_(precision),
-      kv_cache_(kv_cache),
       pass_(make_pass(std::move(weights), precision, kv_cache)),
       capacity_(std::min<uint64_t>(max_context, pass_->config().max_position_embeddings)) {}
 
@@ -32,10 +31,7 @@ CpuEngine::~CpuEngine() = default;
 runtime::EngineKind CpuEngine::kind() const {
   return precision_ == CpuPrecision::F64 ? runtime::EngineKind::CpuF64 : runtime::EngineKind::Cpu;
 }
-std::string CpuEngine::device_description() const {
-  const std::string cache = kv_cache_ == runtime::KvCacheType::F32 ? "" : ", " + std::string(runtime::kv_cache_type_name(kv_cache_)) + " KV cache";
-  return "CPU (" + std::string(precision_name(precision_)) + cache + ")";
-}
+std::string CpuEngine::device_description() const { return "CPU (" + std::string(precision_name(precision_)) + ")"; }
 const GptOssConfig& CpuEngine::config() const { return pass_->config(); }
 uint64_t CpuEngine::position() const { return pass_->position(); }
 void CpuEngine::reset() { pass_->reset(); }

@@ -46,7 +46,7 @@ class CpuEngine final : public runtime::Engine {
 
   CpuPrecision precision() const { return precision_; }
   runtime::EngineKind kind() const override;
-  std::string device_description() const override;  // "CPU (f32)", "CPU (f64, f16 KV cache)"
+  std::string device_description() const override;
   const GptOssConfig& config() const override;
   uint64_t position() const override;
   uint64_t capacity() const override { return capacity_; }
@@ -57,7 +57,6 @@ class CpuEngine final : public runtime::Engine {
                    const runtime::ActivationObserver& observer) override;
 
   CpuPrecision precision_;
-  runtime::KvCacheType kv_cache_;
   std::unique_ptr<ForwardPassBase> pass_;
   uint64_t capacity_;
 };

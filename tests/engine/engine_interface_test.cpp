@@ -261,6 +261,50 @@ TEST(EngineKinds, NamesRoundTripAndUnknownNamesAreNone) {
   EXPECT_FALSE(runtime::engine_kind_from_name("metal").has_value());
 }
 
+TEST(KvCacheTypes, NamesRoundTripAndUnknownNamesAreNone) {
+  EXPECT_EQ(runtime::kv_cache_type_names(), (std::vector<std::string>{"f32", "f16"}));
+  for (const auto& name : runtime::kv_cache_type_names())
+    EXPECT_EQ(runtime::kv_cache_type_name(*runtime::kv_cache_type_from_name(name)), name);
+  EXPECT_FALSE(runtime::kv_cache_type_from_name("q8_0").has_value());
+  EXPECT_EQ(runtime::EngineOptions{}.kv_cache, runtime::KvCacheType::F32);
+}
+
+// The CPU engines with an f16 KV cache: what they cache is rounded, so their logits move away from
+// the f32 cache's by about f16's precision (not 0, not more), the same in f32 and f64 arithmetic,
+// and the rounding does not depend on how the tokens arrive: a prefill equals token-by-token decoding
+// as closely as with an f32 cache.
+TEST(KvCacheTypes, CpuEnginesRoundWhatTheyCacheToF16) {
+  const std::vector<uint32_t> ids = {0, 1, 500, 65000, 200000, 12, 7, 3000, 99, 1234, 42, 17};
+  runtime::EngineOptions f16;
+  f16.max_context = 16;
+  f16.kv_cache = runtime::KvCacheType::F16;
+  runtime::EngineOptions f32 = f16;
+  f32.kv_cache = runtime::KvCacheType::F32;
+  const auto rounded = runtime::make_engine(EngineKind::Cpu, preset_a_model(), f16)->forward(ids, runtime::LogitRows::All);
+  const auto exact = runtime::make_engine(EngineKind::Cpu, preset_a_model(), f32)->forward(ids, runtime::LogitRows::All);
+  const auto rounded_f64 =
+      runtime::make_engine(EngineKind::CpuF64, preset_a_model(), f16)->forward(ids, runtime::LogitRows::All);
+  double largest = 0, moved = 0, f64_apart = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    largest = test::worse(largest, std::abs(exact[i]));
+    moved = test::worse(moved, std::abs(rounded[i] - exact[i]));
+    f64_apart = test::worse(f64_apart, std::abs(rounded_f64[i] - rounded[i]));
+  }
+  std::printf("f16 KV cache: logits moved by %.2e (largest |logit| %.2e); f32 vs f64 arithmetic %.2e\n", moved, largest,
+              f64_apart);
+  EXPECT_GT(moved, 1e-4 * largest);
+  EXPECT_LT(moved, 2e-2 * largest);
+  EXPECT_LT(f64_apart, moved / 4);
+  auto stepwise = runtime::make_engine(EngineKind::Cpu, preset_a_model(), f16);
+  double decode_apart = 0;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    const auto row = stepwise->forward(std::span(ids).subspan(t, 1));
+    for (size_t v = 0; v < row.size(); ++v)
+      decode_apart = test::worse(decode_apart, std::abs(row[v] - rounded[t * row.size() + v]));
+  }
+  EXPECT_LT(decode_apart, moved / 4);
+}
+
 // The Vulkan engine's options are refused for a CPU engine, before anything is built, instead of
 // being ignored.
 TEST(EngineKinds, CpuEnginesRefuseTheVulkanEnginesOptions) {

@@ -149,6 +149,64 @@ TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
   }
 }
 
+// An f16 KV cache (EngineOptions::kv_cache): the Vulkan engine against the CPU engine with the same
+// cache. Both round every key and value to f16 as they store it, so they agree far more closely than
+// either agrees with an f32 cache; not as closely as two f32 engines, because a value the two compute
+// on either side of an f16 rounding boundary lands one f16 step (2^-9 near 3) apart: preset a's
+// first sliding layer has one such value (V, position 0), 7e-3 in that layer's output through the
+// attention output projection. Decode steps through the f16 cache agree with the CPU's prefill as
+// closely; the cache takes half the device memory.
+TEST(VulkanEngineKvCache, F16CacheMatchesTheCpuEngineWithAnF16Cache) {
+  GOLDENS_OR_SKIP();
+  VULKAN_OR_SKIP();
+  const auto& model = preset_a_engines(ctx).model;
+  const auto& c = model.config;
+  const auto ids = golden_prompt_ids(*goldens, "long");
+  runtime::EngineOptions options;
+  options.max_context = 64;
+  options.kv_cache = runtime::KvCacheType::F16;
+  cpu::CpuEngine cpu_f16(model, cpu::CpuPrecision::F32, options.max_context, runtime::KvCacheType::F16);
+  const uint64_t before_f16 = ctx->allocated_bytes();
+  vk::VulkanEngine vulkan_f16(model, options, ctx);
+  const uint64_t f16_engine_bytes = ctx->allocated_bytes() - before_f16;
+  Stages cpu_stages, vk_stages, cpu_f32_stages;
+  const auto cpu_logits = run_traced(cpu_f16, ids, cpu_stages);
+  const auto vk_logits = run_traced(vulkan_f16, ids, vk_stages);
+  const auto cpu_f32_logits = run_traced(preset_a_engines(ctx).cpu, ids, cpu_f32_stages);
+  for (uint32_t l = 0; l < c.num_layers; ++l) {
+    const std::string name = "layer " + std::to_string(l);
+    const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
+    const float rounding = max_abs_diff(cpu_f32_stages[name], cpu_stages[name]);
+    EXPECT_LE(diff, rounding / 4) << name;
+    std::printf("f16 KV cache, %s: max |vulkan - cpu| %.2e, |cpu f16 - cpu f32 cache| %.2e\n", name.c_str(),
+                static_cast<double>(diff), static_cast<double>(rounding));
+  }
+  const float logit_diff = max_abs_diff(vk_logits, cpu_logits);
+  const float rounding = max_abs_diff(cpu_f32_logits, cpu_logits);
+  std::printf("f16 KV cache, logits: max |vulkan - cpu| %.2e, |cpu f16 - cpu f32 cache| %.2e\n",
+              static_cast<double>(logit_diff), static_cast<double>(rounding));
+  EXPECT_LE(logit_diff, rounding / 4);
+  EXPECT_LE(logit_diff, 5e-3f);
+
+  // Decode steps through the f16 cache, across the sliding window (8), against the CPU's prefill.
+  const size_t vocab = vulkan_f16.vocab_size(), t = 6;
+  vulkan_f16.reset();
+  vulkan_f16.forward(std::span(ids).first(t), runtime::LogitRows::None);
+  for (size_t step = 0; step < 5; ++step) {
+    const auto decoded = vulkan_f16.forward(std::span(ids).subspan(t + step, 1));
+    const std::vector<float> cpu_row(cpu_logits.begin() + static_cast<std::ptrdiff_t>((t + step) * vocab),
+                                     cpu_logits.begin() + static_cast<std::ptrdiff_t>((t + step + 1) * vocab));
+    EXPECT_LE(max_abs_diff(decoded, cpu_row), rounding / 4) << "decode step " << step;
+  }
+
+  // Half the cache's bytes: every layer holds 64 slots here (the context; a chunk is 64 too).
+  const uint64_t before_f32 = ctx->allocated_bytes();
+  vk::VulkanEngine vulkan_f32(model, {.max_context = 64}, ctx);
+  const uint64_t f32_engine_bytes = ctx->allocated_bytes() - before_f32;
+  const uint64_t f32_cache = uint64_t{c.num_layers} * 2 * 64 * c.kv_rows() * 4;
+  EXPECT_EQ(f32_engine_bytes - f16_engine_bytes, f32_cache / 2);
+}
+
 TEST(VulkanEngineKvCache, RejectsTokensOutsideTheVocabularyAndContext) {
   VULKAN_OR_SKIP();
   auto& engine = preset_a_engines(ctx).vulkan;

@@ -31,6 +31,7 @@ struct BenchResult {
   std::string device;          // Engine::device_description(): the GPU's name and driver, or "CPU (f32)"
   std::string cpu_info;
   uint64_t device_memory_bytes = 0;  // held by the engine after the test (0 on the CPU engines)
+  std::string kv_cache = "f32";      // the KV cache's type (runtime::kv_cache_type_name): keys and values alike
   double load_seconds = 0;           // making the engine: decoding or uploading the weights
   BenchTest test;
   std::string decode_output;  // logits or argmax (decode_output_name)

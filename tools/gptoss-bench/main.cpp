@@ -39,7 +39,8 @@ constexpr const char* kDescription =
     "\n"
     "size: bytes of the model's tensors in the encoding it holds them in. params: elements of every\n"
     "tensor, an MXFP4 expert tensor counting 2 parameters per byte of blocks and none for its scales\n"
-    "(as llama-bench counts a GGUF). dev mem: device memory the engine holds (weights, KV cache,\n"
+    "(as llama-bench counts a GGUF). kv: the KV cache's type (--kv-cache). dev mem: device memory the\n"
+    "engine holds (weights, KV cache,\n"
     "scratch). -o json and csv add llama-bench's fields (avg_ts, stddev_ts, samples_ns, ...).\n"
     "Exit status: 0, or 2 when a model cannot be read or an engine cannot run it (the results of\n"
     "the tests that finished are still printed).";
@@ -48,7 +49,7 @@ struct Options {
   std::vector<std::string> models;
   std::vector<uint64_t> prompt_sizes = {512}, gen_sizes = {128}, depths = {0};
   uint32_t repetitions = 5;
-  std::string engine = "vulkan", output = "md";
+  std::string engine = "vulkan", output = "md", kv_cache = "f32";
   std::optional<uint32_t> device;
   std::vector<std::string> saves;
   bool no_warmup = false, greedy = false, quiet = false;
@@ -129,6 +130,7 @@ void bench_model(const Options& o, const std::string& path, const std::vector<Be
   gptoss::runtime::EngineOptions engine_options;
   engine_options.max_context = positions;
   engine_options.device_index = o.device;
+  engine_options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
   std::unique_ptr<gptoss::runtime::Engine> engine;
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -153,6 +155,7 @@ void bench_model(const Options& o, const std::string& path, const std::vector<Be
     r.engine = o.engine;
     r.backend = kind == EngineKind::Vulkan ? "Vulkan" : "CPU";
     r.device = engine->device_description();
+    r.kv_cache = o.kv_cache;
     r.cpu_info = cpu_info;
     r.load_seconds = load_seconds;
     r.test = test;
@@ -188,6 +191,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(gptoss::runtime::engine_kind_names()))
       ->capture_default_str();
   app.add_option("--device", o.device, "Vulkan device index (gptoss-run --list-devices lists them)");
+  app.add_option("--kv-cache", o.kv_cache, "the KV cache's type, keys and values alike: f32 or f16 (llama.cpp's -ctk/-ctv)")
+      ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()))
+      ->capture_default_str();
   app.add_option("-o,--output", o.output, "format on stdout: md, json or csv")
       ->check(CLI::IsMember(output_format_names()))
       ->capture_default_str();

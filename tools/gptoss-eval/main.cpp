@@ -59,6 +59,7 @@ constexpr const char* kDescription =
 struct Options {
   std::vector<std::string> models;
   std::string text_path, engine_name = "cpu", reference_engine_name, save_logits, against_logits;
+  std::string kv_cache = "f32", reference_kv_cache;  // the candidates' KV cache type, the reference's (default: the same)
   uint32_t ctx = 512;
   std::optional<uint32_t> chunks, device;
   unsigned threads = 0;
@@ -71,7 +72,7 @@ struct Options {
 void refuse_unhonoured(const CLI::App& app, const Options& o) {
   if (!o.traces.empty()) {
     refuse_if_given(app, {"models", "--text", "--ctx", "--chunks", "--engine", "--reference-engine", "--device",
-                          "--save-logits", "--against-logits", "--threads", "--level"},
+                          "--kv-cache", "--reference-kv-cache", "--save-logits", "--against-logits", "--threads", "--level"},
                     "does not apply to --compare-traces, which compares two trace files");
     if (o.traces.size() != 2) throw std::invalid_argument("--compare-traces takes two files: A B");
     return;
@@ -82,7 +83,8 @@ void refuse_unhonoured(const CLI::App& app, const Options& o) {
   if (!o.save_logits.empty() && !o.against_logits.empty())
     throw std::invalid_argument("--save-logits and --against-logits exclude each other: save once, compare later");
   if (!o.against_logits.empty()) {
-    refuse_if_given(app, {"--reference-engine"}, "runs the reference, and --against-logits reads its distributions instead");
+    refuse_if_given(app, {"--reference-engine", "--reference-kv-cache"},
+                    "runs the reference, and --against-logits reads its distributions instead");
     if (o.models.size() < 2)
       throw std::invalid_argument("--against-logits compares candidates: give REFERENCE (checked against the file) and at least one CANDIDATE");
   }
@@ -146,10 +148,17 @@ std::vector<uint32_t> tokenize(const std::vector<LoadedModel>& models, const std
   return gptoss::Tokenizer(*first->model.tokenizer).encode(text, /*allow_special=*/false);
 }
 
-std::unique_ptr<gptoss::runtime::Engine> make_engine(const std::string& kind, const LoadedModel& m, const Options& o) {
+// "vulkan", or "vulkan, f16 KV cache" where the cache is not the default f32: how tables and JSON name an engine.
+std::string engine_label(const std::string& kind, const std::string& kv_cache) {
+  return kv_cache == "f32" ? kind : kind + ", " + kv_cache + " KV cache";
+}
+
+std::unique_ptr<gptoss::runtime::Engine> make_engine(const std::string& kind, const std::string& kv_cache,
+                                                     const LoadedModel& m, const Options& o) {
   const EngineKind engine_kind = *gptoss::runtime::engine_kind_from_name(kind);
   gptoss::runtime::EngineOptions options;
   options.max_context = o.ctx;
+  options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(kv_cache);
   if (engine_kind == EngineKind::Vulkan) options.device_index = o.device;  // the CPU engine takes none
   return gptoss::runtime::make_engine(engine_kind, m.model, options);
 }
@@ -184,6 +193,9 @@ int evaluate(const Options& o) {
   const std::vector<uint32_t> evaluated(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(plan.evaluated_tokens()));
 
   const std::string reference_engine = o.reference_engine_name.empty() ? o.engine_name : o.reference_engine_name;
+  const std::string reference_kv_cache = o.reference_kv_cache.empty() ? o.kv_cache : o.reference_kv_cache;
+  const std::string reference_label = engine_label(reference_engine, reference_kv_cache);
+  const std::string candidate_label = engine_label(o.engine_name, o.kv_cache);
   gptoss::eval::EvaluationRequest request;
   request.tokens = evaluated;
   request.plan = plan;
@@ -204,12 +216,12 @@ int evaluate(const Options& o) {
     reader->require("model.digest", h.model_digest, digest_of(models[0].model), "the model with canonical digest");
     request.reference_file = &*reader;
   } else {
-    reference = make_engine(reference_engine, models[0], o);
+    reference = make_engine(reference_engine, reference_kv_cache, models[0], o);
     request.reference = reference.get();
   }
   std::vector<std::unique_ptr<gptoss::runtime::Engine>> candidates;
   for (size_t i = 1; i < models.size(); ++i) {
-    candidates.push_back(make_engine(o.engine_name, models[i], o));
+    candidates.push_back(make_engine(o.engine_name, o.kv_cache, models[i], o));
     request.candidates.push_back(candidates.back().get());
   }
 
@@ -224,7 +236,7 @@ int evaluate(const Options& o) {
     h.text_bytes = text.size();
     h.ctx = plan.ctx;
     h.chunks = plan.chunks;
-    h.engine = reference_engine;
+    h.engine = reference_label;
     h.device = reference->device_description();
     h.tokens = evaluated;
     writer.emplace(o.save_logits, h, o.level);
@@ -238,7 +250,7 @@ int evaluate(const Options& o) {
   if (writer) writer->commit();
 
   const double tokens_per_second = static_cast<double>(plan.evaluated_tokens()) / result.seconds;
-  const std::string reference_source = reader ? "file " + o.against_logits : reference_engine;
+  const std::string reference_source = reader ? "file " + o.against_logits : reference_label;
   if (o.json_output) {
     nlohmann::ordered_json j;
     j["text"] = {{"path", o.text_path}, {"bytes", text.size()}, {"sha256", text_sha}, {"tokens", ids.size()}};
@@ -250,7 +262,7 @@ int evaluate(const Options& o) {
     for (size_t k = 0; k < result.candidates.size(); ++k) {
       const auto& c = result.candidates[k];
       const auto s = c.summary();
-      nlohmann::ordered_json cj = {{"model", models[k + 1].path}, {"engine", o.engine_name}, {"vocab_size", c.vocab_size},
+      nlohmann::ordered_json cj = {{"model", models[k + 1].path}, {"engine", candidate_label}, {"vocab_size", c.vocab_size},
                                    {"shared_rows", c.shared_rows}, {"renormalized", c.shared_rows != c.vocab_size || c.shared_rows != result.reference_vocab}};
       cj.update(nll_json(c.nll));
       cj["kl"] = {{"mean", s.kl_mean}, {"median", s.kl_median}, {"p99", s.kl_p99}, {"p99_9", s.kl_p999}, {"max", s.kl_max}};
@@ -283,7 +295,7 @@ int evaluate(const Options& o) {
       const auto& c = result.candidates[k];
       const auto s = c.summary();
       std::printf("| %s | %s | %.4f | %s | %s | %s | %s | %s | %.2f%% | %+.3e | %.3e |\n", models[k + 1].label.c_str(),
-                  o.engine_name.c_str(), c.nll.perplexity(), format_kl(s.kl_mean).c_str(), format_kl(s.kl_median).c_str(),
+                  candidate_label.c_str(), c.nll.perplexity(), format_kl(s.kl_mean).c_str(), format_kl(s.kl_median).c_str(),
                   format_kl(s.kl_p99).c_str(), format_kl(s.kl_p999).c_str(), format_kl(s.kl_max).c_str(),
                   100 * s.top1_agreement, s.dp_mean, s.dp_rms);
     }
@@ -325,6 +337,11 @@ int main(int argc, char** argv) {
   app.add_option("--reference-engine", o.reference_engine_name, "the reference's engine (default: --engine)")
       ->check(CLI::IsMember(engines));
   app.add_option("--device", o.device, "Vulkan device index (gptoss-run --list-devices)");
+  app.add_option("--kv-cache", o.kv_cache, "the candidates' KV cache type: f32 or f16")
+      ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()))
+      ->capture_default_str();
+  app.add_option("--reference-kv-cache", o.reference_kv_cache, "the reference's KV cache type (default: --kv-cache)")
+      ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()));
   app.add_option("--save-logits", o.save_logits, "store the reference's distributions in FILE");
   app.add_option("--against-logits", o.against_logits, "compare the candidates against the distributions in FILE");
   app.add_option("--level", o.level, "zstd level of --save-logits (1..19)")->check(CLI::Range(1, 19))->capture_default_str();

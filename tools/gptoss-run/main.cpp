@@ -70,6 +70,7 @@ struct Options {
   bool json_output = false, no_default_stops = false, no_harmony = false, raw = false, show_reasoning = false;
   bool no_system = false, list_devices = false;
   std::optional<uint32_t> device;
+  std::string kv_cache = "f32";  // every engine's KV cache type (--kv-cache)
   std::vector<std::string> parity_models;
   std::string refs_path, refs_prompt;
   std::vector<std::string> parity_engines = {"cpu"};
@@ -169,8 +170,10 @@ int parity(const Options& o) {
       gptoss::runtime::EngineOptions options;
       options.max_context = std::max<size_t>(ids.size(), 1);
       if (engine_kind(name) == EngineKind::Vulkan) options.device_index = o.device;  // --device: the vulkan column
+      options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
       const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
-      traces.push_back(gptoss::parity::trace_engine(*engine, ids, name + ": " + label));
+      const std::string cache = o.kv_cache == "f32" ? "" : " (" + o.kv_cache + " KV cache)";
+      traces.push_back(gptoss::parity::trace_engine(*engine, ids, name + cache + ": " + label));
     }
   }
   if (!reference) {
@@ -258,6 +261,7 @@ int generate(const Options& o) {
   gptoss::runtime::EngineOptions options;
   options.max_context = prompt.size() + o.max_tokens;
   options.device_index = o.device;
+  options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
   const auto engine = gptoss::runtime::make_engine(engine_kind(o.engine_name), model, options);
   if (engine->kind() == EngineKind::Vulkan) std::fprintf(stderr, "vulkan: %s\n", engine->device_description().c_str());
   // Prompt ids outside the vocabulary: Engine::forward refuses them, naming the id and its position.
@@ -368,6 +372,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(engines))
       ->capture_default_str();
   app.add_option("--device", o.device, "Vulkan device index (see --list-devices)");
+  app.add_option("--kv-cache", o.kv_cache, "the KV cache's type, keys and values alike: f32 or f16 (half the memory)")
+      ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()))
+      ->capture_default_str();
   app.add_flag("--list-devices", o.list_devices, "list the Vulkan devices and exit (with --json: as JSON)");
   app.add_option("--parity", o.parity_models, "compare stage by stage with these models (see above)");
   app.add_option("--refs", o.refs_path, "golden activations (refs-a.safetensors) for --parity");
