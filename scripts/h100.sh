@@ -16,7 +16,8 @@
 #   synth      the synthesized 20b's HF checkpoint alone (what sweep, ab and profile variants need)
 #   convert    scripts/bench_conversion.sh on the synthesized 20b: synth, the copy floor, HF -> Q8_0
 #              GGUF / model.bin / BF16 GGUF (kept in WORK for the next steps), manifest, check
-#   bench      gptoss-bench on the HF checkpoint and the Q8_0 GGUF: ppP, tgN, both at depth DEPTH
+#   bench      gptoss-bench on the HF checkpoint and the Q8_0 GGUF: ppP, tgN, both at depth DEPTH,
+#              with each KV cache type of KV_CACHES (default f32; "f32 f16" for both)
 #   profile    GPTOSS_VK_PROFILE=1 kernel tables of one prefill and one decode (HF and Q8_0)
 #   eval       gptoss-eval of the Q8_0 GGUF, BF16 GGUF and model.bin against the HF checkpoint over
 #              CHUNKS x CTX tokens, then the speed of one pair (HF vs Q8_0)
@@ -25,12 +26,14 @@
 #   big        gptoss-bench on synth:120b (generated while it is uploaded; 65 GB never on disk)
 #   parity120b the parity step on synth:120b
 #   sweep      tgN of the HF checkpoint with the defaults and each of VARIANTS (environment
-#              settings such as GPTOSS_VK_EXPERT, GPTOSS_VK_MATVEC; ';' joins several), then tgN
-#              at depth DEPTH with the defaults and each of DEEP_VARIANTS (GPTOSS_VK_ATTN_SPLITS)
+#              settings such as GPTOSS_VK_EXPERT, GPTOSS_VK_MATVEC; ';' joins several; a part that
+#              starts with -- is a gptoss-bench option instead: --kv-cache=f16), then tgN at depth
+#              DEPTH with the defaults and each of DEEP_VARIANTS (GPTOSS_VK_ATTN_SPLITS)
 #   ab         tgN and tgN at depth DEPTH of the HF checkpoint with other commits' gptoss-bench
 #              (build-h100/base*/gptoss-bench, packed by `scripts/h100.sh pack-base BUILD_DIR [NAME]`
 #              here) and this pack's, alternated AB_ROUNDS times (default 2): changes measured on one
-#              machine, apart from the few percent that machines differ by
+#              machine, apart from the few percent that machines differ by; AB_NEW_OPTIONS: more rows
+#              of this pack's with gptoss-bench options (space-separated, ';' joins: --kv-cache=f16)
 #   kernels    vulkan_kernel_bench: each kernel alone at gpt-oss-20b shapes (SECTIONS of prefill,
 #              decode, attention), with the driver's statistics of each pipeline, then the
 #              SECTIONS (default decode) with each of KERNEL_VARIANTS (environment, as VARIANTS)
@@ -44,7 +47,8 @@
 # SHARD (5000000000 bytes: the synthesized checkpoint in shards of at most this size, as the published 20b is
 # three files; 0 for one file); VARIANTS, DEEP_VARIANTS (sweep), SECTIONS, KERNEL_VARIANTS
 # (kernels), PROFILE_VARIANTS (profile: decode profiles of the HF checkpoint with each first; with
-# PROFILE_VARIANTS_ONLY=1 nothing else): space-separated, each variant environment settings joined by ';'.
+# PROFILE_VARIANTS_ONLY=1 nothing else): space-separated, each variant environment settings joined by ';';
+# KV_CACHES (bench), AB_NEW_OPTIONS (ab), PARITY_OPTIONS (parity: gptoss-run options).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -168,8 +172,12 @@ bench() {  # bench NAME MODEL [gptoss-bench options]
     --save "$OUT/$name.json" "$@"
 }
 step_bench() {
-  bench hf "$HF"
-  bench q8_0 "$Q8"
+  local cache suffix
+  for cache in ${KV_CACHES:-f32}; do
+    suffix=$([ "$cache" = f32 ] || echo "-$cache")
+    bench "hf$suffix" "$HF" --kv-cache "$cache"
+    bench "q8_0$suffix" "$Q8" --kv-cache "$cache"
+  done
   note "greedy decode (argmax on the device):"
   "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -r "$R" --greedy -o md -q | tee -a "$SUMMARY"
 }
@@ -203,7 +211,8 @@ P64=$P16,16229,328,5882,13,623,36477,395,1645,4305,326,1273,17377,5882,553,6884,
 parity_on() {  # parity_on MODEL CPU_ENGINE
   for prompt in "$P16" "$P64"; do
     note "### parity $1, $2 vs vulkan, $(tr ',' '\n' <<<"$prompt" | wc -l) tokens"
-    timed "parity" "$BIN"/gptoss-run "$1" --engines "$2,vulkan" --prompt-tokens "$prompt"
+    # shellcheck disable=SC2086  # PARITY_OPTIONS: gptoss-run options (--kv-cache f16: both engines' caches)
+    timed "parity" "$BIN"/gptoss-run "$1" --engines "$2,vulkan" --prompt-tokens "$prompt" ${PARITY_OPTIONS:-}
   done
 }
 step_parity() { parity_on "$HF" "${CPU_ENGINE:-cpu-f64}"; }
@@ -219,10 +228,13 @@ KERNEL_VARIANTS=${KERNEL_VARIANTS:-}
 VARIANTS=${VARIANTS:-"GPTOSS_VK_EXPERT=2,3,4,3 GPTOSS_VK_MATVEC=1,4 GPTOSS_VK_MATVEC=1,12"}
 DEEP_VARIANTS=${DEEP_VARIANTS:-"GPTOSS_VK_ATTN_SPLITS=64"}
 sweep_one() {  # sweep_one VARIANT gptoss-bench-options...
-  local variant=$1
+  local variant=$1 part settings=() options=()
   shift
+  for part in ${variant//;/ }; do
+    if [[ $part == --* ]]; then options+=("$part"); else settings+=("$part"); fi
+  done
   note "#### ${variant:-(defaults)}: $*"
-  env ${variant//;/ } "$BIN"/gptoss-bench "$HF" -r "$R" -o md -q "$@" 2>&1 | tail -1 | tee -a "$SUMMARY"
+  env "${settings[@]}" "$BIN"/gptoss-bench "$HF" -r "$R" -o md -q "$@" "${options[@]}" 2>&1 | tail -1 | tee -a "$SUMMARY"
 }
 step_sweep() {
   note "### decode variants (the kernels' shapes from the environment, compared without rebuilding)"
@@ -237,14 +249,23 @@ step_ab() {
     names+=("$(basename "$dir") $(cat "$dir/COMMIT" 2>/dev/null)")
   done
   ((${#tools[@]})) || { note "-- ab: FAILED (no build-h100/base*/gptoss-bench: scripts/h100.sh pack-base BUILD_DIR)"; return 0; }
+  local options=() extra
+  for i in "${!tools[@]}"; do options+=(""); done
   tools+=("$BIN/gptoss-bench")
   names+=("new $(cat "$KIT/COMMIT")")
+  options+=("")
+  for extra in ${AB_NEW_OPTIONS:-}; do
+    tools+=("$BIN/gptoss-bench")
+    names+=("new $(cat "$KIT/COMMIT") ${extra//;/ }")
+    options+=("${extra//;/ }")
+  done
   note "### A/B on one machine: ${names[*]}"
   for depth in 0 "$DEPTH"; do
     for round in $(seq "${AB_ROUNDS:-2}"); do
       for i in "${!tools[@]}"; do
         note "#### ${names[$i]}, round $round: -p 0 -n $N -d $depth"
-        "${tools[$i]}" "$HF" -p 0 -n "$N" -d "$depth" -r "$R" -o md -q 2>&1 | tail -1 | tee -a "$SUMMARY"
+        # shellcheck disable=SC2086  # the options split into words
+        "${tools[$i]}" "$HF" -p 0 -n "$N" -d "$depth" -r "$R" -o md -q ${options[$i]} 2>&1 | tail -1 | tee -a "$SUMMARY"
       done
     done
   done

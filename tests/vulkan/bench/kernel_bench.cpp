@@ -316,17 +316,22 @@ int main(int argc, char** argv) {
     auto f = device_floats(*ctx, inv), sinks = device_floats(*ctx, random_floats(64, 63));
     auto step = device_words(*ctx, {position, 1u, 0u, 0u});
     auto out = device_floats(*ctx, std::vector<float>(size_t{T} * Q));
-    for (uint32_t window : {0u, 128u}) {
-      const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f};
-      auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape)));
-      auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-      double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-        kernels.attention_decode(l, shape, qkv->address(), kcs[i % 8]->address(), vcs[i % 8]->address(), f->address(), step->address(),
-                                 sinks->address(), out->address(), {partials->address(), counters->address()});
-      });
-      report(("attention decode @" + std::to_string(position) + (window ? " window 128" : " full")).c_str(), us, 0,
-             2.0 * std::min(position + 1, window ? window : position + 1) * KV * 4);
-    }
+    // An f16 cache reads the first half of the same buffers as halves (timing only: their values
+    // are the f32 data's bits).
+    for (const uint32_t cache : {vk::abi::ENC_F32, vk::abi::ENC_F16})
+      for (uint32_t window : {0u, 128u}) {
+        const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f, cache};
+        auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape)));
+        auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+        double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+          kernels.attention_decode(l, shape, qkv->address(), kcs[i % 8]->address(), vcs[i % 8]->address(), f->address(),
+                                   step->address(), sinks->address(), out->address(), {partials->address(), counters->address()});
+        });
+        const std::string name = std::string("attention decode ") + (cache == vk::abi::ENC_F16 ? "f16 " : "") + "@" +
+                                 std::to_string(position) + (window ? " window 128" : " full");
+        report(name.c_str(), us, 0,
+               2.0 * std::min(position + 1, window ? window : position + 1) * KV * (cache == vk::abi::ENC_F16 ? 2 : 4));
+      }
     if (position < T) continue;  // prefill cases: T new tokens after position - T
     auto pstep = device_words(*ctx, {position - T, T, 0u, 0u});
     for (uint32_t window : {0u, 128u}) {
