@@ -24,6 +24,9 @@ layout(push_constant) uniform Push { AttentionDecodeArgs args; };
 // more workgroups (GPTOSS_VK_ATTN_HEADS; each then reads its KV head's keys and values itself).
 layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;
 layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
+// The value loop's keys per step: one shared load of their probabilities per query head (4: a vec4)
+// and their value loads before any is used (Kernels::attention_probability_keys).
+layout(constant_id = SPEC_ATTENTION_PROBS) const uint PROB_KEYS = 4u;
 
 // SPIR-V 1.5 (Vulkan 1.2) pipelines run in subgroups of the device's subgroupSize, which the
 // launcher passes as SUBGROUP_SIZE: a constant here, so the key blocks unroll.
@@ -41,8 +44,20 @@ const uint kScratch = 2u * kMaxAttentionGroupValues;
 const uint kMergeSlots = kScratch / kGroupValues;  // subgroups' accumulators held at once (>= 2)
 
 shared vec4 q_rows[GROUP * kQuads];  // [GROUP, HEAD_DIM], rotated
+// The new token's rotated key and its value as the cache holds them: f32 in k_new / v_new; f16 as
+// packed pairs (dims 2p, 2p + 1 in word p) in k_new_halves / v_new_halves, unpacked where they are
+// read. The rounding must go through memory: NVIDIA's compiler folds unpackHalf2x16(packHalf2x16(x))
+// into x, so a value rounded in registers was used unrounded (the cache held the rounded one).
 shared vec4 k_new[kQuads];
 shared float v_new[HEAD_DIM];
+shared uint k_new_halves[kPairs], v_new_halves[kPairs];
+vec4 new_key_quad(uint d4) {
+  if (ENCODING != ENC_F16) return k_new[d4];
+  return vec4(unpackHalf2x16(k_new_halves[2u * d4]), unpackHalf2x16(k_new_halves[2u * d4 + 1u]));
+}
+vec2 new_value_pair(uint d) {  // dims d, d + 1 (d even)
+  return ENCODING == ENC_F16 ? unpackHalf2x16(v_new_halves[d >> 1]) : vec2(v_new[d], v_new[d + 1u]);
+}
 // The key loop: each subgroup's probabilities of its block [GROUP, S]; the subgroup merge: up to
 // kMergeSlots subgroups' accumulators [GROUP, HEAD_DIM]; the range merge: range weights.
 shared float scratch[kScratch];
@@ -112,7 +127,7 @@ void main() {
   // is not visible to the other invocations without a buffer barrier).
   // Of the KV head's workgroups with this range, the first (qh0 % group == 0) stores it; the others
   // compute the same rows for themselves.
-  // Pairs of dims (i, i + 1) at a time, rounded to what the cache holds.
+  // Pairs of dims (i, i + 1) at a time.
   bool has_new_key = end == position + 1u;
   if (has_new_key) {
     for (uint p = t; p < half_dim / 2u; p += DECODE_ATTENTION_SIZE) {
@@ -120,19 +135,28 @@ void main() {
       vec2 cs0 = rope_cos_sin(args.inv_freq, position, i, args.concentration);
       vec2 cs1 = rope_cos_sin(args.inv_freq, position, i + 1u, args.concentration);
       vec2 a = vec2(qkv.v[base + i], qkv.v[base + i + 1u]), b = vec2(qkv.v[base + i + half_dim], qkv.v[base + i + 1u + half_dim]);
-      vec2 low = kv_rounded(vec2(a.x * cs0.x - b.x * cs0.y, a.y * cs1.x - b.y * cs1.y));
-      vec2 high = kv_rounded(vec2(b.x * cs0.x + a.x * cs0.y, b.y * cs1.x + a.y * cs1.y));
+      vec2 low = vec2(a.x * cs0.x - b.x * cs0.y, a.y * cs1.x - b.y * cs1.y);
+      vec2 high = vec2(b.x * cs0.x + a.x * cs0.y, b.y * cs1.x + a.y * cs1.y);
       uint hi = i + half_dim;
-      k_new[i >> 2][i & 3u] = low.x;
-      k_new[(i + 1u) >> 2][(i + 1u) & 3u] = low.y;
-      k_new[hi >> 2][hi & 3u] = high.x;
-      k_new[(hi + 1u) >> 2][(hi + 1u) & 3u] = high.y;
+      if (ENCODING == ENC_F16) {
+        k_new_halves[i >> 1] = packHalf2x16(low);
+        k_new_halves[hi >> 1] = packHalf2x16(high);
+      } else {
+        k_new[i >> 2][i & 3u] = low.x;
+        k_new[(i + 1u) >> 2][(i + 1u) & 3u] = low.y;
+        k_new[hi >> 2][hi & 3u] = high.x;
+        k_new[(hi + 1u) >> 2][(hi + 1u) & 3u] = high.y;
+      }
     }
     for (uint p = t; p < kPairs; p += DECODE_ATTENTION_SIZE) {
       uint from = (heads + args.kv_heads + g) * HEAD_DIM + 2u * p;
-      vec2 v = kv_rounded(vec2(qkv.v[from], qkv.v[from + 1u]));
-      v_new[2u * p] = v.x;
-      v_new[2u * p + 1u] = v.y;
+      vec2 v = vec2(qkv.v[from], qkv.v[from + 1u]);
+      if (ENCODING == ENC_F16) {
+        v_new_halves[p] = packHalf2x16(v);
+      } else {
+        v_new[2u * p] = v.x;
+        v_new[2u * p + 1u] = v.y;
+      }
     }
   }
   barrier();
@@ -140,8 +164,13 @@ void main() {
     uint slot = KV_CACHE_ROW(position % args.slots, g, args.slots, HEAD_DIM);
     for (uint p = t; p < kPairs; p += DECODE_ATTENTION_SIZE) {
       uint i = 2u * p;
-      store_kv_pair(args.k_cache, slot, i, vec2(k_new[i >> 2][i & 3u], k_new[i >> 2][(i & 3u) + 1u]));
-      store_kv_pair(args.v_cache, slot, i, vec2(v_new[i], v_new[i + 1u]));
+      if (ENCODING == ENC_F16) {  // the words as they are
+        Words(args.k_cache).v[(slot + i) >> 1] = k_new_halves[p];
+        Words(args.v_cache).v[(slot + i) >> 1] = v_new_halves[p];
+      } else {
+        store_kv_pair(args.k_cache, slot, i, vec2(k_new[i >> 2][i & 3u], k_new[i >> 2][(i & 3u) + 1u]));
+        store_kv_pair(args.v_cache, slot, i, vec2(v_new[i], v_new[i + 1u]));
+      }
     }
   }
 
@@ -159,7 +188,7 @@ void main() {
     float score[GROUP];
     [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] = 0.0;
     [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) {
-      vec4 k4 = j == position ? k_new[d4] : key_quad(d4);
+      vec4 k4 = j == position ? new_key_quad(d4) : key_quad(d4);
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] += dot(q_rows[hh * kQuads + d4], k4);
     }
     // The next block's key rows now: their loads overlap this block's softmax and values.
@@ -184,24 +213,25 @@ void main() {
     // overlapping).
     uint last = min(S, end - block) - 1u;
     uint ring = block % args.slots;
-    [[unroll]] for (uint k4 = 0u; k4 < S; k4 += 4u) {
-      float v[4u * kDimsPerLane];  // keys k4 .. k4 + 3, the lane's dims of each
-      [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-        uint kk = min(k4 + k, last), slot = ring + kk;
+    [[unroll]] for (uint k0 = 0u; k0 < S; k0 += PROB_KEYS) {
+      float v[PROB_KEYS * kDimsPerLane];  // keys k0 .. k0 + PROB_KEYS - 1, the lane's dims of each
+      [[unroll]] for (uint k = 0u; k < PROB_KEYS; ++k) {
+        uint kk = min(k0 + k, last), slot = ring + kk;
         if (slot >= args.slots) slot -= args.slots;
         uint row = KV_CACHE_ROW(slot, g, args.slots, HEAD_DIM);
         bool new_key = block + kk == position;
         [[unroll]] for (uint i = 0u; i < kPairsPerLane; ++i) {
           uint d = 2u * min(lane + i * S, kPairs - 1u);
           vec2 cached = PROBE == 11u || PROBE == 13u ? vec2(float(row + d) * 1e-9) : load_kv_pair(args.v_cache, row, d);
-          vec2 pair = new_key ? vec2(v_new[d], v_new[d + 1u]) : cached;
+          vec2 pair = new_key ? new_value_pair(d) : cached;
           v[k * kDimsPerLane + 2u * i] = pair.x;
           v[k * kDimsPerLane + 2u * i + 1u] = pair.y;
         }
       }
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
-        vec4 p = block_probs[(probs + hh * S + k4) >> 2];
-        [[unroll]] for (uint k = 0u; k < 4u; ++k)
+        uint at = probs + hh * S + k0;
+        vec4 p = PROB_KEYS == 4u ? block_probs[at >> 2] : vec4(block_probs[at >> 2][at & 3u]);
+        [[unroll]] for (uint k = 0u; k < PROB_KEYS; ++k)
           [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] += p[k] * v[k * kDimsPerLane + i];
       }
     }

@@ -222,6 +222,3 @@ vec4 load_kv_quad(uvec2 cache, uint row, uint d) {
   }
   return Vec4sIn(cache).v[(row + d) >> 2];
 }
-// Values as the cache holds them: a kernel that uses a new key or value without reading it back
-// from the cache uses what every later step will read.
-vec2 kv_rounded(vec2 values) { return ENCODING == ENC_F16 ? unpackHalf2x16(packHalf2x16(values)) : values; }

@@ -153,10 +153,11 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        probe(),
                                        mlp2 ? expert_shape_.mlp2_outputs : expert_shape_.mlp1_outputs,
                                        mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch,
-                                       attention.first,
-                                       attention.second,
+                                       attention[0],
+                                       attention[1],
                                        matvec.rows,
-                                       matvec.batch};
+                                       matvec.batch,
+                                       attention[2]};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -249,6 +250,16 @@ uint32_t Kernels::attention_range_keys() {
   return keys;
 }
 
+uint32_t Kernels::attention_probability_keys(uint32_t cache_encoding) {
+  static const std::optional<uint32_t> keys = []() -> std::optional<uint32_t> {
+    if (!set_in_environment("GPTOSS_VK_ATTN_PROBS")) return std::nullopt;
+    const uint32_t k = numbers_from_environment("GPTOSS_VK_ATTN_PROBS", "keys per probability load", {4}, {4})[0];
+    if (k != 1 && k != 4) throw std::runtime_error("GPTOSS_VK_ATTN_PROBS=" + std::to_string(k) + ": expected 1 or 4");
+    return k;
+  }();
+  return keys.value_or(cache_encoding == abi::ENC_F16 ? 4u : 4u);
+}
+
 uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
   const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
   // Ranges of at least attention_range_keys() keys, at most the cap.
@@ -284,7 +295,7 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
                                       splits, s.scale,         s.concentration, attention_range_keys(), group,
                                       part.min_keys, part.max_keys};
-  const AttentionConstants constants{per_workgroup, s.head_dim};
+  const AttentionConstants constants{per_workgroup, s.head_dim, attention_probability_keys(s.cache_encoding)};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
                                                      : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);

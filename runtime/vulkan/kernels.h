@@ -6,6 +6,7 @@
 // are passed by device address (Buffer::address() plus a byte offset where a launcher reads part
 // of a buffer). Pipelines are built on first use per (kernel, encoding) and kept.
 #include <cstdint>
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,6 +58,9 @@ class Kernels {
   // loads and merges (8 ranges instead of 17 at 4096 keys: +6% tokens/s on the H100, run 36).
   static uint32_t attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits);
   static uint32_t attention_range_keys();  // DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE
+  // Decode attention's value loop: keys whose probabilities one shared load reads, 1 or 4 (a vec4),
+  // for the cache's encoding; GPTOSS_VK_ATTN_PROBS overrides it to compare.
+  static uint32_t attention_probability_keys(uint32_t cache_encoding);
   // Query heads per workgroup of a KV head's `group`: the largest divisor of the group within
   // GPTOSS_VK_ATTN_HEADS, or within kDefaultAttentionHeads (the engine's shape beyond one range).
   static uint32_t attention_heads_per_workgroup(uint32_t group);
@@ -164,8 +168,9 @@ class Kernels {
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
 
  private:
-  // Decode attention's specialization: query heads per KV head and head_dim (0, 0 elsewhere).
-  using AttentionConstants = std::pair<uint32_t, uint32_t>;
+  // Decode attention's specialization: query heads per workgroup, head_dim, keys per probability
+  // load (0, 0, 0 elsewhere).
+  using AttentionConstants = std::array<uint32_t, 3>;
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},
                            AttentionConstants attention = {}, std::optional<MatvecShape> matvec = std::nullopt);
   // Whether expert_gemm takes the cooperative kernel for these weights, and its grid's columns.
