@@ -38,7 +38,6 @@ using uint = uint32_t;
 #define SPEC_ATTENTION_HEAD_DIM 11  // decode attention: head_dim
 #define SPEC_MATVEC_ROWS 12   // decode matvec: rows per subgroup
 #define SPEC_MATVEC_BATCH 13  // decode matvec: 8-value loads per lane and row in flight before any is used
-#define SPEC_ATTENTION_PROBS 14     // decode attention: keys whose probabilities one shared load reads (1 or 4)
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
@@ -91,6 +90,11 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define MATVEC_DEFAULT_BATCH 4
 #define MATVEC_WAVE_ROWS 4         // the most rows per subgroup the one-wave rule takes (Kernels::matvec_shape_for)
 #define MATVEC_GROUPS_PER_SM 2     // workgroups of the matvec one multiprocessor holds at once (119 registers on the H100)
+// Workgroups of decode attention (DECODE_ATTENTION_SIZE invocations) one multiprocessor holds at
+// once, by the KV cache's encoding: 154 registers on the H100 with an f32 cache, 125 with f16
+// (at most 128: two workgroups' 65536). Kernels::attention_wave_splits fills the device with them.
+#define DECODE_ATTENTION_GROUPS_PER_SM 1
+#define DECODE_ATTENTION_F16_GROUPS_PER_SM 2
 #define MATVEC_MAX_ROWS 8          // the most either the launcher accepts
 #define MATVEC_MAX_BATCH 16
 // Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; GPTOSS_VK_EXPERT

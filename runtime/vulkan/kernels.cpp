@@ -153,11 +153,10 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        probe(),
                                        mlp2 ? expert_shape_.mlp2_outputs : expert_shape_.mlp1_outputs,
                                        mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch,
-                                       attention[0],
-                                       attention[1],
+                                       attention.first,
+                                       attention.second,
                                        matvec.rows,
-                                       matvec.batch,
-                                       attention[2]};
+                                       matvec.batch};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -250,25 +249,16 @@ uint32_t Kernels::attention_range_keys() {
   return keys;
 }
 
-uint32_t Kernels::attention_probability_keys(uint32_t cache_encoding) {
-  static const std::optional<uint32_t> keys = []() -> std::optional<uint32_t> {
-    if (!set_in_environment("GPTOSS_VK_ATTN_PROBS")) return std::nullopt;
-    const uint32_t k = numbers_from_environment("GPTOSS_VK_ATTN_PROBS", "keys per probability load", {4}, {4})[0];
-    if (k != 1 && k != 4) throw std::runtime_error("GPTOSS_VK_ATTN_PROBS=" + std::to_string(k) + ": expected 1 or 4");
-    return k;
-  }();
-  return keys.value_or(cache_encoding == abi::ENC_F16 ? 4u : 4u);
-}
-
 uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
   const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
   // Ranges of at least attention_range_keys() keys, at most the cap.
   return std::clamp<uint32_t>(ceil_div(keys, attention_range_keys()), 1, attention_split_cap());
 }
 
-uint32_t Kernels::attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits) {
+uint32_t Kernels::attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits,
+                                       uint32_t resident) {
   if (multiprocessors == 0 || columns == 0) return splits;
-  return std::clamp<uint32_t>(multiprocessors / columns, 1, splits);
+  return std::clamp<uint32_t>(multiprocessors * resident / columns, 1, splits);
 }
 
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
@@ -282,10 +272,11 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
   // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given; else the ranges fill the device once.
-  const uint32_t splits = set_in_environment("GPTOSS_VK_ATTN_SPLITS") ? decode_attention_splits(s)
-                                                    : attention_wave_splits(s.heads / per_workgroup,
-                                                                            ctx_.info().multiprocessors,
-                                                                            decode_attention_splits(s));
+  const uint32_t resident = s.cache_encoding == abi::ENC_F16 ? DECODE_ATTENTION_F16_GROUPS_PER_SM : DECODE_ATTENTION_GROUPS_PER_SM;
+  const uint32_t splits = set_in_environment("GPTOSS_VK_ATTN_SPLITS")
+                              ? decode_attention_splits(s)
+                              : attention_wave_splits(s.heads / per_workgroup, ctx_.info().multiprocessors,
+                                                      decode_attention_splits(s), resident);
   require(per_workgroup >= 1 && group % per_workgroup == 0, "attention_decode",
           std::to_string(per_workgroup) + " query heads per workgroup do not divide the " + std::to_string(group) +
               " of a KV head");
@@ -295,7 +286,7 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
                                       splits, s.scale,         s.concentration, attention_range_keys(), group,
                                       part.min_keys, part.max_keys};
-  const AttentionConstants constants{per_workgroup, s.head_dim, attention_probability_keys(s.cache_encoding)};
+  const AttentionConstants constants{per_workgroup, s.head_dim};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
                                                      : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);

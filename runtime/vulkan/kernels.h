@@ -6,7 +6,6 @@
 // are passed by device address (Buffer::address() plus a byte offset where a launcher reads part
 // of a buffer). Pipelines are built on first use per (kernel, encoding) and kept.
 #include <cstdint>
-#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,14 +52,13 @@ class Kernels {
   static uint32_t decode_attention_splits(const AttentionShape& shape);
   static uint32_t attention_split_cap();  // kDefaultAttentionSplits, or GPTOSS_VK_ATTN_SPLITS
   // The ranges a dispatch of `columns` workgroups per range row uses: at most `splits`, and where
-  // the device says how many multiprocessors it has, no more rows than fill them once (one
-  // workgroup each at the kernel's registers): a second wave repeats a workgroup's whole chain of
-  // loads and merges (8 ranges instead of 17 at 4096 keys: +6% tokens/s on the H100, run 36).
-  static uint32_t attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits);
+  // the device says how many multiprocessors it has, no more rows than fill them once (`resident`
+  // workgroups each at the kernel's registers: DECODE_ATTENTION_*GROUPS_PER_SM): a second wave
+  // repeats a workgroup's whole chain of loads and merges (8 ranges instead of 17 at 4096 keys: +6%
+  // tokens/s on the H100, run 36; with an f16 cache 8 instead of 4: +2.8%, run 54).
+  static uint32_t attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits,
+                                        uint32_t resident = 1);
   static uint32_t attention_range_keys();  // DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE
-  // Decode attention's value loop: keys whose probabilities one shared load reads, 1 or 4 (a vec4),
-  // for the cache's encoding; GPTOSS_VK_ATTN_PROBS overrides it to compare.
-  static uint32_t attention_probability_keys(uint32_t cache_encoding);
   // Query heads per workgroup of a KV head's `group`: the largest divisor of the group within
   // GPTOSS_VK_ATTN_HEADS, or within kDefaultAttentionHeads (the engine's shape beyond one range).
   static uint32_t attention_heads_per_workgroup(uint32_t group);
@@ -168,9 +166,8 @@ class Kernels {
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
 
  private:
-  // Decode attention's specialization: query heads per workgroup, head_dim, keys per probability
-  // load (0, 0, 0 elsewhere).
-  using AttentionConstants = std::array<uint32_t, 3>;
+  // Decode attention's specialization: query heads per KV head and head_dim (0, 0 elsewhere).
+  using AttentionConstants = std::pair<uint32_t, uint32_t>;
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},
                            AttentionConstants attention = {}, std::optional<MatvecShape> matvec = std::nullopt);
   // Whether expert_gemm takes the cooperative kernel for these weights, and its grid's columns.

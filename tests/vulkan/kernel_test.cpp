@@ -269,6 +269,9 @@ TEST(VulkanKernels, AttentionRangesFillOneWave) {
   EXPECT_EQ(K::attention_wave_splits(4, 132, 32), 32u);  // the cap
   EXPECT_EQ(K::attention_wave_splits(64, 32, 32), 1u);   // more columns than multiprocessors: one row
   EXPECT_EQ(K::attention_wave_splits(16, 0, 32), 32u);   // not told: the cap
+  EXPECT_EQ(K::attention_wave_splits(32, 132, 32), 4u);  // 20b at depth: 2 query heads per workgroup
+  EXPECT_EQ(K::attention_wave_splits(32, 132, 32, 2), 8u);  // two workgroups per multiprocessor (f16 cache)
+  EXPECT_EQ(K::attention_wave_splits(64, 32, 32, 2), 1u);
 }
 
 // Without GPTOSS_VK_MATVEC: the fewest rows per subgroup whose workgroups fill the multiprocessors
