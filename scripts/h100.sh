@@ -23,7 +23,8 @@
 #              CHUNKS x CTX tokens, then the speed of one pair (HF vs Q8_0)
 #   parity     the Vulkan engine against the CPU engine (cpu-f64 where the host holds it) at 20b,
 #              on GPL-3's first 16 and 64 tokens
-#   big        gptoss-bench on synth:120b (generated while it is uploaded; 65 GB never on disk)
+#   big        gptoss-bench on synth:120b (generated while it is uploaded; 65 GB never on disk), with
+#              each KV cache type of KV_CACHES
 #   parity120b the parity step on synth:120b
 #   sweep      tgN of the HF checkpoint with the defaults and each of VARIANTS (environment
 #              settings such as GPTOSS_VK_EXPERT, GPTOSS_VK_MATVEC; ';' joins several; a part that
@@ -48,7 +49,7 @@
 # three files; 0 for one file); VARIANTS, DEEP_VARIANTS (sweep), SECTIONS, KERNEL_VARIANTS
 # (kernels), PROFILE_VARIANTS (profile: decode profiles of the HF checkpoint with each first; with
 # PROFILE_VARIANTS_ONLY=1 nothing else): space-separated, each variant environment settings joined by ';';
-# KV_CACHES (bench), AB_NEW_OPTIONS (ab), PARITY_OPTIONS (parity: gptoss-run options).
+# KV_CACHES (bench, big), AB_NEW_OPTIONS (ab), PARITY_OPTIONS (parity: gptoss-run options).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -217,9 +218,13 @@ parity_on() {  # parity_on MODEL CPU_ENGINE
 }
 step_parity() { parity_on "$HF" "${CPU_ENGINE:-cpu-f64}"; }
 step_big() {
-  note "### gptoss-bench synth:120b"
-  timed "bench synth:120b" "$BIN"/gptoss-bench synth:120b -p "$P" -n "$N" -d "0,$DEPTH" -r "$R" -o md -q \
-    --save "$OUT/big.json"
+  local cache suffix
+  for cache in ${KV_CACHES:-f32}; do
+    suffix=$([ "$cache" = f32 ] || echo "-$cache")
+    note "### gptoss-bench synth:120b --kv-cache $cache"
+    timed "bench synth:120b" "$BIN"/gptoss-bench synth:120b -p "$P" -n "$N" -d "0,$DEPTH" -r "$R" -o md -q \
+      --kv-cache "$cache" --save "$OUT/big$suffix.json"
+  done
 }
 step_parity120b() { parity_on synth:120b "${CPU_ENGINE:-cpu-f64}"; }
 
