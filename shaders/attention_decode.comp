@@ -33,11 +33,14 @@ const uint PROB_KEYS = 4u;
 const uint S = SUBGROUP_SIZE;
 const uint kSubgroups = DECODE_ATTENTION_SIZE / S;
 const uint kQuads = HEAD_DIM / 4u;
-// The values: lane owns the dim pairs p = lane, lane + S, ... (dims 2p, 2p + 1: one load of 8 bytes
-// in f32, one word in f16); acc index i holds dim value_dim(lane, i).
+// The values: with an f16 cache lane owns the dim pairs p = lane, lane + S, ... (dims 2p, 2p + 1:
+// one word); acc index i holds dim value_dim(lane, i).
 const uint kPairs = HEAD_DIM / 2u;
 const uint kPairsPerLane = (kPairs + S - 1u) / S;
-const uint kDimsPerLane = 2u * kPairsPerLane;
+// With an f32 cache lane owns dims lane, lane + S, ... instead (one 4-byte load each): the pairs cost
+// the f32 path 154 registers against 141-144 and 1.2% at depth 4096 on the H100 (run 56).
+const bool kValuePairs = ENCODING == ENC_F16;
+const uint kDimsPerLane = kValuePairs ? 2u * kPairsPerLane : (HEAD_DIM + S - 1u) / S;
 const uint kGroupValues = GROUP * HEAD_DIM;
 const uint kOutputsPerInvocation = (kGroupValues + DECODE_ATTENTION_SIZE - 1u) / DECODE_ATTENTION_SIZE;
 const uint kScratch = 2u * kMaxAttentionGroupValues;
@@ -66,7 +69,7 @@ shared vec4 block_probs[kSubgroups * GROUP * S / 4u];
 shared float subgroup_max[kSubgroups * GROUP], subgroup_sum[kSubgroups * GROUP];
 shared float head_max[GROUP], head_sum[GROUP];
 
-uint value_dim(uint lane, uint i) { return 2u * (lane + (i >> 1) * S) + (i & 1u); }
+uint value_dim(uint lane, uint i) { return kValuePairs ? 2u * (lane + (i >> 1) * S) + (i & 1u) : lane + i * S; }
 
 // The lane's key row of the current block, as loaded: f32 quad d4 in key_words[d4], f16 quad d4 in
 // key_halves[d4] (16-byte loads of two quads where HEAD_DIM is a multiple of 8, else 8-byte loads).
@@ -222,12 +225,20 @@ void main() {
         if (slot >= args.slots) slot -= args.slots;
         uint row = KV_CACHE_ROW(slot, g, args.slots, HEAD_DIM);
         bool new_key = block + kk == position;
-        [[unroll]] for (uint i = 0u; i < kPairsPerLane; ++i) {
-          uint d = 2u * min(lane + i * S, kPairs - 1u);
-          vec2 cached = PROBE == 11u || PROBE == 13u ? vec2(float(row + d) * 1e-9) : load_kv_pair(args.v_cache, row, d);
-          vec2 pair = new_key ? new_value_pair(d) : cached;
-          v[k * kDimsPerLane + 2u * i] = pair.x;
-          v[k * kDimsPerLane + 2u * i + 1u] = pair.y;
+        if (kValuePairs) {
+          [[unroll]] for (uint i = 0u; i < kPairsPerLane; ++i) {
+            uint d = 2u * min(lane + i * S, kPairs - 1u);
+            vec2 cached = PROBE == 11u || PROBE == 13u ? vec2(float(row + d) * 1e-9) : load_kv_pair(args.v_cache, row, d);
+            vec2 pair = new_key ? new_value_pair(d) : cached;
+            v[k * kDimsPerLane + 2u * i] = pair.x;
+            v[k * kDimsPerLane + 2u * i + 1u] = pair.y;
+          }
+        } else {
+          [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
+            uint d = min(lane + i * S, HEAD_DIM - 1u);
+            float cached = PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
+            v[k * kDimsPerLane + i] = new_key ? v_new[d] : cached;
+          }
         }
       }
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
