@@ -3,59 +3,28 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "formats/core/name_table.h"
+
 namespace gptoss::runtime {
 namespace {
-struct KindName {
-  EngineKind kind;
-  const char* name;
-};
-constexpr KindName kKindNames[] = {{EngineKind::Cpu, "cpu"}, {EngineKind::CpuF64, "cpu-f64"}, {EngineKind::Vulkan, "vulkan"}};
-struct CacheTypeName {
-  KvCacheType type;
-  const char* name;
-};
-constexpr CacheTypeName kCacheTypeNames[] = {{KvCacheType::F32, "f32"}, {KvCacheType::F16, "f16"}};
+using Kind = std::pair<EngineKind, const char*>;
+constexpr NameTable kKindNames{Kind{EngineKind::Cpu, "cpu"}, Kind{EngineKind::CpuF64, "cpu-f64"},
+                               Kind{EngineKind::Vulkan, "vulkan"}};
+using CacheType = std::pair<KvCacheType, const char*>;
+constexpr NameTable kCacheTypeNames{CacheType{KvCacheType::F32, "f32"}, CacheType{KvCacheType::F16, "f16"}};
 }  // namespace
 
-std::string_view kv_cache_type_name(KvCacheType type) {
-  for (const auto& t : kCacheTypeNames)
-    if (t.type == type) return t.name;
-  return "unknown";
-}
-
-std::optional<KvCacheType> kv_cache_type_from_name(std::string_view name) {
-  for (const auto& t : kCacheTypeNames)
-    if (name == t.name) return t.type;
-  return std::nullopt;
-}
-
+std::string_view kv_cache_type_name(KvCacheType type) { return kCacheTypeNames.name(type); }
+std::optional<KvCacheType> kv_cache_type_from_name(std::string_view name) { return kCacheTypeNames.from_name(name); }
 const std::vector<std::string>& kv_cache_type_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all;
-    for (const auto& t : kCacheTypeNames) all.emplace_back(t.name);
-    return all;
-  }();
+  static const std::vector<std::string> names = kCacheTypeNames.names();
   return names;
 }
 
-std::string_view engine_kind_name(EngineKind kind) {
-  for (const auto& k : kKindNames)
-    if (k.kind == kind) return k.name;
-  return "unknown";
-}
-
-std::optional<EngineKind> engine_kind_from_name(std::string_view name) {
-  for (const auto& k : kKindNames)
-    if (name == k.name) return k.kind;
-  return std::nullopt;
-}
-
+std::string_view engine_kind_name(EngineKind kind) { return kKindNames.name(kind); }
+std::optional<EngineKind> engine_kind_from_name(std::string_view name) { return kKindNames.from_name(name); }
 const std::vector<std::string>& engine_kind_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all;
-    for (const auto& k : kKindNames) all.emplace_back(k.name);
-    return all;
-  }();
+  static const std::vector<std::string> names = kKindNames.names();
   return names;
 }
 

@@ -1,5 +1,7 @@
 #include "tools/gptoss-bench/bench_report.h"
 
+#include "formats/core/name_table.h"
+
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -65,11 +67,9 @@ nlohmann::ordered_json result_json(const BenchResult& r) {
 }
 
 namespace {
-struct FormatName {
-  OutputFormat format;
-  const char* name;
-};
-constexpr FormatName kFormats[] = {{OutputFormat::Markdown, "md"}, {OutputFormat::Json, "json"}, {OutputFormat::Csv, "csv"}};
+using Format = std::pair<OutputFormat, const char*>;
+constexpr NameTable kFormats{Format{OutputFormat::Markdown, "md"}, Format{OutputFormat::Json, "json"},
+                             Format{OutputFormat::Csv, "csv"}};
 
 // ---- markdown: llama-bench's table, plus the device and its memory ----
 
@@ -148,19 +148,11 @@ std::string csv_line(const nlohmann::ordered_json& object, bool header) {
 }  // namespace
 
 const std::vector<std::string>& output_format_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all;
-    for (const auto& f : kFormats) all.emplace_back(f.name);
-    return all;
-  }();
+  static const std::vector<std::string> names = kFormats.names();
   return names;
 }
 
-std::optional<OutputFormat> output_format_from_name(std::string_view name) {
-  for (const auto& f : kFormats)
-    if (name == f.name) return f.format;
-  return std::nullopt;
-}
+std::optional<OutputFormat> output_format_from_name(std::string_view name) { return kFormats.from_name(name); }
 
 std::optional<OutputFormat> output_format_for_file(const std::string& path) {
   const std::string extension = std::filesystem::path(path).extension().string();
