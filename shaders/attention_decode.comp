@@ -228,7 +228,7 @@ void main() {
         if (kValuePairs) {
           [[unroll]] for (uint i = 0u; i < kPairsPerLane; ++i) {
             uint d = 2u * min(lane + i * S, kPairs - 1u);
-            vec2 cached = PROBE == 11u || PROBE == 13u ? vec2(float(row + d) * 1e-9) : load_kv_pair(args.v_cache, row, d);
+            vec2 cached = PROBE == 11u || PROBE == 13u ? vec2(float(row + d) * 1e-9) : load_f16_pair(args.v_cache, row, d);
             vec2 pair = new_key ? new_value_pair(d) : cached;
             v[k * kDimsPerLane + 2u * i] = pair.x;
             v[k * kDimsPerLane + 2u * i + 1u] = pair.y;

@@ -23,7 +23,6 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Qu
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer PairsIn { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer WordsIn { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Vec4sIn { vec4 v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec2sIn { vec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer FloatsIn { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Floats { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
@@ -211,10 +210,8 @@ void store_kv_pair(uvec2 cache, uint row, uint d, vec2 values) {
     Floats(cache).v[row + d + 1u] = values.y;
   }
 }
-vec2 load_kv_pair(uvec2 cache, uint row, uint d) {
-  if (ENCODING == ENC_F16) return unpackHalf2x16(WordsIn(cache).v[(row + d) >> 1]);
-  return Vec2sIn(cache).v[(row + d) >> 1];
-}
+// An f16 cache's dims d, d + 1 (decode attention reads f32 values one by one).
+vec2 load_f16_pair(uvec2 cache, uint row, uint d) { return unpackHalf2x16(WordsIn(cache).v[(row + d) >> 1]); }
 vec4 load_kv_quad(uvec2 cache, uint row, uint d) {
   if (ENCODING == ENC_F16) {
     uvec2 words = PairsIn(cache).v[(row + d) >> 2];

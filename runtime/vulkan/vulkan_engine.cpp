@@ -85,7 +85,8 @@ struct VulkanEngine::Device {
   GptOssConfig config;
   uint32_t capacity = 0;
   uint32_t chunk = 0;  // tokens per submit
-  uint32_t cache_value_bytes = 4;  // 2 for an f16 KV cache (attention.cache_encoding)
+  runtime::KvCacheType kv_cache = runtime::KvCacheType::F32;
+  uint32_t cache_value_bytes() const { return kv_cache == runtime::KvCacheType::F16 ? 2 : 4; }
   std::unique_ptr<Kernels> kernels;
   DeviceMatrix embedding, unembedding;
   std::unique_ptr<Buffer> final_norm, inv_freq;
@@ -178,7 +179,7 @@ void VulkanEngine::Device::check_memory(const CanonicalModel& model) const {
   uint64_t cache = 0;
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const uint64_t slots = c.is_sliding(l) ? std::min<uint64_t>(capacity, uint64_t{c.sliding_window} + chunk) : capacity;
-    cache += 2 * slots * c.kv_rows() * cache_value_bytes;
+    cache += 2 * slots * c.kv_rows() * cache_value_bytes();
   }
   const uint64_t k = c.experts_per_token;
   const uint64_t scratch =
@@ -252,7 +253,7 @@ void VulkanEngine::Device::upload_weights(const CanonicalModel& model) {
     });
     const bool sliding = c.is_sliding(i);
     w.slots = sliding ? static_cast<uint32_t>(std::min<uint64_t>(capacity, uint64_t{c.sliding_window} + chunk)) : capacity;
-    const uint64_t cache_bytes = std::max<uint64_t>(16, uint64_t{w.slots} * c.kv_rows() * cache_value_bytes);
+    const uint64_t cache_bytes = std::max<uint64_t>(16, uint64_t{w.slots} * c.kv_rows() * cache_value_bytes());
     w.k_cache = std::make_unique<Buffer>(*ctx, cache_bytes, false);
     w.v_cache = std::make_unique<Buffer>(*ctx, cache_bytes, false);
   }
@@ -266,7 +267,7 @@ void VulkanEngine::Device::upload_weights(const CanonicalModel& model) {
                0,
                1.0f / std::sqrt(static_cast<float>(c.head_dim)),
                static_cast<float>(yarn.concentration),
-               cache_value_bytes == 2 ? abi::ENC_F16 : abi::ENC_F32};
+               kv_cache == runtime::KvCacheType::F16 ? abi::ENC_F16 : abi::ENC_F32};
 }
 
 void VulkanEngine::Device::allocate_scratch() {
@@ -526,7 +527,7 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOpt
   // cover go through the decode kernels a token at a time.
   const bool batched = Kernels::prefill_attention_supports(c.num_heads, c.num_kv_heads, c.head_dim);
   d.chunk = batched ? std::clamp<uint32_t>(options.prefill_chunk, 1, d.capacity) : 1;
-  d.cache_value_bytes = options.kv_cache == runtime::KvCacheType::F16 ? 2 : 4;
+  d.kv_cache = options.kv_cache;
   d.kernels = std::make_unique<Kernels>(*d.ctx);
   d.check_memory(model);
   d.upload_weights(model);
