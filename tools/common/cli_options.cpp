@@ -18,6 +18,10 @@ void refuse_device_unless_vulkan(const std::optional<uint32_t>& device, const st
                                 " engine runs on the CPU: add --engine vulkan");
 }
 
+std::string engine_label(const std::string& engine, const std::string& kv_cache) {
+  return kv_cache == "f32" ? engine : engine + " (" + kv_cache + " KV cache)";
+}
+
 std::string model_label(const std::string& path) {
   return format_name(detect_input_format(path)) + " " + std::filesystem::path(path).filename().string();
 }

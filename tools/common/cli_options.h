@@ -18,6 +18,10 @@ void refuse_if_given(const CLI::App& app, std::initializer_list<const char*> nam
 // cpu engine runs on the CPU: add --engine vulkan".
 void refuse_device_unless_vulkan(const std::optional<uint32_t>& device, const std::string& engine_name);
 
+// "vulkan", or "vulkan (f16 KV cache)" where the cache is not the default f32: how tables and JSON
+// name an engine.
+std::string engine_label(const std::string& engine, const std::string& kv_cache);
+
 // "GGUF model-q8_0.gguf": the format and file name, as tables and traces label a model.
 std::string model_label(const std::string& path);
 

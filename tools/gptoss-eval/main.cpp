@@ -28,6 +28,7 @@
 
 namespace {
 
+using gptoss::engine_label;
 using gptoss::model_label;
 using gptoss::refuse_if_given;
 using gptoss::runtime::EngineKind;
@@ -146,11 +147,6 @@ std::vector<uint32_t> tokenize(const std::vector<LoadedModel>& models, const std
   }
   if (!first) throw std::invalid_argument("no model has a tokenizer to turn the text into tokens");
   return gptoss::Tokenizer(*first->model.tokenizer).encode(text, /*allow_special=*/false);
-}
-
-// "vulkan", or "vulkan, f16 KV cache" where the cache is not the default f32: how tables and JSON name an engine.
-std::string engine_label(const std::string& kind, const std::string& kv_cache) {
-  return kv_cache == "f32" ? kind : kind + ", " + kv_cache + " KV cache";
 }
 
 std::unique_ptr<gptoss::runtime::Engine> make_engine(const std::string& kind, const std::string& kv_cache,

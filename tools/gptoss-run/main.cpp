@@ -172,8 +172,7 @@ int parity(const Options& o) {
       if (engine_kind(name) == EngineKind::Vulkan) options.device_index = o.device;  // --device: the vulkan column
       options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
       const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
-      const std::string cache = o.kv_cache == "f32" ? "" : " (" + o.kv_cache + " KV cache)";
-      traces.push_back(gptoss::parity::trace_engine(*engine, ids, name + cache + ": " + label));
+      traces.push_back(gptoss::parity::trace_engine(*engine, ids, gptoss::engine_label(name, o.kv_cache) + ": " + label));
     }
   }
   if (!reference) {
