@@ -13,6 +13,7 @@
 #include "convert/model_io.h"
 #include "formats/core/error.h"
 #include "runtime/cpu/cpu_engine.h"
+#include "runtime/vulkan/kernels.h"
 #include "runtime/vulkan/vulkan_engine.h"
 #include "tests/test_support.h"
 #include "tests/vulkan/vulkan_test_support.h"
@@ -147,6 +148,39 @@ TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
       }
     }
   }
+}
+
+// Decode attention's two shapes live in two recordings of the decode step, picked by the step's
+// position: while the keys fit attention_range_keys() and beyond. Steps on either side of the
+// edge (a full layer's keys from 254 to 259) against the CPU engine: a step run with the other
+// shape's recording would leave the attention output unwritten (each shape bounds its keys).
+TEST(VulkanEngineKvCache, DecodeStepsAcrossTheEdgeOfTheShortAttentionShape) {
+  GOLDENS_OR_SKIP();
+  VULKAN_OR_SKIP();
+  auto& engines = preset_a_engines(ctx);
+  auto& engine = engines.vulkan;
+  const auto prompt = golden_prompt_ids(*goldens, "random");
+  const size_t edge = vk::Kernels::attention_range_keys(), first = edge - 3, steps = 6, vocab = engine.vocab_size();
+  std::vector<uint32_t> ids;
+  while (ids.size() < first + steps) ids.push_back(prompt[ids.size() % prompt.size()]);
+  engines.cpu.reset();
+  const auto cpu_all = engines.cpu.forward(ids, runtime::LogitRows::All);
+  engine.reset();
+  EXPECT_TRUE(engine.forward(std::span(ids).first(first), runtime::LogitRows::None).empty());
+  for (size_t step = 0; step < steps; ++step) {
+    const size_t position = first + step;
+    const auto decoded = engine.forward(std::span(ids).subspan(position, 1));
+    ASSERT_EQ(decoded.size(), vocab);
+    const std::vector<float> cpu_row(cpu_all.begin() + static_cast<std::ptrdiff_t>(position * vocab),
+                                     cpu_all.begin() + static_cast<std::ptrdiff_t>((position + 1) * vocab));
+    EXPECT_LE(max_abs_diff(decoded, cpu_row), 1e-3f) << "decode step at position " << position;
+  }
+  // The greedy step (its own recordings) past the edge: the CPU's argmax of the next row.
+  const size_t position = first + steps - 1;
+  engine.reset();
+  const uint32_t token = engine.forward_greedy(std::span(ids).first(position + 1));
+  const auto row = cpu_all.begin() + static_cast<std::ptrdiff_t>(position * vocab);
+  EXPECT_EQ(token, static_cast<uint32_t>(std::max_element(row, row + static_cast<std::ptrdiff_t>(vocab)) - row));
 }
 
 // An f16 KV cache (EngineOptions::kv_cache): the Vulkan engine against the CPU engine with the same
