@@ -273,14 +273,9 @@ Context::~Context() {
   if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 
-std::optional<uint32_t> Context::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const {
+uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const {
   for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
     if ((type_bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & flags) == flags) return i;
-  return std::nullopt;
-}
-
-uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const {
-  if (const auto type = find_memory_type(type_bits, flags)) return *type;
   throw std::runtime_error("Vulkan: no memory type with the needed properties");
 }
 
@@ -317,7 +312,7 @@ void Context::dispatch_once(const Pipeline& pipeline, const void* push, uint32_t
   });
 }
 
-Buffer::Buffer(const Context& ctx, uint64_t size, BufferMemory memory) : ctx_(ctx), size_(size) {
+Buffer::Buffer(const Context& ctx, uint64_t size, bool host_visible) : ctx_(ctx), size_(size) {
   const uint64_t limit = ctx.info().max_allocation_bytes;
   if (limit && size > limit)
     throw std::runtime_error("Vulkan: a buffer of " + std::to_string(size) + " bytes exceeds " + ctx.info().name +
@@ -335,23 +330,17 @@ Buffer::Buffer(const Context& ctx, uint64_t size, BufferMemory memory) : ctx_(ct
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.pNext = &flags;
   mai.allocationSize = req.size;
-  const VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  const bool host_visible = memory != BufferMemory::Device;
-  std::optional<uint32_t> type;
-  if (memory == BufferMemory::DeviceMapped)
-    type = ctx.find_memory_type(req.memoryTypeBits, mappable | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   // Host-visible buffers are read back by the host: cached memory when there is one.
-  if (!type && host_visible)
-    type = ctx.find_memory_type(req.memoryTypeBits, mappable | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-  if (!type && host_visible) type = ctx.find_memory_type(req.memoryTypeBits, mappable);
-  if (!type && !host_visible) type = ctx.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  if (!type) {
-    vkDestroyBuffer(ctx.device(), buffer_, nullptr);
-    throw std::runtime_error("Vulkan: " + ctx.info().name + " has no " + (host_visible ? "host-visible" : "device-local") +
-                             " memory type for a buffer");
+  if (host_visible) {
+    const VkMemoryPropertyFlags wanted = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    try {
+      mai.memoryTypeIndex = ctx.memory_type(req.memoryTypeBits, wanted | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    } catch (const std::runtime_error&) {
+      mai.memoryTypeIndex = ctx.memory_type(req.memoryTypeBits, wanted);
+    }
+  } else {
+    mai.memoryTypeIndex = ctx.memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   }
-  mai.memoryTypeIndex = *type;
-  device_local_ = ctx.memory_.memoryTypes[*type].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
   const VkResult allocated = vkAllocateMemory(ctx.device(), &mai, nullptr, &memory_);
   if (allocated == VK_ERROR_OUT_OF_DEVICE_MEMORY || allocated == VK_ERROR_OUT_OF_HOST_MEMORY) {
     vkDestroyBuffer(ctx.device(), buffer_, nullptr);

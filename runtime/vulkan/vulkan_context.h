@@ -51,27 +51,17 @@ const char* device_type_name(VkPhysicalDeviceType type);
 
 class Context;
 
-// Where a buffer's memory lives. Device: device-local, not mapped. Host: host-visible (cached
-// where the device offers it), mapped for uploads and readbacks. DeviceMapped: device-local and
-// host-visible, mapped: the host writes it and kernels read it at device speed, with no copy step
-// between (a small buffer written before each submit); Host memory where the device has no such
-// type (Buffer::device_local() tells which).
-enum class BufferMemory { Device, Host, DeviceMapped };
-
-// A buffer with a device address; host-visible ones are mapped.
+// A buffer with a device address; host-visible ones are mapped for uploads and readbacks.
 class Buffer {
  public:
-  Buffer(const Context& ctx, uint64_t size, BufferMemory memory);
-  Buffer(const Context& ctx, uint64_t size, bool host_visible)
-      : Buffer(ctx, size, host_visible ? BufferMemory::Host : BufferMemory::Device) {}
+  Buffer(const Context& ctx, uint64_t size, bool host_visible);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   VkBuffer handle() const { return buffer_; }
   uint64_t size() const { return size_; }
   uint64_t address() const { return address_; }
-  void* mapped() const { return mapped_; }  // null for BufferMemory::Device
-  bool device_local() const { return device_local_; }
+  void* mapped() const { return mapped_; }  // null for device-local buffers
 
  private:
   const Context& ctx_;
@@ -81,7 +71,6 @@ class Buffer {
   uint64_t allocated_ = 0;  // the allocation's size (>= size_)
   uint64_t address_ = 0;
   void* mapped_ = nullptr;
-  bool device_local_ = false;
 };
 
 // A compute pipeline: one SPIR-V module, a push-constant block of `push_bytes`, and the values of
@@ -132,8 +121,6 @@ class Context {
   VkQueue queue() const { return queue_; }
   VkCommandPool command_pool() const { return pool_; }
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const;
-  // The first memory type of type_bits with every one of flags, if any.
-  std::optional<uint32_t> find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const;
   // Bytes of device memory the live Buffers of this context hold.
   uint64_t allocated_bytes() const { return allocated_.load(); }
   // GPTOSS_VK_NO_COOPMAT=1 in the environment turns the cooperative-matrix kernels off (the

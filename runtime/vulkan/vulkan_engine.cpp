@@ -99,14 +99,11 @@ struct VulkanEngine::Device {
   static AttentionReach reach_at(uint64_t position) {
     return position + 1 <= Kernels::attention_range_keys() ? AttentionReach::Short : AttentionReach::Long;
   }
-  // The next submit's step state (at 0) and tokens (at kTokensOffset), written by the host. Where
-  // the device has memory both device-local and host-visible the host writes them in place
-  // (`step` itself is mapped); elsewhere into host-visible staging, which the command buffer's
-  // first step copies to `step`, so kernels never read across the bus. The copy and its barrier
-  // cost X% tokens/s on the H100 (run 59). GPTOSS_VK_STEP=copy takes the staging path anywhere,
-  // to compare.
+  // The host writes the next submit's tokens and step state to host-visible staging; the command
+  // buffer's first step copies them to device memory, so kernels never read across the bus.
+  // One staging buffer: the step state at 0, the tokens at kTokensOffset, copied in one step.
   static constexpr uint64_t kTokensOffset = 16;
-  std::unique_ptr<Buffer> step_staging;  // null when the host writes `step` in place
+  std::unique_ptr<Buffer> step_staging;
   // Scratch for a chunk of tokens.
   std::unique_ptr<Buffer> step, x, xn, qkv, attn, chosen, gate_weights, act, y;
   std::unique_ptr<Buffer> router_logits;  // decode: [experts], ranked by the expert kernels
@@ -175,7 +172,7 @@ struct VulkanEngine::Device {
   // The tokens of the next submit and the position of the first.
   void tokens_to_device(std::span<const uint32_t> ids, uint32_t position) {
     const abi::StepState state{position, static_cast<uint32_t>(ids.size())};
-    auto* staging = static_cast<uint8_t*>((step_staging ? step_staging : step)->mapped());
+    auto* staging = static_cast<uint8_t*>(step_staging->mapped());
     std::memcpy(staging, &state, sizeof state);
     std::memcpy(staging + kTokensOffset, ids.data(), ids.size() * sizeof(uint32_t));
   }
@@ -285,18 +282,8 @@ void VulkanEngine::Device::upload_weights(const CanonicalModel& model) {
 void VulkanEngine::Device::allocate_scratch() {
   const auto& c = config;
   const uint64_t n = chunk, k = c.experts_per_token;
-  const uint64_t step_bytes = kTokensOffset + std::max<uint64_t>(16, n * 4);
-  const char* step_mode = std::getenv("GPTOSS_VK_STEP");
-  if (step_mode && std::string(step_mode) != "copy" && std::string(step_mode) != "direct")
-    throw std::invalid_argument("GPTOSS_VK_STEP=" + std::string(step_mode) + ": expected copy or direct");
-  if (!step_mode || std::string(step_mode) == "direct") {
-    step = std::make_unique<Buffer>(*ctx, step_bytes, BufferMemory::DeviceMapped);
-    step_staging.reset();
-  }
-  if (!step || !step->device_local()) {
-    step_staging = std::make_unique<Buffer>(*ctx, step_bytes, BufferMemory::Host);
-    step = std::make_unique<Buffer>(*ctx, step_bytes, BufferMemory::Device);
-  }
+  step_staging = std::make_unique<Buffer>(*ctx, kTokensOffset + std::max<uint64_t>(16, n * 4), true);
+  step = std::make_unique<Buffer>(*ctx, kTokensOffset + std::max<uint64_t>(16, n * 4), false);
   x = floats(n * c.hidden_size);
   xn = floats(n * c.hidden_size);
   qkv = floats(n * (c.q_rows() + 2 * c.kv_rows()));
@@ -376,7 +363,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   DispatchList list;
   const uint64_t row_bytes = uint64_t{c.hidden_size} * 4;
   const uint64_t stage_bytes = uint64_t{count} * row_bytes;
-  if (step_staging) list.copy(*step_staging, 0, *step, 0, kTokensOffset + uint64_t{count} * 4);
+  list.copy(*step_staging, 0, *step, 0, kTokensOffset + uint64_t{count} * 4);
   k.embed(list, embedding, step->address() + kTokensOffset, x->address(), count);
   if (observed) list.copy(*x, 0, *stages, 0, stage_bytes);
   const uint32_t k_experts = c.experts_per_token;

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <cstdlib>
 #include <map>
 
 #include "convert/model_io.h"
@@ -182,30 +181,6 @@ TEST(VulkanEngineKvCache, DecodeStepsAcrossTheEdgeOfTheShortAttentionShape) {
   const uint32_t token = engine.forward_greedy(std::span(ids).first(position + 1));
   const auto row = cpu_all.begin() + static_cast<std::ptrdiff_t>(position * vocab);
   EXPECT_EQ(token, static_cast<uint32_t>(std::max_element(row, row + static_cast<std::ptrdiff_t>(vocab)) - row));
-}
-
-// The step state and tokens reach the kernels either written in place by the host (device-local,
-// host-visible memory: lavapipe and NVIDIA have it) or through staging and a copy step (elsewhere;
-// GPTOSS_VK_STEP=copy): the same kernels on the same inputs, so the same logits to the bit, for a
-// prefill and for decode steps at their positions.
-TEST(VulkanEngineStep, StagingCopyEqualsWritesInPlace) {
-  GOLDENS_OR_SKIP();
-  VULKAN_OR_SKIP();
-  auto& engines = preset_a_engines(ctx);
-  const auto ids = golden_prompt_ids(*goldens, "long");
-  auto run = [&](vk::VulkanEngine& engine) {
-    std::vector<float> logits = engine.forward(std::span(ids).first(10));
-    for (size_t t = 10; t < 14; ++t) {
-      const auto row = engine.forward(std::span(ids).subspan(t, 1));
-      logits.insert(logits.end(), row.begin(), row.end());
-    }
-    return logits;
-  };
-  ::setenv("GPTOSS_VK_STEP", "copy", 1);
-  vk::VulkanEngine staged(engines.model, {.max_context = 64}, ctx);
-  ::unsetenv("GPTOSS_VK_STEP");
-  vk::VulkanEngine in_place(engines.model, {.max_context = 64}, ctx);
-  EXPECT_EQ(run(staged), run(in_place));
 }
 
 // An f16 KV cache (EngineOptions::kv_cache): the Vulkan engine against the CPU engine with the same
