@@ -106,7 +106,7 @@ void main() {
   uint position = WordsIn(args.step).v[0];
   uint first_key = (args.window != 0u && position + 1u > args.window) ? position + 1u - args.window : 0u;
   uint keys = position + 1u - first_key;
-  if (keys < args.min_keys || keys > args.max_keys) return;  // the other dispatch's position
+  if (keys > args.max_keys) return;  // a position the dispatch was not made for
   // Ranges of at least args.range_keys keys: by default one block per subgroup (fewer, longer
   // ranges cost less to merge); fewer keys per range spread a short context over more workgroups.
   uint ranges = min(args.splits, (keys + args.range_keys - 1u) / args.range_keys);

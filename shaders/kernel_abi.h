@@ -188,8 +188,7 @@ struct AttentionDecodeArgs {
   float concentration;
   uint range_keys;  // the fewest keys a range has (DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE)
   uint group;       // query heads per KV head (SPEC_ATTENTION_GROUP: per workgroup, a divisor of it)
-  uint min_keys;    // the keys at the step's position for which this dispatch runs (else it returns
-  uint max_keys;    // at once): dispatches of complementary ranges pick a shape per position
+  uint max_keys;    // the most keys at the step's position this dispatch is made for (beyond, it returns)
 };
 
 // RoPE of Q (in place) and K of `count` new tokens at step.position.., K and V into the cache.

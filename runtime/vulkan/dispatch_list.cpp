@@ -27,7 +27,6 @@ void DispatchList::add_dispatch(const Pipeline& pipeline, const void* push, uint
     step.indirect_offset = offset;
   }
   step.tag = tag_;
-  step.barrier = !std::exchange(next_without_barrier_, false);
   steps_.push_back(std::move(step));
 }
 
@@ -151,7 +150,7 @@ void DispatchList::record(VkCommandBuffer cb, VkQueryPool timestamps, uint32_t f
         vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, first_query + 1 + static_cast<uint32_t>(i));
       continue;
     }
-    if (i > 0 && step.barrier) barrier_before(wide ? all_stages : writers, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, needs(step));
+    if (i > 0) barrier_before(wide ? all_stages : writers, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, needs(step));
     switch (step.kind) {
       case Kind::Dispatch:
         if (step.pipeline != bound) {

@@ -35,9 +35,6 @@ class DispatchList {
   void fill(const Buffer& target, uint64_t offset, uint64_t bytes, uint32_t value);
   // Appends every step of `other` (its pipelines must outlive this list).
   void append(const DispatchList& other);
-  // The next step follows the previous one without a barrier: they touch no memory in common, or
-  // (decode attention's two shapes) at most one of them does anything.
-  void without_barrier() { next_without_barrier_ = true; }
   // Names what the next steps compute ("qkv", "unembedding"): their labels become "kernel/tag",
   // so a profile tells apart the dispatches of one kernel. An empty tag ends it.
   void tag(std::string name) { tag_ = std::move(name); }
@@ -64,7 +61,6 @@ class DispatchList {
     VkBufferCopy region{};
     uint32_t fill_value = 0;
     std::string tag;
-    bool barrier = true;  // one before it
   };
   struct Grid {
     uint32_t x, y, z;
@@ -74,7 +70,6 @@ class DispatchList {
 
   std::vector<Step> steps_;
   std::string tag_;
-  bool next_without_barrier_ = false;
 };
 
 }  // namespace gptoss::vk

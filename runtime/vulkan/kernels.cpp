@@ -285,7 +285,7 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
                                       splits, s.scale,         s.concentration, attention_range_keys(), group,
-                                      part.min_keys, part.max_keys};
+                                      part.max_keys};
   const AttentionConstants constants{per_workgroup, s.head_dim};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits

@@ -66,10 +66,10 @@ class Kernels {
   // The largest divisor of a KV head's `group` of query heads that is at most `most`.
   static uint32_t largest_divisor_within(uint32_t group, uint32_t most);
   static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
-  // Query heads per workgroup (0: attention_heads_per_workgroup) and the keys at the step's
-  // position for which the dispatch runs (outside them it returns at once).
+  // Query heads per workgroup (0: attention_heads_per_workgroup) and the most keys at the step's
+  // position the dispatch is made for (its rows of ranges; beyond them it returns at once).
   struct AttentionPart {
-    uint32_t heads_per_workgroup, min_keys, max_keys;
+    uint32_t heads_per_workgroup, max_keys;
   };
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                         Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
@@ -78,7 +78,7 @@ class Kernels {
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                         Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
                         const Shared& shared) {
-    attention_decode(list, shape, qkv, k_cache, v_cache, inv_freq, step, sinks, target, shared, {0, 0, UINT32_MAX});
+    attention_decode(list, shape, qkv, k_cache, v_cache, inv_freq, step, sinks, target, shared, {0, UINT32_MAX});
   }
   void rope_store(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache, Address v_cache,
                   Address inv_freq, Address step, uint32_t count);

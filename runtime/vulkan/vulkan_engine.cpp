@@ -93,8 +93,9 @@ struct VulkanEngine::Device {
   std::vector<LayerWeights> layers;
   Kernels::AttentionShape attention{};
   float eps = 0;
-  // Decode attention has two shapes (record_decode_attention): while a step's keys fit one range
-  // (Short) and beyond (Long). A decode step's command buffer holds the one its position needs.
+  // Decode attention's shapes by reach (record_decode_attention): Short while a step's keys fit one
+  // range on every layer (position + 1 <= attention_range_keys()), Long beyond. A decode step's
+  // command buffer holds those of its position's reach.
   enum class AttentionReach { Short, Long };
   static AttentionReach reach_at(uint64_t position) {
     return position + 1 <= Kernels::attention_range_keys() ? AttentionReach::Short : AttentionReach::Long;
@@ -338,22 +339,20 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
     kernels->attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(),
                               inv_freq->address(), step->address(), w.sinks->address(), attn->address(), shared, part);
   };
-  if (Kernels::attention_heads_from_environment()) return attend({0, 0, UINT32_MAX});  // one shape, to compare
-  // While the keys fit one range, one query head per workgroup: eight times the workgroups of a
-  // KV head's, each with an eighth of the work (the kernel's chain is latency, not bandwidth:
-  // +15% tokens/s at 128 tokens on the H100, docs/vulkan-engine.md). Beyond, workgroups of up to
-  // two query heads, each reading its KV head's cache once for them, in as many ranges as fill the
-  // device once (Kernels::attention_wave_splits): at 4096 keys on the H100 two heads in 4 ranges
-  // beat four in 8 by 5% (and one head in 2 ranges equals two, reading the cache twice as often;
-  // run 41). A decode step's command buffer holds the shape of its position's reach alone: both,
-  // one after the other without a barrier (one of them returning at once), cost 2.2% tokens/s at
-  // depth 4096 on the H100 (320.2 against 327.4, run 58). Each dispatch still bounds its keys, so a
-  // shape never runs at a position it was not made for.
+  if (Kernels::attention_heads_from_environment()) return attend({0, UINT32_MAX});  // one shape, to compare
+  // A decode step's command buffer holds one shape per layer, by its position's reach. Short (the
+  // keys fit one range): one query head per workgroup, eight times the workgroups of a KV head's,
+  // each with an eighth of the work (the kernel's chain is latency, not bandwidth: +15% tokens/s at
+  // 128 tokens on the H100, docs/vulkan-engine.md; two heads there: 343.3 against 355.0, run 59).
+  // Long: on every layer workgroups of up to two query heads, each reading its KV head's cache once
+  // for them, in as many ranges as fill the device once (Kernels::attention_wave_splits): at 4096
+  // keys two heads in 4 ranges beat four in 8 by 5% (run 41); and the sliding layers, their window
+  // full, take two heads too: tg128 @ d4096 328.4 against 322.8 with one (f16 cache), 318.2 against
+  // 309.7 (f32; run 59). Each dispatch still bounds its keys, so a shape never runs at a position it
+  // was not made for.
   const uint32_t group = shape.heads / shape.kv_heads, short_keys = Kernels::attention_range_keys();
-  const uint32_t most_keys = shape.window ? std::min(shape.window, shape.slots) : shape.slots;
-  // A layer whose keys never pass short_keys (a sliding window within it) has the short shape alone.
-  if (reach == AttentionReach::Short || most_keys <= short_keys) return attend({1, 0, short_keys});
-  attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), short_keys + 1, UINT32_MAX});
+  if (reach == AttentionReach::Short) return attend({1, short_keys});
+  attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), UINT32_MAX});
 }
 
 DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool observed, bool greedy,

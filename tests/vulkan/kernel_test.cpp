@@ -503,12 +503,12 @@ TEST(VulkanKernels, PrefillAttentionWithAnF16Cache) {
 
 // Decode: the new token's Q/K/V unrotated in qkv, earlier keys in the cache; partials over key
 // ranges then the combine with the sink.
-// `parts`: the dispatches recorded (each a shape and the keys it runs for), one after the other
-// without a barrier, as the engine records decode attention; by default one of every position.
+// `part`: the dispatch's shape (query heads per workgroup, the most keys it is made for); by default
+// attention_heads_per_workgroup's for every position.
 // With an f16 cache, as check_prefill_attention: the new key and value against the exact ones as
 // the cache holds them, the attention against a reference over the cache's values.
 void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t position, uint32_t capacity,
-                            std::vector<vk::Kernels::AttentionPart> parts = {{0, 0, UINT32_MAX}},
+                            vk::Kernels::AttentionPart part = {0, UINT32_MAX},
                             uint32_t encoding = vk::abi::ENC_F32) {
   SCOPED_TRACE("heads " + std::to_string(a.heads) + "/" + std::to_string(a.kv_heads) + " window " +
                std::to_string(a.window) + " position " + std::to_string(position) + " capacity " +
@@ -547,12 +547,9 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
   auto out_buf = host_buffer(ctx, std::vector<float>(size_t{a.heads} * D, -7.0f));
   for (int repeat = 0; repeat < 2; ++repeat)  // the counters are left zero for the next dispatch
     run(ctx, [&](vk::DispatchList& list) {
-      for (size_t p = 0; p < parts.size(); ++p) {
-        if (p > 0) list.without_barrier();
-        kernels(ctx).attention_decode(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
-                                      f_buf->address(), step_buf->address(), s_buf->address(), out_buf->address(),
-                                      {partials->address(), counters->address()}, parts[p]);
-      }
+      kernels(ctx).attention_decode(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
+                                    f_buf->address(), step_buf->address(), s_buf->address(), out_buf->address(),
+                                    {partials->address(), counters->address()}, part);
     });
   const auto counts = read_buffer<uint32_t>(*counters, a.heads);
   EXPECT_EQ(counts, std::vector<uint32_t>(a.heads, 0u));
@@ -583,7 +580,7 @@ TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
   check_decode_attention(*ctx, {4, 4, 32, 0}, 700, 1000);  // one head per KV head: 3 ranges
   check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 12 ranges of 250 or 251 keys
   // A whole KV head's query heads per workgroup (GPTOSS_VK_ATTN_HEADS=8), one range and several.
-  for (uint32_t position : {100u, 700u}) check_decode_attention(*ctx, {16, 2, 32, 0}, position, 1000, {{8, 0, UINT32_MAX}});
+  for (uint32_t position : {100u, 700u}) check_decode_attention(*ctx, {16, 2, 32, 0}, position, 1000, {8, UINT32_MAX});
 }
 
 TEST(VulkanKernels, QueryHeadsPerWorkgroupDivideTheGroup) {
@@ -594,13 +591,16 @@ TEST(VulkanKernels, QueryHeadsPerWorkgroupDivideTheGroup) {
   EXPECT_EQ(vk::Kernels::largest_divisor_within(1, 4), 1u);
 }
 
-// The engine's decode attention: one query head per workgroup up to 256 keys, two beyond, in two
-// dispatches of which one runs at each position: the positions on either side of the switch.
-TEST(VulkanKernels, DecodeAttentionInTwoShapesByPosition) {
+// The engine's decode attention shapes: one query head per workgroup at positions whose keys fit
+// one range (256) on every layer, two beyond, on full layers and on sliding ones (their window
+// full): each shape at the positions on its side of the switch.
+TEST(VulkanKernels, DecodeAttentionShapesOfBothReaches) {
   VULKAN_OR_SKIP();
-  const std::vector<vk::Kernels::AttentionPart> parts = {{1, 0, 256}, {2, 257, UINT32_MAX}};
-  for (uint32_t position : {0u, 255u, 256u, 700u}) check_decode_attention(*ctx, {32, 4, 32, 0}, position, 1000, parts);
-  for (uint32_t position : {100u, 300u}) check_decode_attention(*ctx, {32, 4, 32, 128}, position, 1000, parts);
+  const vk::Kernels::AttentionPart short_reach{1, 256}, long_reach{2, UINT32_MAX};
+  for (uint32_t position : {0u, 255u}) check_decode_attention(*ctx, {32, 4, 32, 0}, position, 1000, short_reach);
+  check_decode_attention(*ctx, {32, 4, 32, 128}, 100, 1000, short_reach);
+  for (uint32_t position : {256u, 700u}) check_decode_attention(*ctx, {32, 4, 32, 0}, position, 1000, long_reach);
+  for (uint32_t position : {256u, 300u}) check_decode_attention(*ctx, {32, 4, 32, 128}, position, 1000, long_reach);
 }
 
 // The edges of the kernel's key ranges (at least attention_range_keys() keys each, as many as the
@@ -622,18 +622,19 @@ TEST(VulkanKernels, DecodeAttentionRangesAndShapes) {
 }
 
 // An f16 cache: 16-byte loads of 8 halves per key row quad pair (head_dim 64), 8-byte loads where
-// head_dim is not a multiple of 8 (36), one range and several, a ring, two shapes by position.
+// head_dim is not a multiple of 8 (36), one range and several, a ring, the shapes of both reaches.
 TEST(VulkanKernels, DecodeAttentionWithAnF16Cache) {
   VULKAN_OR_SKIP();
-  const vk::Kernels::AttentionPart every{0, 0, UINT32_MAX};
+  const vk::Kernels::AttentionPart every{0, UINT32_MAX};
   for (uint32_t position : {0u, 31u, 513u}) {
-    check_decode_attention(*ctx, {64, 8, 64, 0}, position, 600, {every}, vk::abi::ENC_F16);
-    check_decode_attention(*ctx, {16, 2, 64, 8}, position, 1024, {every}, vk::abi::ENC_F16);
+    check_decode_attention(*ctx, {64, 8, 64, 0}, position, 600, every, vk::abi::ENC_F16);
+    check_decode_attention(*ctx, {16, 2, 64, 8}, position, 1024, every, vk::abi::ENC_F16);
   }
-  check_decode_attention(*ctx, {8, 4, 36, 100}, 1100, 1200, {every}, vk::abi::ENC_F16);
-  check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096, {every}, vk::abi::ENC_F16);
-  for (uint32_t position : {255u, 700u})
-    check_decode_attention(*ctx, {32, 4, 32, 0}, position, 1000, {{1, 0, 256}, {2, 257, UINT32_MAX}}, vk::abi::ENC_F16);
+  check_decode_attention(*ctx, {8, 4, 36, 100}, 1100, 1200, every, vk::abi::ENC_F16);
+  check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096, every, vk::abi::ENC_F16);
+  check_decode_attention(*ctx, {32, 4, 32, 0}, 255, 1000, {1, 256}, vk::abi::ENC_F16);
+  check_decode_attention(*ctx, {32, 4, 32, 0}, 700, 1000, {2, UINT32_MAX}, vk::abi::ENC_F16);
+  check_decode_attention(*ctx, {32, 4, 32, 128}, 300, 1000, {2, UINT32_MAX}, vk::abi::ENC_F16);
 }
 
 // ---- router ----
