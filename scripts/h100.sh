@@ -34,7 +34,8 @@
 #              (build-h100/base*/gptoss-bench, packed by `scripts/h100.sh pack-base BUILD_DIR [NAME]`
 #              here) and this pack's, alternated AB_ROUNDS times (default 2): changes measured on one
 #              machine, apart from the few percent that machines differ by; AB_NEW_OPTIONS: more rows
-#              of this pack's with gptoss-bench options (space-separated, ';' joins: --kv-cache=f16)
+#              of this pack's with gptoss-bench options (space-separated, ';' joins: --kv-cache=f16),
+#              AB_BASE_OPTIONS the same for every base
 #   kernels    vulkan_kernel_bench: each kernel alone at gpt-oss-20b shapes (SECTIONS of prefill,
 #              decode, attention), with the driver's statistics of each pipeline, then the
 #              SECTIONS (default decode) with each of KERNEL_VARIANTS (environment, as VARIANTS)
@@ -49,7 +50,7 @@
 # three files; 0 for one file); VARIANTS, DEEP_VARIANTS (sweep), SECTIONS, KERNEL_VARIANTS
 # (kernels), PROFILE_VARIANTS (profile: decode profiles of the HF checkpoint with each first; with
 # PROFILE_VARIANTS_ONLY=1 nothing else): space-separated, each variant environment settings joined by ';';
-# KV_CACHES (bench, big), AB_NEW_OPTIONS (ab), PARITY_OPTIONS (parity: gptoss-run options).
+# KV_CACHES (bench, big), AB_NEW_OPTIONS and AB_BASE_OPTIONS (ab), PARITY_OPTIONS (parity: gptoss-run options).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -254,8 +255,15 @@ step_ab() {
     names+=("$(basename "$dir") $(cat "$dir/COMMIT" 2>/dev/null)")
   done
   ((${#tools[@]})) || { note "-- ab: FAILED (no build-h100/base*/gptoss-bench: scripts/h100.sh pack-base BUILD_DIR)"; return 0; }
-  local options=() extra
+  local options=() extra bases=${#tools[@]}
   for i in "${!tools[@]}"; do options+=(""); done
+  for extra in ${AB_BASE_OPTIONS:-}; do
+    for ((i = 0; i < bases; ++i)); do
+      tools+=("${tools[$i]}")
+      names+=("${names[$i]} ${extra//;/ }")
+      options+=("${extra//;/ }")
+    done
+  done
   tools+=("$BIN/gptoss-bench")
   names+=("new $(cat "$KIT/COMMIT")")
   options+=("")
