@@ -44,35 +44,27 @@ void load_pass(uint first_row, uint chunks, uint base) {
 }
 
 // Chunk c (8 values of one head: head_dim is a multiple of 8) of attention's output merged from
-// its `ranges` partials in one pass with a running maximum, eight ranges' loads in flight at a time.
+// its `ranges` partials: the largest of the sink and the ranges' maxima first, then the weighted
+// sums (no running rescale, so little lives in registers beside the weight loads in flight).
+vec2 range_stats(uint h, uint s, uint heads) {
+  return uintBitsToFloat(PairsIn(args.partials).v[attention_partial_stats(h, s, args.splits, heads, args.head_dim)]);
+}
 void merge_attention_chunk(uint c, uint ranges, out vec4 lo, out vec4 hi) {
   uint h = 8u * c / args.head_dim, d = 8u * c % args.head_dim, heads = args.cols / args.head_dim;
-  float top = -1.0 / 0.0, denominator = 0.0;
+  float sink = FloatsIn(args.sinks).v[h], top = sink;
+  for (uint s = 0u; s < ranges; ++s) top = max(top, range_stats(h, s, heads).x);
+  float denominator = exp(sink - top);
   vec4 sum_lo = vec4(0.0), sum_hi = vec4(0.0);
-  const uint kInFlight = 8u;
-  for (uint r0 = 0u; r0 < ranges; r0 += kInFlight) {
-    vec2 stats[kInFlight];
-    vec4 value_lo[kInFlight], value_hi[kInFlight];
-    [[unroll]] for (uint u = 0u; u < kInFlight; ++u) {
-      uint s = min(r0 + u, ranges - 1u), at = (attention_partial_values(h, s, args.splits, args.head_dim) + d) / 4u;
-      stats[u] = uintBitsToFloat(PairsIn(args.partials).v[attention_partial_stats(h, s, args.splits, heads, args.head_dim)]);
-      value_lo[u] = Vec4sIn(args.partials).v[at];
-      value_hi[u] = Vec4sIn(args.partials).v[at + 1u];
-    }
-    [[unroll]] for (uint u = 0u; u < kInFlight; ++u) {
-      if (r0 + u >= ranges) break;
-      float new_top = max(top, stats[u].x);  // finite: every range has keys
-      float rescale = exp(top - new_top), weight = exp(stats[u].x - new_top);
-      denominator = denominator * rescale + stats[u].y * weight;
-      sum_lo = sum_lo * rescale + value_lo[u] * weight;
-      sum_hi = sum_hi * rescale + value_hi[u] * weight;
-      top = new_top;
-    }
+  for (uint s = 0u; s < ranges; ++s) {
+    vec2 stats = range_stats(h, s, heads);
+    uint at = (attention_partial_values(h, s, args.splits, args.head_dim) + d) / 4u;
+    float weight = exp(stats.x - top);
+    denominator += stats.y * weight;
+    sum_lo += Vec4sIn(args.partials).v[at] * weight;
+    sum_hi += Vec4sIn(args.partials).v[at + 1u] * weight;
   }
-  float sink = FloatsIn(args.sinks).v[h];
-  float with_sink = max(top, sink), w_top = exp(top - with_sink), total = denominator * w_top + exp(sink - with_sink);
-  lo = sum_lo * w_top / total;
-  hi = sum_hi * w_top / total;
+  lo = sum_lo / denominator;
+  hi = sum_hi / denominator;
 }
 
 void main() {
@@ -82,29 +74,23 @@ void main() {
   bool has_rows = row0 < args.rows;
   row0 = min(row0, args.rows - 1u);
   uint chunks = args.cols / 8u;
+  load_pass(row0, chunks, 0u);
+
   uint ranges = 1u;  // of decode attention (ATTENTION_INPUT), else x as it is
   if (ATTENTION_INPUT) {
     uint position = WordsIn(args.step).v[0];
     uint keys = position + 1u - attention_first_key(position, args.window);
     ranges = attention_ranges(keys, args.splits, args.range_keys);
   }
-  // Attention's ranges merge before the first weight loads: the merge's loads in flight and the
-  // weights' together would not fit two workgroups' registers on a multiprocessor (the other
-  // order cost tg128 ~3% on the H100, run 63: every product's registers; then ~2% on the Q8_0
-  // GGUF's out product alone, run 65).
-  bool merged = ranges > 1u;
-  if (merged)
-    for (uint c = gl_LocalInvocationIndex; c < chunks; c += MATVEC_WORKGROUP_SIZE) {
-      vec4 lo, hi;
-      merge_attention_chunk(c, ranges, lo, hi);
-      staged_lo[c] = lo;
-      staged_hi[c] = hi;
-    }
-  load_pass(row0, chunks, 0u);
-
   float sum_squares = 0.0;
-  for (uint c = gl_LocalInvocationIndex; c < chunks && !merged; c += MATVEC_WORKGROUP_SIZE) {
-    vec4 lo = Vec4sIn(args.x).v[2u * c], hi = Vec4sIn(args.x).v[2u * c + 1u];
+  for (uint c = gl_LocalInvocationIndex; c < chunks; c += MATVEC_WORKGROUP_SIZE) {
+    vec4 lo, hi;
+    if (ranges > 1u) {
+      merge_attention_chunk(c, ranges, lo, hi);
+    } else {
+      lo = Vec4sIn(args.x).v[2u * c];
+      hi = Vec4sIn(args.x).v[2u * c + 1u];
+    }
     sum_squares += dot(lo, lo) + dot(hi, hi);
     if (normed) {
       lo *= Vec4sIn(args.norm).v[2u * c];

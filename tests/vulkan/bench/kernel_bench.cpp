@@ -284,29 +284,6 @@ int main(int argc, char** argv) {
       });
       report((std::string("matvec qkv 5120x2880 normed ") + std::string(gptoss::dtype_name(type))).c_str(), us, 0, bytes);
     }
-    // The out product: of a plain vector, and of attention's output (SPEC_MATVEC_ATTENTION) where
-    // one range wrote it (position 100) and where it merges 8 ranges (position 4096).
-    auto sinks = device_floats(*ctx, random_floats(64, 19));
-    auto ranges = device_floats(*ctx, random_floats(size_t{64} * 8 * 66, 20));
-    for (DType type : {DType::BF16, DType::Q8_0}) {
-      std::vector<vk::DeviceMatrix> out;
-      for (uint32_t i = 0; i < 6; ++i) out.push_back(matrix(*ctx, type, H, Q, 60 + i));
-      const double bytes = static_cast<double>(out[0].buffer->size());
-      const std::string name = std::string("matvec out 2880x4096 ") + std::string(gptoss::dtype_name(type));
-      double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-        kernels.matvec(l, out[i % 6], b->address(), x->address(), 0, y->address(), true, 1e-5f);
-      });
-      report(name.c_str(), us, 0, bytes);
-      for (const uint32_t position : {100u, 4096u}) {
-        auto step = device_words(*ctx, std::vector<uint32_t>{position, 1, 0, 0});
-        const vk::Kernels::AttentionOutput attention{x->address(), ranges->address(), sinks->address(), step->address(),
-                                                     64, 0, 8, vk::Kernels::attention_range_keys()};
-        us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-          kernels.matvec(l, out[i % 6], b->address(), attention, y->address(), true);
-        });
-        report((name + (position == 100 ? " attention, 1 range" : " attention, 8 ranges")).c_str(), us, 0, bytes);
-      }
-    }
     const auto unembedding = matrix(*ctx, DType::BF16, V, H, 50);
     double us = bench.time([&](vk::DispatchList& l, uint32_t) {
       kernels.matvec(l, unembedding, 0, x->address(), norm->address(), y->address(), false, 1e-5f);
