@@ -13,7 +13,7 @@
 // itself with the sink: out = V e^(m - M) / (e^(sink - M) + l e^(m - M)), M = max(m, sink), the
 // sink's probability dropped, as the CPU engine. Several ranges each write their (m_s, l_s, V_s)
 // to the partials, and the out product merges them as it stages its input (matvec.comp,
-// ATTENTION_INPUT): a last workgroup merging them here cost the chain ~8 µs per layer at 4096
+// MATVEC_ATTENTION): a last workgroup merging them here cost the chain ~8 µs per layer at 4096
 // keys on the H100 (fences, an atomic and a round trip at the tail; 326.0 against 336.3 tokens/s
 // without, run 62). The rotated new Q and K rows are made here
 // (RoPE, half-split pairs, YaRN tables), and the range holding the position stores the new K and

@@ -52,7 +52,7 @@ bool has_address(uvec2 address) { return address != uvec2(0u); }
 
 // Decode attention's keys at `position` (t - W < j <= t on sliding layers, W = window; every key
 // when window is 0) and the key ranges attention_decode.comp cuts them into: at least range_keys
-// keys each, at most `splits`. The out product (matvec.comp, ATTENTION_INPUT) merges the ranges.
+// keys each, at most `splits`. The out product (matvec.comp, MATVEC_ATTENTION) merges the ranges.
 uint attention_first_key(uint position, uint window) {
   return (window != 0u && position + 1u > window) ? position + 1u - window : 0u;
 }

@@ -38,7 +38,6 @@ using uint = uint32_t;
 #define SPEC_ATTENTION_HEAD_DIM 11  // decode attention: head_dim
 #define SPEC_MATVEC_ROWS 12   // decode matvec: rows per subgroup
 #define SPEC_MATVEC_BATCH 13  // decode matvec: 8-value loads per lane and row in flight before any is used
-#define SPEC_MATVEC_ATTENTION 14  // decode matvec: x is decode attention's output, merged from its ranges (bool)
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
@@ -124,6 +123,7 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 ABI_CONST(uint, MATVEC_ACCUMULATE, 1u);  // y += W x (+ b) instead of y = W x (+ b)
 ABI_CONST(uint, MATVEC_BIAS, 2u);
 ABI_CONST(uint, MATVEC_NORM, 4u);        // x is RMS-normalized (times `norm`) first
+ABI_CONST(uint, MATVEC_ATTENTION, 8u);   // x is decode attention's output: merged from its ranges' partials here
 ABI_CONST(uint, GEMM_ACCUMULATE, 1u);
 ABI_CONST(uint, GEMM_BIAS, 2u);
 ABI_CONST(uint, EXPERT_SWIGLU, 1u);      // expert GEMM of mlp1: gate/up rows interleaved, SwiGLU out
@@ -152,8 +152,8 @@ struct RmsNormArgs {
   float eps;
 };
 
-// y[r] (+)= W[r] . x' (+ bias[r]) for one vector, x' = x or its RMSNorm (MATVEC_NORM), or in the
-// pipeline with SPEC_MATVEC_ATTENTION decode attention's output [heads, head_dim] (cols = heads * head_dim): x where
+// y[r] (+)= W[r] . x' (+ bias[r]) for one vector, x' = x or its RMSNorm (MATVEC_NORM), or with
+// MATVEC_ATTENTION decode attention's output [heads, head_dim] (cols = heads * head_dim): x where
 // one range held the step's keys (attention_decode wrote it there), else the merge of the ranges'
 // partials with the sinks.
 struct MatvecArgs {
@@ -163,14 +163,14 @@ struct MatvecArgs {
   ABI_ADDRESS x;
   ABI_ADDRESS norm;
   ABI_ADDRESS y;
-  ABI_ADDRESS partials;  // SPEC_MATVEC_ATTENTION: attention_decode's (AttentionDecodeArgs::partials)
-  ABI_ADDRESS sinks;     // SPEC_MATVEC_ATTENTION: [heads]
-  ABI_ADDRESS step;      // SPEC_MATVEC_ATTENTION: the step state (its position sets the ranges)
+  ABI_ADDRESS partials;  // MATVEC_ATTENTION: attention_decode's (AttentionDecodeArgs::partials)
+  ABI_ADDRESS sinks;     // MATVEC_ATTENTION: [heads]
+  ABI_ADDRESS step;      // MATVEC_ATTENTION: the step state (its position sets the ranges)
   uint rows;
   uint cols;
   uint flags;
   float eps;
-  uint head_dim;    // SPEC_MATVEC_ATTENTION: attention_decode's head_dim, window, splits and range_keys
+  uint head_dim;    // MATVEC_ATTENTION: attention_decode's head_dim, window, splits and range_keys
   uint window;
   uint splits;
   uint range_keys;
@@ -180,7 +180,7 @@ struct MatvecArgs {
 // tables), K and V into the cache slot position % slots, then for each KV head and each of up to
 // `splits` key ranges a partial softmax (max, sum, weighted V) of the query heads of that KV head.
 // Where one range holds the keys it writes the output with the sinks into target [heads * head_dim];
-// else each range its partials, which the out product merges (MatvecArgs, SPEC_MATVEC_ATTENTION).
+// else each range its partials, which the out product merges (MatvecArgs, MATVEC_ATTENTION).
 // The query heads per KV head and head_dim are specialization constants (SPEC_ATTENTION_*).
 struct AttentionDecodeArgs {
   ABI_ADDRESS qkv;  // [heads + 2 kv_heads, head_dim] of the new token

@@ -14,12 +14,12 @@
 // of chunk c as two vec4s in two arrays, so consecutive lanes read consecutive 16-byte slots (no
 // bank conflicts), where reading x from global memory cost every lane its own cache lines.
 //
-// ATTENTION_INPUT (a pipeline of its own for the out projection of a decode step: the other
-// products keep their registers): x is decode attention's output. Where its keys took several
-// ranges, each workgroup merges the ranges' partials into the chunks it stages: with M the largest
-// of the sink and the ranges' maxima m_s, out = sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s
-// e^(m_s - M) l_s). The partials are small (64 heads x 8 ranges x 66 floats at 4096 keys) and in
-// the L2 cache; their loads overlap the weight loads issued before them.
+// MATVEC_ATTENTION (the out projection of a decode step): x is decode attention's output. Where its
+// keys took several ranges, each workgroup merges the ranges' partials into the chunks it stages, in
+// one pass over the ranges with a running maximum, as the attention kernel's own merge did: with M
+// the largest of the sink and the ranges' maxima m_s, out = sum_s e^(m_s - M) V_s / (e^(sink - M) +
+// sum_s e^(m_s - M) l_s). The partials are small (64 heads x 8 ranges x 66 floats at 4096 keys)
+// and in the L2 cache; their loads overlap the weight loads issued before them.
 #include "common.glsl"
 layout(local_size_x = MATVEC_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { MatvecArgs args; };
@@ -28,7 +28,6 @@ shared vec4 staged_lo[kMaxMatvecCols / 8u], staged_hi[kMaxMatvecCols / 8u];
 
 layout(constant_id = SPEC_MATVEC_ROWS) const uint ROWS_PER_SUBGROUP = MATVEC_DEFAULT_ROWS;
 layout(constant_id = SPEC_MATVEC_BATCH) const uint LOADS_PER_ROW = MATVEC_DEFAULT_BATCH;
-layout(constant_id = SPEC_MATVEC_ATTENTION) const bool ATTENTION_INPUT = false;
 uvec4 raw[LOADS_PER_ROW][ROWS_PER_SUBGROUP][2];  // [pass][row][load_raw8's two words]
 float row_sums[ROWS_PER_SUBGROUP];  // module scope: glslang matches no parameter sized by a specialization constant
 
@@ -44,27 +43,35 @@ void load_pass(uint first_row, uint chunks, uint base) {
 }
 
 // Chunk c (8 values of one head: head_dim is a multiple of 8) of attention's output merged from
-// its `ranges` partials: the largest of the sink and the ranges' maxima first, then the weighted
-// sums (no running rescale, so little lives in registers beside the weight loads in flight).
-vec2 range_stats(uint h, uint s, uint heads) {
-  return uintBitsToFloat(PairsIn(args.partials).v[attention_partial_stats(h, s, args.splits, heads, args.head_dim)]);
-}
+// `ranges` partials, eight ranges' loads in flight at a time.
 void merge_attention_chunk(uint c, uint ranges, out vec4 lo, out vec4 hi) {
   uint h = 8u * c / args.head_dim, d = 8u * c % args.head_dim, heads = args.cols / args.head_dim;
-  float sink = FloatsIn(args.sinks).v[h], top = sink;
-  for (uint s = 0u; s < ranges; ++s) top = max(top, range_stats(h, s, heads).x);
-  float denominator = exp(sink - top);
+  float top = -1.0 / 0.0, denominator = 0.0;
   vec4 sum_lo = vec4(0.0), sum_hi = vec4(0.0);
-  for (uint s = 0u; s < ranges; ++s) {
-    vec2 stats = range_stats(h, s, heads);
-    uint at = (attention_partial_values(h, s, args.splits, args.head_dim) + d) / 4u;
-    float weight = exp(stats.x - top);
-    denominator += stats.y * weight;
-    sum_lo += Vec4sIn(args.partials).v[at] * weight;
-    sum_hi += Vec4sIn(args.partials).v[at + 1u] * weight;
+  const uint kInFlight = 8u;
+  for (uint r0 = 0u; r0 < ranges; r0 += kInFlight) {
+    vec2 stats[kInFlight];
+    vec4 value_lo[kInFlight], value_hi[kInFlight];
+    [[unroll]] for (uint u = 0u; u < kInFlight; ++u) {
+      uint s = min(r0 + u, ranges - 1u), at = (attention_partial_values(h, s, args.splits, args.head_dim) + d) / 4u;
+      stats[u] = uintBitsToFloat(PairsIn(args.partials).v[attention_partial_stats(h, s, args.splits, heads, args.head_dim)]);
+      value_lo[u] = Vec4sIn(args.partials).v[at];
+      value_hi[u] = Vec4sIn(args.partials).v[at + 1u];
+    }
+    [[unroll]] for (uint u = 0u; u < kInFlight; ++u) {
+      if (r0 + u >= ranges) break;
+      float new_top = max(top, stats[u].x);  // finite: every range has keys
+      float rescale = exp(top - new_top), weight = exp(stats[u].x - new_top);
+      denominator = denominator * rescale + stats[u].y * weight;
+      sum_lo = sum_lo * rescale + value_lo[u] * weight;
+      sum_hi = sum_hi * rescale + value_hi[u] * weight;
+      top = new_top;
+    }
   }
-  lo = sum_lo / denominator;
-  hi = sum_hi / denominator;
+  float sink = FloatsIn(args.sinks).v[h];
+  float with_sink = max(top, sink), w_top = exp(top - with_sink), total = denominator * w_top + exp(sink - with_sink);
+  lo = sum_lo * w_top / total;
+  hi = sum_hi * w_top / total;
 }
 
 void main() {
@@ -76,8 +83,8 @@ void main() {
   uint chunks = args.cols / 8u;
   load_pass(row0, chunks, 0u);
 
-  uint ranges = 1u;  // of decode attention (ATTENTION_INPUT), else x as it is
-  if (ATTENTION_INPUT) {
+  uint ranges = 1u;  // of decode attention (MATVEC_ATTENTION), else x as it is
+  if ((args.flags & MATVEC_ATTENTION) != 0u) {
     uint position = WordsIn(args.step).v[0];
     uint keys = position + 1u - attention_first_key(position, args.window);
     ranges = attention_ranges(keys, args.splits, args.range_keys);

@@ -137,10 +137,9 @@ Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows) const {
 }
 
 const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding,
-                                  AttentionConstants attention, std::optional<MatvecShape> matvec_constants,
-                                  bool matvec_attention) {
+                                  AttentionConstants attention, std::optional<MatvecShape> matvec_constants) {
   const MatvecShape matvec = matvec_constants.value_or(MatvecShape{});
-  auto& slot = pipelines_[{shader, encoding.value_or(0), attention, matvec.rows, matvec.batch, matvec_attention}];
+  auto& slot = pipelines_[{shader, encoding.value_or(0), attention, matvec.rows, matvec.batch}];
   if (!slot) {
     const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{16, 16, 16});
     const bool mlp2 = shader == "expert_mlp2";
@@ -157,14 +156,12 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        attention.first,
                                        attention.second,
                                        matvec.rows,
-                                       matvec.batch,
-                                       matvec_attention ? 1u : 0u};
+                                       matvec.batch};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
     // Profiles name a kernel with its encoding: matvec.bf16, gemm.q8_0.
-    const std::string name = matvec_attention ? shader + "_attention" : shader;
-    const std::string label = encoding ? name + "." + encoding_name(*encoding) : name;
+    const std::string label = encoding ? shader + "." + encoding_name(*encoding) : shader;
     slot = std::make_unique<Pipeline>(ctx_, label, spirv->second, push_bytes, specialization);
   }
   return *slot;
@@ -187,8 +184,7 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
   const uint32_t flags = (accumulate ? abi::MATVEC_ACCUMULATE : 0u) | (bias ? abi::MATVEC_BIAS : 0u) |
                          (norm ? abi::MATVEC_NORM : 0u);
   matvec(list, weight, {weight.address(), weight.scales_address(), bias, x, norm, y, 0, 0, 0, weight.rows, weight.cols,
-                        flags, eps},
-         false);
+                        flags, eps});
 }
 
 void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bias, const AttentionOutput& a, Address y,
@@ -196,19 +192,18 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
   require(a.head_dim % 8 == 0 && weight.cols % a.head_dim == 0, "matvec",
           "merges attention of head_dim " + std::to_string(a.head_dim) + " (a multiple of 8 dividing the " +
               std::to_string(weight.cols) + " inputs)");
-  const uint32_t flags = (accumulate ? abi::MATVEC_ACCUMULATE : 0u) | (bias ? abi::MATVEC_BIAS : 0u);
+  const uint32_t flags = (accumulate ? abi::MATVEC_ACCUMULATE : 0u) | (bias ? abi::MATVEC_BIAS : 0u) | abi::MATVEC_ATTENTION;
   matvec(list, weight, {weight.address(), weight.scales_address(), bias, a.target, 0, y, a.partials, a.sinks, a.step,
-                        weight.rows, weight.cols, flags, 0.0f, a.head_dim, a.window, a.splits, a.range_keys},
-         true);
+                        weight.rows, weight.cols, flags, 0.0f, a.head_dim, a.window, a.splits, a.range_keys});
 }
 
-void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, const abi::MatvecArgs& args, bool attention_input) {
+void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, const abi::MatvecArgs& args) {
   require(weight.cols % 8 == 0, "matvec", limit("row width", weight.cols, "is not a multiple of", 8));
   require(weight.cols <= abi::kMaxMatvecCols, "matvec", limit("row width", weight.cols, ">", abi::kMaxMatvecCols));
   const MatvecShape shape = matvec_shape(weight.rows);
   const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
   const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
-  list.dispatch(pipeline("matvec", sizeof args, weight.encoding, {}, shape, attention_input), args, gx, gy);
+  list.dispatch(pipeline("matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
 }
 
 namespace {

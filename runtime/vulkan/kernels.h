@@ -178,13 +178,11 @@ class Kernels {
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
 
  private:
-  void matvec(DispatchList& list, const DeviceMatrix& weight, const abi::MatvecArgs& args, bool attention_input);
+  void matvec(DispatchList& list, const DeviceMatrix& weight, const abi::MatvecArgs& args);
   // Decode attention's specialization: query heads per KV head and head_dim (0, 0 elsewhere).
   using AttentionConstants = std::pair<uint32_t, uint32_t>;
-  // matvec_attention: SPEC_MATVEC_ATTENTION (the out product's pipeline, merging attention's ranges).
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},
-                           AttentionConstants attention = {}, std::optional<MatvecShape> matvec = std::nullopt,
-                           bool matvec_attention = false);
+                           AttentionConstants attention = {}, std::optional<MatvecShape> matvec = std::nullopt);
   // Whether expert_gemm takes the cooperative kernel for these weights, and its grid's columns.
   bool expert_cooperative(const DeviceExperts& weights) const;
   uint32_t expert_column_tiles(const DeviceExperts& weights) const;
@@ -192,8 +190,7 @@ class Kernels {
   bool force_portable_ = false;
   ExpertShape expert_shape_;
   std::optional<MatvecShape> matvec_shape_;  // GPTOSS_VK_MATVEC
-  std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t, bool>, std::unique_ptr<Pipeline>>
-      pipelines_;
+  std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 
 }  // namespace gptoss::vk
