@@ -9,13 +9,10 @@
 // blocks of SUBGROUP_SIZE keys with no workgroup barrier in the key loop: lane = key for the
 // scores of the GROUP query heads, an online softmax per head across the lanes, then lane = dims
 // for the values (coalesced), the probabilities passed through shared memory. The subgroups'
-// (maximum, sum, weighted V) merge through shared memory at the end. A single range finishes by
-// itself with the sink: out = V e^(m - M) / (e^(sink - M) + l e^(m - M)), M = max(m, sink), the
-// sink's probability dropped, as the CPU engine. Several ranges each write their (m_s, l_s, V_s)
-// to the partials, and the out product merges them as it stages its input (matvec.comp,
-// MATVEC_ATTENTION): a last workgroup merging them here cost the chain ~8 µs per layer at 4096
-// keys on the H100 (fences, an atomic and a round trip at the tail; 326.0 against 336.3 tokens/s
-// without, run 62). The rotated new Q and K rows are made here
+// (maximum, sum, weighted V) merge through shared memory at the end; the last range of w to
+// finish merges the ranges with the sinks in one pass with a running maximum: with M the largest
+// of the sink and their maxima, out = sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s e^(m_s - M)
+// l_s), the sink's probability dropped, as the CPU engine. A single range finishes by itself. The rotated new Q and K rows are made here
 // (RoPE, half-split pairs, YaRN tables), and the range holding the position stores the new K and
 // V in its cache slot (position % slots, a ring on sliding layers). The caches in ENCODING (f32, or
 // f16: half the bytes per key; the new key and value used as the cache holds them).
@@ -107,12 +104,12 @@ void main() {
   uint w = gl_WorkGroupID.x, s = gl_WorkGroupID.y, qh0 = w * GROUP, g = qh0 / args.group;
   uint heads = args.kv_heads * args.group, half_dim = HEAD_DIM / 2u;
   uint position = WordsIn(args.step).v[0];
-  uint first_key = attention_first_key(position, args.window);
+  uint first_key = (args.window != 0u && position + 1u > args.window) ? position + 1u - args.window : 0u;
   uint keys = position + 1u - first_key;
   if (keys > args.max_keys) return;  // a position the dispatch was not made for
   // Ranges of at least args.range_keys keys: by default one block per subgroup (fewer, longer
   // ranges cost less to merge); fewer keys per range spread a short context over more workgroups.
-  uint ranges = attention_ranges(keys, args.splits, args.range_keys);
+  uint ranges = min(args.splits, (keys + args.range_keys - 1u) / args.range_keys);
   if (s >= ranges) return;
   uint per_range = (keys + ranges - 1u) / ranges;
   uint begin = min(first_key + s * per_range, position + 1u);
@@ -309,16 +306,46 @@ void main() {
     }
     return;
   }
-  Floats partials = Floats(args.partials);
+  SharedFloats partials = SharedFloats(args.partials);
+  [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
+    uint e = t + o * DECODE_ATTENTION_SIZE;
+    if (e >= kGroupValues) break;
+    uint hh = e / HEAD_DIM, d = e % HEAD_DIM;
+    uint base = ((qh0 + hh) * args.splits + s) * (HEAD_DIM + 2u);
+    partials.v[base + d] = total[o];
+    if (d == 0u) {
+      partials.v[base + HEAD_DIM] = head_max[hh];
+      partials.v[base + HEAD_DIM + 1u] = head_sum[hh];
+    }
+  }
+  if (PROBE == 14u || !arrive_last(args.counters, w, ranges)) return;
+  // The merge, by the last range, in one pass over the ranges with a running maximum: every range's
+  // maximum, sum and value of the output are loaded at once (16 ranges' worth in flight), so the
+  // merge costs one round trip to the L2 cache per 16 ranges, not one per quantity.
   [[unroll]] for (uint o = 0u; o < kOutputsPerInvocation; ++o) {
     uint e = t + o * DECODE_ATTENTION_SIZE;
     if (e >= kGroupValues) break;
     uint hh = e / HEAD_DIM, d = e % HEAD_DIM, h = qh0 + hh;
-    partials.v[attention_partial_values(h, s, args.splits, HEAD_DIM) + d] = total[o];
-    if (d == 0u) {
-      uint at = 2u * attention_partial_stats(h, s, args.splits, heads, HEAD_DIM);
-      partials.v[at] = head_max[hh];
-      partials.v[at + 1u] = head_sum[hh];
+    float top = -1.0 / 0.0, denominator = 0.0, sum = 0.0;
+    for (uint r0 = 0u; r0 < ranges; r0 += 16u) {
+      float range_max[16], range_sum[16], range_value[16];
+      [[unroll]] for (uint u = 0u; u < 16u; ++u) {
+        uint base = (h * args.splits + min(r0 + u, ranges - 1u)) * (HEAD_DIM + 2u);
+        range_max[u] = partials.v[base + HEAD_DIM];
+        range_sum[u] = partials.v[base + HEAD_DIM + 1u];
+        range_value[u] = partials.v[base + d];
+      }
+      [[unroll]] for (uint u = 0u; u < 16u; ++u) {
+        if (r0 + u >= ranges) break;
+        float new_top = max(top, range_max[u]);  // finite: every range has keys
+        float rescale = exp(top - new_top), weight = exp(range_max[u] - new_top);
+        denominator = denominator * rescale + range_sum[u] * weight;
+        sum = sum * rescale + range_value[u] * weight;
+        top = new_top;
+      }
     }
+    float sink = FloatsIn(args.sinks).v[h];
+    float with_sink = max(top, sink), w_top = exp(top - with_sink);
+    Floats(args.target).v[h * HEAD_DIM + d] = sum * w_top / (denominator * w_top + exp(sink - with_sink));
   }
 }

@@ -50,20 +50,6 @@ bool arrive_last(uvec2 counters, uint counter, uint total) {
 
 bool has_address(uvec2 address) { return address != uvec2(0u); }
 
-// Decode attention's keys at `position` (t - W < j <= t on sliding layers, W = window; every key
-// when window is 0) and the key ranges attention_decode.comp cuts them into: at least range_keys
-// keys each, at most `splits`. The out product (matvec.comp, MATVEC_ATTENTION) merges the ranges.
-uint attention_first_key(uint position, uint window) {
-  return (window != 0u && position + 1u > window) ? position + 1u - window : 0u;
-}
-uint attention_ranges(uint keys, uint splits, uint range_keys) { return min(splits, (keys + range_keys - 1u) / range_keys); }
-// The partials of range s of query head h: its weighted V sums [head_dim] at float index
-// attention_partial_values, its (maximum, sum) at pair index attention_partial_stats.
-uint attention_partial_values(uint h, uint s, uint splits, uint head_dim) { return (h * splits + s) * head_dim; }
-uint attention_partial_stats(uint h, uint s, uint splits, uint heads, uint head_dim) {
-  return heads * splits * head_dim / 2u + h * splits + s;
-}
-
 // ---- dense decoding: 8 consecutive values of a row-major matrix ----
 
 vec4 bf16_low_high(uint a, uint b) {

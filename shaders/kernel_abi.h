@@ -31,7 +31,7 @@ using uint = uint32_t;
 #define SPEC_COOP_K 5
 #define SPEC_FP4_DECODE 6     // MXFP4 codes decoded by a table of codes (0), f16 bit placement (1), a table of code pairs (2)
 #define SPEC_PROBE 7          // measuring only (GPTOSS_VK_PROBE): 1 skips the arithmetic, 2 the weight loads;
-                              // decode attention: 11 no value loads, 12 no key loads, 13 neither
+                              // decode attention: 11 no value loads, 12 no key loads, 13 neither, 14 no range merge
 #define SPEC_EXPERT_OUTPUTS 8 // decode expert kernels: outputs per subgroup (mlp1: gate/up row pairs)
 #define SPEC_EXPERT_BATCH 9   // decode expert kernels: blocks per lane loaded before any is used
 #define SPEC_ATTENTION_GROUP 10     // decode attention: query heads per workgroup
@@ -123,7 +123,6 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 ABI_CONST(uint, MATVEC_ACCUMULATE, 1u);  // y += W x (+ b) instead of y = W x (+ b)
 ABI_CONST(uint, MATVEC_BIAS, 2u);
 ABI_CONST(uint, MATVEC_NORM, 4u);        // x is RMS-normalized (times `norm`) first
-ABI_CONST(uint, MATVEC_ATTENTION, 8u);   // x is decode attention's output: merged from its ranges' partials here
 ABI_CONST(uint, GEMM_ACCUMULATE, 1u);
 ABI_CONST(uint, GEMM_BIAS, 2u);
 ABI_CONST(uint, EXPERT_SWIGLU, 1u);      // expert GEMM of mlp1: gate/up rows interleaved, SwiGLU out
@@ -152,10 +151,7 @@ struct RmsNormArgs {
   float eps;
 };
 
-// y[r] (+)= W[r] . x' (+ bias[r]) for one vector, x' = x or its RMSNorm (MATVEC_NORM), or with
-// MATVEC_ATTENTION decode attention's output [heads, head_dim] (cols = heads * head_dim): x where
-// one range held the step's keys (attention_decode wrote it there), else the merge of the ranges'
-// partials with the sinks.
+// y[r] (+)= W[r] . x' (+ bias[r]) for one vector, x' = x or its RMSNorm (MATVEC_NORM).
 struct MatvecArgs {
   ABI_ADDRESS weight;
   ABI_ADDRESS scales;
@@ -163,24 +159,16 @@ struct MatvecArgs {
   ABI_ADDRESS x;
   ABI_ADDRESS norm;
   ABI_ADDRESS y;
-  ABI_ADDRESS partials;  // MATVEC_ATTENTION: attention_decode's (AttentionDecodeArgs::partials)
-  ABI_ADDRESS sinks;     // MATVEC_ATTENTION: [heads]
-  ABI_ADDRESS step;      // MATVEC_ATTENTION: the step state (its position sets the ranges)
   uint rows;
   uint cols;
   uint flags;
   float eps;
-  uint head_dim;    // MATVEC_ATTENTION: attention_decode's head_dim, window, splits and range_keys
-  uint window;
-  uint splits;
-  uint range_keys;
 };
 
 // Decode attention of the token at step.position: RoPE of its Q and K (half-split pairs, YaRN
 // tables), K and V into the cache slot position % slots, then for each KV head and each of up to
-// `splits` key ranges a partial softmax (max, sum, weighted V) of the query heads of that KV head.
-// Where one range holds the keys it writes the output with the sinks into target [heads * head_dim];
-// else each range its partials, which the out product merges (MatvecArgs, MATVEC_ATTENTION).
+// `splits` key ranges a partial softmax (max, sum, weighted V) of the query heads of that KV head;
+// the last range of a KV head to finish merges them with the sinks into target [heads * head_dim].
 // The query heads per KV head and head_dim are specialization constants (SPEC_ATTENTION_*).
 struct AttentionDecodeArgs {
   ABI_ADDRESS qkv;  // [heads + 2 kv_heads, head_dim] of the new token
@@ -188,9 +176,10 @@ struct AttentionDecodeArgs {
   ABI_ADDRESS v_cache;
   ABI_ADDRESS inv_freq;
   ABI_ADDRESS step;
-  ABI_ADDRESS partials;  // [heads, splits, head_dim] weighted V sums, then [heads, splits] (max, sum) pairs
+  ABI_ADDRESS partials;  // [heads, splits, head_dim + 2]
   ABI_ADDRESS sinks;
   ABI_ADDRESS target;
+  ABI_ADDRESS counters;  // [workgroup columns], zero between dispatches
   uint kv_heads;
   uint window;  // 0: every key
   uint slots;   // cache positions (a ring of `slots` on sliding layers)

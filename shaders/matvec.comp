@@ -13,13 +13,6 @@
 // RMS factor is one scalar, applied to each row's sum at the end. Shared memory holds the 8 values
 // of chunk c as two vec4s in two arrays, so consecutive lanes read consecutive 16-byte slots (no
 // bank conflicts), where reading x from global memory cost every lane its own cache lines.
-//
-// MATVEC_ATTENTION (the out projection of a decode step): x is decode attention's output. Where its
-// keys took several ranges, each workgroup merges the ranges' partials into the chunks it stages, in
-// one pass over the ranges with a running maximum, as the attention kernel's own merge did: with M
-// the largest of the sink and the ranges' maxima m_s, out = sum_s e^(m_s - M) V_s / (e^(sink - M) +
-// sum_s e^(m_s - M) l_s). The partials are small (64 heads x 8 ranges x 66 floats at 4096 keys)
-// and in the L2 cache; their loads overlap the weight loads issued before them.
 #include "common.glsl"
 layout(local_size_x = MATVEC_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { MatvecArgs args; };
@@ -42,38 +35,6 @@ void load_pass(uint first_row, uint chunks, uint base) {
   }
 }
 
-// Chunk c (8 values of one head: head_dim is a multiple of 8) of attention's output merged from
-// `ranges` partials, eight ranges' loads in flight at a time.
-void merge_attention_chunk(uint c, uint ranges, out vec4 lo, out vec4 hi) {
-  uint h = 8u * c / args.head_dim, d = 8u * c % args.head_dim, heads = args.cols / args.head_dim;
-  float top = -1.0 / 0.0, denominator = 0.0;
-  vec4 sum_lo = vec4(0.0), sum_hi = vec4(0.0);
-  const uint kInFlight = 8u;
-  for (uint r0 = 0u; r0 < ranges; r0 += kInFlight) {
-    vec2 stats[kInFlight];
-    vec4 value_lo[kInFlight], value_hi[kInFlight];
-    [[unroll]] for (uint u = 0u; u < kInFlight; ++u) {
-      uint s = min(r0 + u, ranges - 1u), at = (attention_partial_values(h, s, args.splits, args.head_dim) + d) / 4u;
-      stats[u] = uintBitsToFloat(PairsIn(args.partials).v[attention_partial_stats(h, s, args.splits, heads, args.head_dim)]);
-      value_lo[u] = Vec4sIn(args.partials).v[at];
-      value_hi[u] = Vec4sIn(args.partials).v[at + 1u];
-    }
-    [[unroll]] for (uint u = 0u; u < kInFlight; ++u) {
-      if (r0 + u >= ranges) break;
-      float new_top = max(top, stats[u].x);  // finite: every range has keys
-      float rescale = exp(top - new_top), weight = exp(stats[u].x - new_top);
-      denominator = denominator * rescale + stats[u].y * weight;
-      sum_lo = sum_lo * rescale + value_lo[u] * weight;
-      sum_hi = sum_hi * rescale + value_hi[u] * weight;
-      top = new_top;
-    }
-  }
-  float sink = FloatsIn(args.sinks).v[h];
-  float with_sink = max(top, sink), w_top = exp(top - with_sink), total = denominator * w_top + exp(sink - with_sink);
-  lo = sum_lo * w_top / total;
-  hi = sum_hi * w_top / total;
-}
-
 void main() {
   bool normed = (args.flags & MATVEC_NORM) != 0u;
   uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -83,21 +44,9 @@ void main() {
   uint chunks = args.cols / 8u;
   load_pass(row0, chunks, 0u);
 
-  uint ranges = 1u;  // of decode attention (MATVEC_ATTENTION), else x as it is
-  if ((args.flags & MATVEC_ATTENTION) != 0u) {
-    uint position = WordsIn(args.step).v[0];
-    uint keys = position + 1u - attention_first_key(position, args.window);
-    ranges = attention_ranges(keys, args.splits, args.range_keys);
-  }
   float sum_squares = 0.0;
   for (uint c = gl_LocalInvocationIndex; c < chunks; c += MATVEC_WORKGROUP_SIZE) {
-    vec4 lo, hi;
-    if (ranges > 1u) {
-      merge_attention_chunk(c, ranges, lo, hi);
-    } else {
-      lo = Vec4sIn(args.x).v[2u * c];
-      hi = Vec4sIn(args.x).v[2u * c + 1u];
-    }
+    vec4 lo = Vec4sIn(args.x).v[2u * c], hi = Vec4sIn(args.x).v[2u * c + 1u];
     sum_squares += dot(lo, lo) + dot(hi, hi);
     if (normed) {
       lo *= Vec4sIn(args.norm).v[2u * c];

@@ -181,25 +181,12 @@ void Kernels::rmsnorm(DispatchList& list, Address x, Address weight, Address y, 
 
 void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm, Address y,
                      bool accumulate, float eps) {
-  const uint32_t flags = (accumulate ? abi::MATVEC_ACCUMULATE : 0u) | (bias ? abi::MATVEC_BIAS : 0u) |
-                         (norm ? abi::MATVEC_NORM : 0u);
-  matvec(list, weight, {weight.address(), weight.scales_address(), bias, x, norm, y, 0, 0, 0, weight.rows, weight.cols,
-                        flags, eps});
-}
-
-void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bias, const AttentionOutput& a, Address y,
-                     bool accumulate) {
-  require(a.head_dim % 8 == 0 && weight.cols % a.head_dim == 0, "matvec",
-          "merges attention of head_dim " + std::to_string(a.head_dim) + " (a multiple of 8 dividing the " +
-              std::to_string(weight.cols) + " inputs)");
-  const uint32_t flags = (accumulate ? abi::MATVEC_ACCUMULATE : 0u) | (bias ? abi::MATVEC_BIAS : 0u) | abi::MATVEC_ATTENTION;
-  matvec(list, weight, {weight.address(), weight.scales_address(), bias, a.target, 0, y, a.partials, a.sinks, a.step,
-                        weight.rows, weight.cols, flags, 0.0f, a.head_dim, a.window, a.splits, a.range_keys});
-}
-
-void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, const abi::MatvecArgs& args) {
   require(weight.cols % 8 == 0, "matvec", limit("row width", weight.cols, "is not a multiple of", 8));
   require(weight.cols <= abi::kMaxMatvecCols, "matvec", limit("row width", weight.cols, ">", abi::kMaxMatvecCols));
+  const uint32_t flags = (accumulate ? abi::MATVEC_ACCUMULATE : 0u) | (bias ? abi::MATVEC_BIAS : 0u) |
+                         (norm ? abi::MATVEC_NORM : 0u);
+  const abi::MatvecArgs args{weight.address(), weight.scales_address(), bias, x, norm, y, weight.rows, weight.cols,
+                             flags, eps};
   const MatvecShape shape = matvec_shape(weight.rows);
   const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
   const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
@@ -278,10 +265,9 @@ uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
   return uint64_t{s.heads} * decode_attention_splits(s) * (s.head_dim + 2);
 }
 
-Kernels::AttentionOutput Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv,
-                                                   Address k_cache, Address v_cache, Address inv_freq, Address step,
-                                                   Address sinks, Address target, Address partials,
-                                                   const AttentionPart& part) {
+void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
+                               Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
+                               const Shared& shared, const AttentionPart& part) {
   check_attention_shape("attention_decode", s);
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
@@ -294,16 +280,17 @@ Kernels::AttentionOutput Kernels::attention_decode(DispatchList& list, const Att
   require(per_workgroup >= 1 && group % per_workgroup == 0, "attention_decode",
           std::to_string(per_workgroup) + " query heads per workgroup do not divide the " + std::to_string(group) +
               " of a KV head");
-  const abi::AttentionDecodeArgs args{qkv,      k_cache,         v_cache,  inv_freq, step,
-                                      partials, sinks,           target,   s.kv_heads, s.window,
-                                      s.slots,  splits,          s.scale,  s.concentration, attention_range_keys(),
-                                      group,    part.max_keys};
+  require(s.heads / per_workgroup <= kCounters, "attention_decode",
+          limit("workgroup columns", s.heads / per_workgroup, ">", kCounters));
+  const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
+                                      sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
+                                      splits, s.scale,         s.concentration, attention_range_keys(), group,
+                                      part.max_keys};
   const AttentionConstants constants{per_workgroup, s.head_dim};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
                                                      : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);
   list.dispatch(pipeline("attention_decode", sizeof args, cache_encoding(s), constants), args, s.heads / per_workgroup, rows);
-  return {target, partials, sinks, step, s.head_dim, s.window, splits, attention_range_keys()};
 }
 
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,

@@ -47,9 +47,8 @@ class Kernels {
   };
   // Decode attention over key ranges of at least attention_range_keys() keys: the dispatch has as
   // many workgroups per KV head as the layer's most keys (its window, or its cache slots) fill, at
-  // most the cap; the kernel uses as many as the keys at the step's position fill. One range writes
-  // the output with the sinks into target; several write partials, which the out product merges
-  // (AttentionOutput).
+  // most the cap; the kernel uses as many as the keys at the step's position fill. Merged with the
+  // sinks into target.
   static uint32_t decode_attention_splits(const AttentionShape& shape);
   static uint32_t attention_split_cap();  // kDefaultAttentionSplits, or GPTOSS_VK_ATTN_SPLITS
   // The ranges a dispatch of `columns` workgroups per range row uses: at most `splits`, and where
@@ -72,26 +71,15 @@ class Kernels {
   struct AttentionPart {
     uint32_t heads_per_workgroup, max_keys;
   };
-  // Decode attention's output as the out product reads it (matvec with an AttentionOutput): target
-  // where one range held the step's keys, else the ranges' partials merged with the sinks.
-  struct AttentionOutput {
-    Address target, partials, sinks, step;
-    uint32_t head_dim, window, splits, range_keys;
-  };
-  // `partials`: decode_attention_partials(shape) floats.
-  AttentionOutput attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
-                                   Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
-                                   Address partials, const AttentionPart& part);
+  void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
+                        Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
+                        const Shared& shared, const AttentionPart& part);
   // Every position, attention_heads_per_workgroup's shape.
-  AttentionOutput attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
-                                   Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
-                                   Address partials) {
-    return attention_decode(list, shape, qkv, k_cache, v_cache, inv_freq, step, sinks, target, partials,
-                            {0, UINT32_MAX});
+  void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
+                        Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
+                        const Shared& shared) {
+    attention_decode(list, shape, qkv, k_cache, v_cache, inv_freq, step, sinks, target, shared, {0, UINT32_MAX});
   }
-  // y (+)= W attention (+ bias): attention_decode's output, merged from its ranges where it took several.
-  void matvec(DispatchList& list, const DeviceMatrix& weight, Address bias, const AttentionOutput& attention,
-              Address y, bool accumulate);
   void rope_store(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache, Address v_cache,
                   Address inv_freq, Address step, uint32_t count);
   void attention_prefill(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
@@ -178,7 +166,6 @@ class Kernels {
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
 
  private:
-  void matvec(DispatchList& list, const DeviceMatrix& weight, const abi::MatvecArgs& args);
   // Decode attention's specialization: query heads per KV head and head_dim (0, 0 elsewhere).
   using AttentionConstants = std::pair<uint32_t, uint32_t>;
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},

@@ -164,8 +164,8 @@ struct VulkanEngine::Device {
   // reach: decode attention's shape (count 1; prefill chunks take Short).
   DispatchList build(uint32_t count, LogitRows rows, bool observed, bool greedy, AttentionReach reach) const;
   // Decode attention of layer l at positions of this reach (see the definition).
-  // Returns its output for the out product.
-  Kernels::AttentionOutput record_decode_attention(DispatchList& list, uint32_t l, AttentionReach reach) const;
+  void record_decode_attention(DispatchList& list, uint32_t l, const Kernels::Shared& shared,
+                               AttentionReach reach) const;
   // The recording of a submit of `count` tokens at `position` (decode attention's reach follows it).
   const Recorded& get(uint32_t count, LogitRows rows, bool observed, uint64_t position, bool greedy = false);
   void submit(const Recorded& r);
@@ -331,14 +331,13 @@ void VulkanEngine::Device::ensure_stages(uint32_t rows) {
   free_recorded();
 }
 
-Kernels::AttentionOutput VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t l,
-                                                                       AttentionReach reach) const {
+void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t l, const Kernels::Shared& shared,
+                                                   AttentionReach reach) const {
   const Kernels::AttentionShape shape = shape_of(l);
   const LayerWeights& w = layers[l];
   const auto attend = [&](const Kernels::AttentionPart& part) {
-    return kernels->attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(),
-                                     inv_freq->address(), step->address(), w.sinks->address(), attn->address(),
-                                     shared_partials->address(), part);
+    kernels->attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(),
+                              inv_freq->address(), step->address(), w.sinks->address(), attn->address(), shared, part);
   };
   if (Kernels::attention_heads_from_environment()) return attend({0, UINT32_MAX});  // one shape, to compare
   // A decode step's command buffer holds one shape per layer, by its position's reach. Short (the
@@ -353,7 +352,7 @@ Kernels::AttentionOutput VulkanEngine::Device::record_decode_attention(DispatchL
   // was not made for.
   const uint32_t group = shape.heads / shape.kv_heads, short_keys = Kernels::attention_range_keys();
   if (reach == AttentionReach::Short) return attend({1, short_keys});
-  return attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), UINT32_MAX});
+  attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), UINT32_MAX});
 }
 
 DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool observed, bool greedy,
@@ -382,9 +381,9 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
         row += part.rows;
       }
       list.tag(shape.window ? "sliding" : "full");
-      const Kernels::AttentionOutput attention_out = record_decode_attention(list, l, reach);
+      record_decode_attention(list, l, shared, reach);
       list.tag("out");
-      k.matvec(list, w.out, w.out_bias->address(), attention_out, x->address(), true);
+      k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
       list.tag("");
       // The router writes logits; each workgroup of mlp1 ranks them, the first writing the choices
       // mlp2 reads.

@@ -507,31 +507,6 @@ TEST(VulkanKernels, PrefillAttentionWithAnF16Cache) {
 // attention_heads_per_workgroup's for every position.
 // With an f16 cache, as check_prefill_attention: the new key and value against the exact ones as
 // the cache holds them, the attention against a reference over the cache's values.
-// Decode attention's output from its ranges' partials (AttentionDecodeArgs::partials), merged with
-// the sinks in double: what the out product (matvec with an AttentionOutput) stages.
-std::vector<float> merged_attention(const std::vector<float>& partials, const std::vector<float>& sinks, uint32_t heads,
-                                    uint32_t head_dim, uint32_t splits, uint32_t ranges) {
-  std::vector<float> out(size_t{heads} * head_dim);
-  const size_t stats = size_t{heads} * splits * head_dim;
-  for (uint32_t h = 0; h < heads; ++h) {
-    double top = sinks[h];
-    for (uint32_t s = 0; s < ranges; ++s) top = std::max(top, double{partials[stats + 2 * (size_t{h} * splits + s)]});
-    double denominator = std::exp(sinks[h] - top);
-    for (uint32_t s = 0; s < ranges; ++s) {
-      const size_t at = stats + 2 * (size_t{h} * splits + s);
-      denominator += partials[at + 1] * std::exp(partials[at] - top);
-    }
-    for (uint32_t d = 0; d < head_dim; ++d) {
-      double sum = 0;
-      for (uint32_t s = 0; s < ranges; ++s)
-        sum += partials[(size_t{h} * splits + s) * head_dim + d] *
-               std::exp(partials[stats + 2 * (size_t{h} * splits + s)] - top);
-      out[size_t{h} * head_dim + d] = static_cast<float>(sum / denominator);
-    }
-  }
-  return out;
-}
-
 void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t position, uint32_t capacity,
                             vk::Kernels::AttentionPart part = {0, UINT32_MAX},
                             uint32_t encoding = vk::abi::ENC_F32) {
@@ -568,15 +543,16 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
   const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
                                           1.0f,    encoding};
   auto partials = host_buffer(ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape), NAN));
+  auto counters = host_buffer(ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
   auto out_buf = host_buffer(ctx, std::vector<float>(size_t{a.heads} * D, -7.0f));
-  vk::Kernels::AttentionOutput output{};
-  run(ctx, [&](vk::DispatchList& list) {
-    output = kernels(ctx).attention_decode(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
-                                           f_buf->address(), step_buf->address(), s_buf->address(), out_buf->address(),
-                                           partials->address(), part);
-  });
-  EXPECT_EQ(output.target, out_buf->address());
-  EXPECT_EQ(output.partials, partials->address());
+  for (int repeat = 0; repeat < 2; ++repeat)  // the counters are left zero for the next dispatch
+    run(ctx, [&](vk::DispatchList& list) {
+      kernels(ctx).attention_decode(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
+                                    f_buf->address(), step_buf->address(), s_buf->address(), out_buf->address(),
+                                    {partials->address(), counters->address()}, part);
+    });
+  const auto counts = read_buffer<uint32_t>(*counters, a.heads);
+  EXPECT_EQ(counts, std::vector<uint32_t>(a.heads, 0u));
   const auto k_after = read_cache(*k_buf, k_cache.size(), encoding);
   const auto v_after = read_cache(*v_buf, v_cache.size(), encoding);
   for (uint32_t i = 0; i < kv_rows; ++i) {
@@ -588,16 +564,10 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
     values[position][i] = v_after[at];
   }
   const auto want = reference_attention(a, q, keys, values, sinks, position, 1);
-  // One range wrote the output; several wrote partials for the out product to merge (here, as it
-  // does: merged_attention).
-  const uint32_t keys_now = position + 1 - (a.window && position + 1 > a.window ? position + 1 - a.window : 0);
-  const uint32_t ranges = std::min(output.splits, (keys_now + output.range_keys - 1) / output.range_keys);
-  const auto out = ranges == 1 ? read_buffer<float>(*out_buf, want.size())
-                               : merged_attention(read_buffer<float>(*partials, partials->size() / 4), sinks, a.heads,
-                                                  D, output.splits, ranges);
+  const auto out = read_buffer<float>(*out_buf, want.size());
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) worst = test::worse(worst, std::abs(out[i] - want[i]));
-  EXPECT_LE(worst, 2e-5) << ranges << " ranges";
+  EXPECT_LE(worst, 2e-5);
 }
 
 TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
@@ -611,60 +581,6 @@ TEST(VulkanKernels, DecodeAttentionOverKeyRangesWithRingCache) {
   check_decode_attention(*ctx, {64, 8, 64, 0}, 3000, 4096);  // 12 ranges of 250 or 251 keys
   // A whole KV head's query heads per workgroup (GPTOSS_VK_ATTN_HEADS=8), one range and several.
   for (uint32_t position : {100u, 700u}) check_decode_attention(*ctx, {16, 2, 32, 0}, position, 1000, {8, UINT32_MAX});
-}
-
-// The out product of a decode step stages attention's output: the vector attention_decode wrote
-// where one range held the keys, else the merge of the ranges' partials with the sinks (positions
-// whose keys take 2, 3 (a window), 9 (more than the 8 loads in flight) and the capped 12 ranges).
-// Partials past the position's ranges and the vector where it is not the output are NaN: neither
-// may be read.
-TEST(VulkanKernels, OutProductMergesDecodeAttentionRanges) {
-  VULKAN_OR_SKIP();
-  const uint32_t heads = 6, head_dim = 16, splits = 12, range_keys = 4, cols = heads * head_dim;
-  const auto sinks = random_floats(heads, 21, 2.0f);
-  auto s_buf = host_buffer(*ctx, sinks);
-  for (DType type : {DType::F32, DType::BF16})
-    for (const auto& [position, window] : std::vector<std::pair<uint32_t, uint32_t>>{{2, 0}, {5, 0}, {100, 10}, {35, 0}, {100, 0}}) {
-      const uint32_t keys = position + 1 - (window && position + 1 > window ? position + 1 - window : 0);
-      const uint32_t ranges = std::min(splits, (keys + range_keys - 1) / range_keys);
-      const std::string what = std::string(dtype_name(type)) + " position " + std::to_string(position) + " window " +
-                               std::to_string(window) + ": " + std::to_string(ranges) + " ranges";
-      std::vector<float> partials(size_t{heads} * splits * (head_dim + 2), NAN);  // decode_attention_partials' layout
-      const auto values = random_floats(partials.size(), position + 31, 3.0f);
-      const auto maxima = random_floats(size_t{heads} * splits, position + 32, 3.0f);
-      const auto sums = random_floats(size_t{heads} * splits, position + 33, 2.0f);
-      const size_t stats = size_t{heads} * splits * head_dim;
-      for (uint32_t h = 0; h < heads; ++h)
-        for (uint32_t s = 0; s < ranges && ranges > 1; ++s) {
-          const size_t range = size_t{h} * splits + s;
-          for (uint32_t d = 0; d < head_dim; ++d) partials[range * head_dim + d] = values[range * head_dim + d];
-          partials[stats + 2 * range] = maxima[range];
-          partials[stats + 2 * range + 1] = 3.0f + sums[range];  // a range's sum is at least e^0 = 1
-        }
-      const auto direct = ranges == 1 ? random_floats(cols, position + 34) : std::vector<float>(cols, NAN);
-      const auto w = dense_matrix(*ctx, type, 5, cols, position + 35);
-      const auto bias = random_floats(5, 36), y0 = random_floats(5, 37);
-      auto p_buf = host_buffer(*ctx, partials), x_buf = host_buffer(*ctx, direct), b_buf = host_buffer(*ctx, bias);
-      auto step_buf = host_buffer(*ctx, std::vector<uint32_t>{position, 1}), y_buf = host_buffer(*ctx, y0);
-      const vk::Kernels::AttentionOutput output{x_buf->address(), p_buf->address(), s_buf->address(), step_buf->address(),
-                                                head_dim, window, splits, range_keys};
-      run(*ctx, [&](vk::DispatchList& list) {
-        kernels(*ctx).matvec(list, w.device, b_buf->address(), output, y_buf->address(), true);
-      });
-      const auto x = ranges == 1 ? direct : merged_attention(partials, sinks, heads, head_dim, splits, ranges);
-      Doubles want(5), scale(5);
-      for (uint32_t r = 0; r < 5; ++r) {
-        double sum = double{bias[r]} + y0[r], size = std::abs(bias[r]) + std::abs(y0[r]);
-        for (uint32_t k = 0; k < cols; ++k) {
-          const double p = double{w.values[size_t{r} * cols + k]} * x[k];
-          sum += p;
-          size += std::abs(p);
-        }
-        want[r] = sum;
-        scale[r] = size;
-      }
-      expect_close(read_buffer<float>(*y_buf, 5), want, scale, 2e-6, what);
-    }
 }
 
 TEST(VulkanKernels, QueryHeadsPerWorkgroupDivideTheGroup) {
@@ -1015,7 +931,7 @@ TEST(VulkanKernels, LaunchersNameTheKernelAndTheViolatedLimit) {
   vk::DispatchList list;
   const vk::Kernels::AttentionShape too_many_heads{64, 2, 64, 0, 16, 0.125f, 1.0f};
   try {
-    kernels(*ctx).attention_decode(list, too_many_heads, 0, 0, 0, 0, 0, 0, 0, 0);
+    kernels(*ctx).attention_decode(list, too_many_heads, 0, 0, 0, 0, 0, 0, 0, {0, 0});
     FAIL() << "accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("Vulkan kernel attention_decode: query heads per KV head 32 > 16"),

@@ -322,9 +322,10 @@ int main(int argc, char** argv) {
       for (uint32_t window : {0u, 128u}) {
         const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f, cache};
         auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape)));
+        auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
         double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
           kernels.attention_decode(l, shape, qkv->address(), kcs[i % 8]->address(), vcs[i % 8]->address(), f->address(),
-                                   step->address(), sinks->address(), out->address(), partials->address());
+                                   step->address(), sinks->address(), out->address(), {partials->address(), counters->address()});
         });
         const std::string name = std::string("attention decode ") + (cache == vk::abi::ENC_F16 ? "f16 " : "") + "@" +
                                  std::to_string(position) + (window ? " window 128" : " full");
