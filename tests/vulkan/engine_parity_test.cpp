@@ -164,22 +164,24 @@ TEST(VulkanEngineKvCache, DecodeStepsAcrossTheEdgeOfTheShortAttentionShape) {
   std::vector<uint32_t> ids;
   while (ids.size() < first + steps) ids.push_back(prompt[ids.size() % prompt.size()]);
   engines.cpu.reset();
-  const auto cpu_all = engines.cpu.forward(ids, runtime::LogitRows::All);
+  // The CPU engine's rows of the decoded positions only (first .. first + steps - 1).
+  const auto cpu_rows = engines.cpu.forward(ids, runtime::LogitRows::range(first, steps));
+  ASSERT_EQ(cpu_rows.size(), steps * vocab);
   engine.reset();
   EXPECT_TRUE(engine.forward(std::span(ids).first(first), runtime::LogitRows::None).empty());
   for (size_t step = 0; step < steps; ++step) {
     const size_t position = first + step;
     const auto decoded = engine.forward(std::span(ids).subspan(position, 1));
     ASSERT_EQ(decoded.size(), vocab);
-    const std::vector<float> cpu_row(cpu_all.begin() + static_cast<std::ptrdiff_t>(position * vocab),
-                                     cpu_all.begin() + static_cast<std::ptrdiff_t>((position + 1) * vocab));
+    const std::vector<float> cpu_row(cpu_rows.begin() + static_cast<std::ptrdiff_t>(step * vocab),
+                                     cpu_rows.begin() + static_cast<std::ptrdiff_t>((step + 1) * vocab));
     EXPECT_LE(max_abs_diff(decoded, cpu_row), 1e-3f) << "decode step at position " << position;
   }
   // The greedy step (its own recordings) past the edge: the CPU's argmax of the next row.
   const size_t position = first + steps - 1;
   engine.reset();
   const uint32_t token = engine.forward_greedy(std::span(ids).first(position + 1));
-  const auto row = cpu_all.begin() + static_cast<std::ptrdiff_t>(position * vocab);
+  const auto row = cpu_rows.begin() + static_cast<std::ptrdiff_t>((steps - 1) * vocab);
   EXPECT_EQ(token, static_cast<uint32_t>(std::max_element(row, row + static_cast<std::ptrdiff_t>(vocab)) - row));
 }
 
