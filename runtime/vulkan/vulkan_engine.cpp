@@ -349,8 +349,8 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
   // keys two heads in 4 ranges beat four in 8 by 5% (run 41); and the sliding layers, their window
   // full, take two heads too: tg128 @ d4096 328.4 against 322.8 with one (f16 cache), 318.2 against
   // 309.7 (f32; run 59, one process each; an A/B of two processes each against the previous two
-  // dispatches per layer: +0.7% with f32, within noise with f16, run 61). Each dispatch still
-  // bounds its keys, so a shape never runs at a position it was not made for.
+  // dispatches per layer: +0.7% with f32, within noise with f16, run 61). The short shape still
+  // bounds its keys (past them it returns), so it never computes at a position it was not made for.
   const uint32_t group = shape.heads / shape.kv_heads, short_keys = Kernels::attention_range_keys();
   if (reach == AttentionReach::Short) return attend({1, short_keys});
   attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), UINT32_MAX});

@@ -62,6 +62,12 @@ float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return static_cast<float>(worst);
 }
 
+// Row `row` of logits laid out [rows, vocab].
+std::vector<float> logit_row(const std::vector<float>& logits, size_t row, size_t vocab) {
+  const auto first = logits.begin() + static_cast<std::ptrdiff_t>(row * vocab);
+  return {first, first + static_cast<std::ptrdiff_t>(vocab)};
+}
+
 class VulkanEngineParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VulkanEngineParity, EveryStageMatchesTheCpuEngine) {
@@ -132,9 +138,7 @@ TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
     for (size_t step = 0; step < 5; ++step) {
       const auto decoded = engine.forward(std::span(ids).subspan(t + step, 1));
       ASSERT_EQ(decoded.size(), vocab);
-      const std::vector<float> cpu_row(cpu_all.begin() + static_cast<std::ptrdiff_t>((t + step) * vocab),
-                                       cpu_all.begin() + static_cast<std::ptrdiff_t>((t + step + 1) * vocab));
-      EXPECT_LE(max_abs_diff(decoded, cpu_row), 1e-3f) << "decode step " << step;
+      EXPECT_LE(max_abs_diff(decoded, logit_row(cpu_all, t + step, vocab)), 1e-3f) << "decode step " << step;
       if (step == 0) {
         const auto resume = engine.position();
         engine.reset();
@@ -152,8 +156,9 @@ TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
 
 // Decode attention's two shapes live in two recordings of the decode step, picked by the step's
 // position: while the keys fit attention_range_keys() and beyond. Steps on either side of the
-// edge (a full layer's keys from 254 to 259) against the CPU engine: a step run with the other
-// shape's recording would leave the attention output unwritten (each shape bounds its keys).
+// edge (a full layer's keys from 254 to 259) against the CPU engine: a step past the edge run with
+// the short shape's recording would leave a full layer's attention output unwritten (that shape
+// returns beyond its keys).
 TEST(VulkanEngineKvCache, DecodeStepsAcrossTheEdgeOfTheShortAttentionShape) {
   GOLDENS_OR_SKIP();
   VULKAN_OR_SKIP();
@@ -173,16 +178,14 @@ TEST(VulkanEngineKvCache, DecodeStepsAcrossTheEdgeOfTheShortAttentionShape) {
     const size_t position = first + step;
     const auto decoded = engine.forward(std::span(ids).subspan(position, 1));
     ASSERT_EQ(decoded.size(), vocab);
-    const std::vector<float> cpu_row(cpu_rows.begin() + static_cast<std::ptrdiff_t>(step * vocab),
-                                     cpu_rows.begin() + static_cast<std::ptrdiff_t>((step + 1) * vocab));
-    EXPECT_LE(max_abs_diff(decoded, cpu_row), 1e-3f) << "decode step at position " << position;
+    EXPECT_LE(max_abs_diff(decoded, logit_row(cpu_rows, step, vocab)), 1e-3f) << "decode step at position " << position;
   }
   // The greedy step (its own recordings) past the edge: the CPU's argmax of the next row.
   const size_t position = first + steps - 1;
   engine.reset();
   const uint32_t token = engine.forward_greedy(std::span(ids).first(position + 1));
-  const auto row = cpu_rows.begin() + static_cast<std::ptrdiff_t>((steps - 1) * vocab);
-  EXPECT_EQ(token, static_cast<uint32_t>(std::max_element(row, row + static_cast<std::ptrdiff_t>(vocab)) - row));
+  const auto row = logit_row(cpu_rows, steps - 1, vocab);
+  EXPECT_EQ(token, static_cast<uint32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
 }
 
 // An f16 KV cache (EngineOptions::kv_cache): the Vulkan engine against the CPU engine with the same
@@ -230,8 +233,7 @@ TEST(VulkanEngineKvCache, F16CacheMatchesTheCpuEngineWithAnF16Cache) {
   vulkan_f16.forward(std::span(ids).first(t), runtime::LogitRows::None);
   for (size_t step = 0; step < 5; ++step) {
     const auto decoded = vulkan_f16.forward(std::span(ids).subspan(t + step, 1));
-    const std::vector<float> cpu_row(cpu_logits.begin() + static_cast<std::ptrdiff_t>((t + step) * vocab),
-                                     cpu_logits.begin() + static_cast<std::ptrdiff_t>((t + step + 1) * vocab));
+    const auto cpu_row = logit_row(cpu_logits, t + step, vocab);
     EXPECT_LE(max_abs_diff(decoded, cpu_row), rounding / 4) << "decode step " << step;
   }
 
