@@ -109,8 +109,6 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define EXPERT_MAX_BATCH 8
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
 #define DECODE_ATTENTION_SIZE 256 // decode attention: invocations per workgroup, and by default the fewest keys a range has
-#define DECODE_ATTENTION_GROUP_RANGE 64  // attention_decode_group: the fewest keys a range has
-#define DECODE_ATTENTION_GROUP_PER_SM 1  // attention_decode_group: workgroups one multiprocessor holds at once
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once
 #define ROUTER_DECODE_EXPERTS 4     // router, one token: experts per workgroup
 #define ARGMAX_GROUPS 128         // argmax: slices reduced at once

@@ -261,19 +261,8 @@ uint32_t Kernels::attention_wave_splits(uint32_t columns, uint32_t multiprocesso
   return std::clamp<uint32_t>(multiprocessors * resident / columns, 1, splits);
 }
 
-uint32_t Kernels::group_attention_range_keys() {
-  static const uint32_t keys = numbers_from_environment("GPTOSS_VK_ATTN_GROUP_RANGE", "the fewest keys per range",
-                                                        {DECODE_ATTENTION_GROUP_RANGE}, {DECODE_ATTENTION_SIZE})[0];
-  return keys;
-}
-
-uint32_t Kernels::group_attention_splits(const AttentionShape& s) {
-  const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
-  return std::clamp<uint32_t>(ceil_div(keys, group_attention_range_keys()), 1, attention_split_cap());
-}
-
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
-  return uint64_t{s.heads} * std::max(decode_attention_splits(s), group_attention_splits(s)) * (s.head_dim + 2);
+  return uint64_t{s.heads} * decode_attention_splits(s) * (s.head_dim + 2);
 }
 
 void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
@@ -282,33 +271,6 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   check_attention_shape("attention_decode", s);
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
-  static const bool group_kernel_asked = [] {
-    const char* v = std::getenv("GPTOSS_VK_ATTN_KERNEL");
-    return v && std::string(v) == "group";
-  }();
-  if (per_workgroup == group || group_kernel_asked) {
-    // A KV head's whole group of query heads per workgroup: attention_decode_group, in as many
-    // ranges as fill the device once.
-    require(per_workgroup >= 1 && group % per_workgroup == 0, "attention_decode",
-            std::to_string(per_workgroup) + " query heads per workgroup do not divide the " + std::to_string(group) +
-                " of a KV head");
-    const uint32_t columns = s.heads / per_workgroup;
-    const uint32_t splits = set_in_environment("GPTOSS_VK_ATTN_SPLITS")
-                                ? group_attention_splits(s)
-                                : attention_wave_splits(columns, ctx_.info().multiprocessors,
-                                                        group_attention_splits(s), DECODE_ATTENTION_GROUP_PER_SM);
-    require(columns <= kCounters, "attention_decode", limit("workgroup columns", columns, ">", kCounters));
-    const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
-                                        sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
-                                        splits, s.scale,         s.concentration, group_attention_range_keys(), group,
-                                        part.max_keys};
-    const uint32_t rows = part.max_keys == UINT32_MAX
-                              ? splits
-                              : std::clamp<uint32_t>(ceil_div(part.max_keys, group_attention_range_keys()), 1, splits);
-    list.dispatch(pipeline("attention_decode_group", sizeof args, cache_encoding(s), AttentionConstants{per_workgroup, s.head_dim}),
-                  args, columns, rows);
-    return;
-  }
   // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given; else the ranges fill the device once.
   const uint32_t resident = s.cache_encoding == abi::ENC_F16 ? DECODE_ATTENTION_F16_GROUPS_PER_SM : DECODE_ATTENTION_GROUPS_PER_SM;
   const uint32_t splits = set_in_environment("GPTOSS_VK_ATTN_SPLITS")

@@ -65,11 +65,7 @@ class Kernels {
   static bool attention_heads_from_environment();  // GPTOSS_VK_ATTN_HEADS is set
   // The largest divisor of a KV head's `group` of query heads that is at most `most`.
   static uint32_t largest_divisor_within(uint32_t group, uint32_t most);
-  // A whole KV head's query heads per workgroup (attention_decode_group): ranges of at least
-  // DECODE_ATTENTION_GROUP_RANGE keys (GPTOSS_VK_ATTN_GROUP_RANGE), at most the cap.
-  static uint32_t group_attention_range_keys();
-  static uint32_t group_attention_splits(const AttentionShape& shape);
-  static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats, for either kernel
+  static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
   // Query heads per workgroup (0: attention_heads_per_workgroup) and the most keys at the step's
   // position the dispatch is made for (its rows of ranges; beyond them it returns at once).
   struct AttentionPart {

@@ -603,22 +603,6 @@ TEST(VulkanKernels, DecodeAttentionShapesOfBothReaches) {
   for (uint32_t position : {256u, 300u}) check_decode_attention(*ctx, {32, 4, 32, 128}, position, 1000, long_reach);
 }
 
-// A KV head's whole group of query heads per workgroup (attention_decode_group, the engine's shape
-// beyond one range): one range and several, ranges of several passes of DECODE_ATTENTION_SIZE keys
-// (more keys than the cap of ranges holds in one pass each), a ring, 8 and 16 query heads per KV
-// head, f32 and f16 caches.
-TEST(VulkanKernels, DecodeAttentionByWholeGroups) {
-  VULKAN_OR_SKIP();
-  const vk::Kernels::AttentionPart whole{8, UINT32_MAX};
-  for (const uint32_t encoding : {vk::abi::ENC_F32, vk::abi::ENC_F16}) {
-    for (uint32_t position : {0u, 256u, 3000u}) check_decode_attention(*ctx, {64, 8, 64, 0}, position, 4096, whole, encoding);
-    check_decode_attention(*ctx, {64, 8, 64, 128}, 700, 1000, whole, encoding);
-    const uint32_t passes = DECODE_ATTENTION_SIZE * vk::Kernels::attention_split_cap() * 9 / 8 + 37;
-    check_decode_attention(*ctx, {8, 1, 64, 0}, passes, passes + 100, whole, encoding);
-    check_decode_attention(*ctx, {32, 2, 32, 0}, 1100, 1200, {16, UINT32_MAX}, encoding);
-  }
-}
-
 // The edges of the kernel's key ranges (at least attention_range_keys() keys each, as many as the
 // keys fill up to the dispatched workgroups) and of its per-lane shapes: ranges of several blocks
 // per subgroup, a last block of a few keys, a window of several ranges over a ring, 1 and 16
