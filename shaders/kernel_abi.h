@@ -118,9 +118,6 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // other, so decode attention reads a range of them as one stretch of memory. The float index of
 // (slot, KV head g, dim 0).
 #define KV_CACHE_ROW(SLOT, G, SLOTS, HEAD_DIM) (((G) * (SLOTS) + (SLOT)) * (HEAD_DIM))
-// Rows (of kv_heads * head_dim values) a KV cache holds past its slots, zero: decode attention on
-// cooperative matrices reads tiles of 16 keys, up to 15 past the last key it attends to.
-#define KV_CACHE_PAD_ROWS 16
 
 // ---- flags ----
 ABI_CONST(uint, MATVEC_ACCUMULATE, 1u);  // y += W x (+ b) instead of y = W x (+ b)

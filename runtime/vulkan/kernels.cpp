@@ -261,15 +261,6 @@ uint32_t Kernels::attention_wave_splits(uint32_t columns, uint32_t multiprocesso
   return std::clamp<uint32_t>(multiprocessors * resident / columns, 1, splits);
 }
 
-bool Kernels::decode_attention_on_matrices(const AttentionShape& s) const {
-  static const bool disabled = [] {
-    const char* v = std::getenv("GPTOSS_VK_ATTN_COOP");
-    return v && std::string(v) == "0";
-  }();
-  return !disabled && cooperative() && s.cache_encoding == abi::ENC_F16 && s.window == 0 && s.head_dim == 64 &&
-         s.heads / s.kv_heads <= 16;
-}
-
 uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
   return uint64_t{s.heads} * decode_attention_splits(s) * (s.head_dim + 2);
 }
@@ -280,24 +271,6 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   check_attention_shape("attention_decode", s);
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
-  if (per_workgroup == group && decode_attention_on_matrices(s)) {
-    // A KV head's query heads as the rows of one tile (attention_decode_coop), in ranges of at
-    // least attention_range_keys() keys as many as fill the device once.
-    const uint32_t splits = set_in_environment("GPTOSS_VK_ATTN_SPLITS")
-                                ? decode_attention_splits(s)
-                                : attention_wave_splits(s.kv_heads, ctx_.info().multiprocessors,
-                                                        decode_attention_splits(s), 1);
-    const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
-                                        sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
-                                        splits, s.scale,         s.concentration, attention_range_keys(), group,
-                                        part.max_keys};
-    const uint32_t rows = part.max_keys == UINT32_MAX
-                              ? splits
-                              : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);
-    list.dispatch(pipeline("attention_decode_coop", sizeof args, std::nullopt, AttentionConstants{group, s.head_dim}),
-                  args, s.kv_heads, rows);
-    return;
-  }
   // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given; else the ranges fill the device once.
   const uint32_t resident = s.cache_encoding == abi::ENC_F16 ? DECODE_ATTENTION_F16_GROUPS_PER_SM : DECODE_ATTENTION_GROUPS_PER_SM;
   const uint32_t splits = set_in_environment("GPTOSS_VK_ATTN_SPLITS")

@@ -66,11 +66,6 @@ class Kernels {
   // The largest divisor of a KV head's `group` of query heads that is at most `most`.
   static uint32_t largest_divisor_within(uint32_t group, uint32_t most);
   static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
-  // Whether a whole KV head's query heads per workgroup (heads_per_workgroup == the group) run on
-  // cooperative matrices (attention_decode_coop): an f16 cache, no window, head_dim 64, at most 16
-  // query heads per KV head, on a device with them (GPTOSS_VK_ATTN_COOP=0: never). Its caches hold
-  // KV_CACHE_PAD_ROWS zero rows past their slots and are zero-filled.
-  bool decode_attention_on_matrices(const AttentionShape& shape) const;
   // Query heads per workgroup (0: attention_heads_per_workgroup) and the most keys at the step's
   // position the dispatch is made for (its rows of ranges; beyond them it returns at once).
   struct AttentionPart {

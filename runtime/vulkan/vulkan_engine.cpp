@@ -189,7 +189,7 @@ void VulkanEngine::Device::check_memory(const CanonicalModel& model) const {
   uint64_t cache = 0;
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const uint64_t slots = c.is_sliding(l) ? std::min<uint64_t>(capacity, uint64_t{c.sliding_window} + chunk) : capacity;
-    cache += 2 * (slots + KV_CACHE_PAD_ROWS) * c.kv_rows() * cache_value_bytes();
+    cache += 2 * slots * c.kv_rows() * cache_value_bytes();
   }
   const uint64_t k = c.experts_per_token;
   const uint64_t scratch =
@@ -263,15 +263,9 @@ void VulkanEngine::Device::upload_weights(const CanonicalModel& model) {
     });
     const bool sliding = c.is_sliding(i);
     w.slots = sliding ? static_cast<uint32_t>(std::min<uint64_t>(capacity, uint64_t{c.sliding_window} + chunk)) : capacity;
-    // KV_CACHE_PAD_ROWS more rows, and zero: decode attention on cooperative matrices reads whole
-    // tiles of keys past the last it attends to (with probability 0, so they must be finite).
-    const uint64_t cache_bytes = uint64_t{w.slots + KV_CACHE_PAD_ROWS} * c.kv_rows() * cache_value_bytes();
+    const uint64_t cache_bytes = std::max<uint64_t>(16, uint64_t{w.slots} * c.kv_rows() * cache_value_bytes());
     w.k_cache = std::make_unique<Buffer>(*ctx, cache_bytes, false);
     w.v_cache = std::make_unique<Buffer>(*ctx, cache_bytes, false);
-    ctx->run_once([&](VkCommandBuffer cb) {
-      vkCmdFillBuffer(cb, w.k_cache->handle(), 0, VK_WHOLE_SIZE, 0);
-      vkCmdFillBuffer(cb, w.v_cache->handle(), 0, VK_WHOLE_SIZE, 0);
-    });
   }
   // YaRN tables exactly as the CPU engine computes them; kernels take cos/sin of pos * inv_freq.
   const auto yarn = compute_yarn(c);
@@ -359,8 +353,6 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
   // bounds its keys (past them it returns), so it never computes at a position it was not made for.
   const uint32_t group = shape.heads / shape.kv_heads, short_keys = Kernels::attention_range_keys();
   if (reach == AttentionReach::Short) return attend({1, short_keys});
-  // Full layers with an f16 cache on cooperative matrices: a KV head's query heads as one tile.
-  if (kernels->decode_attention_on_matrices(shape)) return attend({group, UINT32_MAX});
   attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), UINT32_MAX});
 }
 

@@ -237,12 +237,11 @@ TEST(VulkanEngineKvCache, F16CacheMatchesTheCpuEngineWithAnF16Cache) {
     EXPECT_LE(max_abs_diff(decoded, cpu_row), rounding / 4) << "decode step " << step;
   }
 
-  // Half the cache's bytes: every layer holds 64 slots here (the context; a chunk is 64 too), and
-  // KV_CACHE_PAD_ROWS more.
+  // Half the cache's bytes: every layer holds 64 slots here (the context; a chunk is 64 too).
   const uint64_t before_f32 = ctx->allocated_bytes();
   vk::VulkanEngine vulkan_f32(model, {.max_context = 64}, ctx);
   const uint64_t f32_engine_bytes = ctx->allocated_bytes() - before_f32;
-  const uint64_t f32_cache = uint64_t{c.num_layers} * 2 * (64 + KV_CACHE_PAD_ROWS) * c.kv_rows() * 4;
+  const uint64_t f32_cache = uint64_t{c.num_layers} * 2 * 64 * c.kv_rows() * 4;
   EXPECT_EQ(f32_engine_bytes - f16_engine_bytes, f32_cache / 2);
 }
 

@@ -519,8 +519,7 @@ void check_decode_attention(const vk::Context& ctx, const AttentionCase& a, uint
   const auto qkv = random_floats(size_t{a.heads + 2 * a.kv_heads} * D, position + 1, 2.0f);
   const auto sinks = random_floats(a.heads, 9);
   std::vector<Doubles> keys(position + 1, Doubles(kv_rows)), values(position + 1, Doubles(kv_rows));
-  // KV_CACHE_PAD_ROWS zero rows past the slots, as the engine allocates them.
-  std::vector<float> k_cache(size_t{slots + KV_CACHE_PAD_ROWS} * kv_rows), v_cache(k_cache.size());
+  std::vector<float> k_cache(size_t{slots} * kv_rows), v_cache(size_t{slots} * kv_rows);
   const auto old_k = random_floats(size_t{position} * kv_rows, 41), old_v = random_floats(size_t{position} * kv_rows, 42);
   for (uint32_t j = 0; j < position; ++j)
     for (uint32_t i = 0; i < kv_rows; ++i) {
@@ -636,20 +635,6 @@ TEST(VulkanKernels, DecodeAttentionWithAnF16Cache) {
   check_decode_attention(*ctx, {32, 4, 32, 0}, 255, 1000, {1, 256}, vk::abi::ENC_F16);
   check_decode_attention(*ctx, {32, 4, 32, 0}, 700, 1000, {2, UINT32_MAX}, vk::abi::ENC_F16);
   check_decode_attention(*ctx, {32, 4, 32, 128}, 300, 1000, {2, UINT32_MAX}, vk::abi::ENC_F16);
-}
-
-// A KV head's whole group of query heads per workgroup with an f16 cache, no window and head_dim
-// 64: on cooperative matrices where the device has them (attention_decode_coop), elsewhere the
-// lane = key kernel. Key tiles that end inside a range and past the position, one range and
-// several, ranges of two passes (more keys than the dispatched ranges hold at 256 each).
-TEST(VulkanKernels, DecodeAttentionOfWholeGroupsWithAnF16Cache) {
-  VULKAN_OR_SKIP();
-  const vk::Kernels::AttentionPart whole{8, UINT32_MAX};
-  for (uint32_t position : {0u, 17u, 256u, 700u, 3000u})
-    check_decode_attention(*ctx, {64, 8, 64, 0}, position, 4096, whole, vk::abi::ENC_F16);
-  const uint32_t passes = DECODE_ATTENTION_SIZE * vk::Kernels::attention_split_cap() * 3 / 2 + 37;
-  check_decode_attention(*ctx, {8, 1, 64, 0}, passes, passes + 16, whole, vk::abi::ENC_F16);
-  check_decode_attention(*ctx, {32, 2, 64, 0}, 1100, 1200, {16, UINT32_MAX}, vk::abi::ENC_F16);
 }
 
 // ---- router ----
