@@ -191,17 +191,6 @@ struct AttentionDecodeArgs {
   uint max_keys;    // the most keys at the step's position this dispatch is made for (beyond, it returns)
 };
 
-// The keys and values of a full layer's cache before step.position, loaded into the L2 cache.
-struct KvPrefetchArgs {
-  ABI_ADDRESS k_cache;
-  ABI_ADDRESS v_cache;
-  ABI_ADDRESS step;
-  ABI_ADDRESS sink;  // one word, never written in practice
-  uint kv_heads;
-  uint slots;
-  uint row_bytes;  // bytes of one KV head's row (head_dim values): a multiple of 16
-};
-
 // RoPE of Q (in place) and K of `count` new tokens at step.position.., K and V into the cache.
 struct RopeStoreArgs {
   ABI_ADDRESS qkv;  // [count, heads + 2 kv_heads, head_dim]

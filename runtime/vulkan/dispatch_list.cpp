@@ -27,7 +27,6 @@ void DispatchList::add_dispatch(const Pipeline& pipeline, const void* push, uint
     step.indirect_offset = offset;
   }
   step.tag = tag_;
-  step.overlaps_previous = std::exchange(overlap_next_, false);
   steps_.push_back(std::move(step));
 }
 
@@ -39,7 +38,6 @@ void DispatchList::copy(const Buffer& source, uint64_t source_offset, const Buff
   step.target = target.handle();
   step.region = {source_offset, target_offset, bytes};
   step.tag = tag_;
-  overlap_next_ = false;  // copies always wait
   steps_.push_back(std::move(step));
 }
 
@@ -49,7 +47,6 @@ void DispatchList::fill(const Buffer& target, uint64_t offset, uint64_t bytes, u
   step.target = target.handle();
   step.region = {0, offset, bytes};
   step.fill_value = value;
-  overlap_next_ = false;
   steps_.push_back(std::move(step));
 }
 
@@ -153,7 +150,7 @@ void DispatchList::record(VkCommandBuffer cb, VkQueryPool timestamps, uint32_t f
         vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, first_query + 1 + static_cast<uint32_t>(i));
       continue;
     }
-    if (i > 0 && !step.overlaps_previous) barrier_before(wide ? all_stages : writers, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, needs(step));
+    if (i > 0) barrier_before(wide ? all_stages : writers, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, needs(step));
     switch (step.kind) {
       case Kind::Dispatch:
         if (step.pipeline != bound) {

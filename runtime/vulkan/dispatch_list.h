@@ -35,9 +35,6 @@ class DispatchList {
   void fill(const Buffer& target, uint64_t offset, uint64_t bytes, uint32_t value);
   // Appends every step of `other` (its pipelines must outlive this list).
   void append(const DispatchList& other);
-  // The next step runs beside the one before it: no barrier between them (the next step must
-  // neither read what that one writes nor write what it reads).
-  void overlap_next() { overlap_next_ = true; }
   // Names what the next steps compute ("qkv", "unembedding"): their labels become "kernel/tag",
   // so a profile tells apart the dispatches of one kernel. An empty tag ends it.
   void tag(std::string name) { tag_ = std::move(name); }
@@ -64,7 +61,6 @@ class DispatchList {
     VkBufferCopy region{};
     uint32_t fill_value = 0;
     std::string tag;
-    bool overlaps_previous = false;  // recorded with no barrier in front (overlap_next)
   };
   struct Grid {
     uint32_t x, y, z;
@@ -74,7 +70,6 @@ class DispatchList {
 
   std::vector<Step> steps_;
   std::string tag_;
-  bool overlap_next_ = false;
 };
 
 }  // namespace gptoss::vk

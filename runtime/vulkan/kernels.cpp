@@ -293,23 +293,6 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   list.dispatch(pipeline("attention_decode", sizeof args, cache_encoding(s), constants), args, s.heads / per_workgroup, rows);
 }
 
-bool Kernels::kv_prefetch_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("GPTOSS_VK_KV_PREFETCH");
-    return !(v && std::string(v) == "0");
-  }();
-  return enabled;
-}
-
-void Kernels::kv_prefetch(DispatchList& list, const AttentionShape& s, Address k_cache, Address v_cache, Address step,
-                          Address sink) {
-  check_attention_shape("kv_prefetch", s);
-  const uint32_t row_bytes = s.head_dim * (s.cache_encoding == abi::ENC_F16 ? 2 : 4);
-  require(s.window == 0 && row_bytes % 16 == 0, "kv_prefetch", "a layer without a window, rows of 16-byte multiples");
-  const abi::KvPrefetchArgs args{k_cache, v_cache, step, sink, s.kv_heads, s.slots, row_bytes};
-  list.dispatch(pipeline("kv_prefetch", sizeof args), args, std::max<uint32_t>(1, ctx_.info().multiprocessors));
-}
-
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,
                          Address inv_freq, Address step, uint32_t count) {
   check_attention_shape("rope_store", s);

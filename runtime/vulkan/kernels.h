@@ -82,11 +82,6 @@ class Kernels {
   }
   void rope_store(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache, Address v_cache,
                   Address inv_freq, Address step, uint32_t count);
-  // The keys and values before step.position of a layer without a window, loaded into the L2
-  // cache (kv_prefetch; for the engine to record beside the layer's QKV product). `sink`: a word.
-  void kv_prefetch(DispatchList& list, const AttentionShape& shape, Address k_cache, Address v_cache, Address step,
-                   Address sink);
-  static bool kv_prefetch_enabled();  // GPTOSS_VK_KV_PREFETCH=0: never
   void attention_prefill(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                          Address v_cache, Address sinks, Address step, Address target, uint32_t count);
   // Whether attention_prefill handles the shape (else the engine prefills through decode steps).

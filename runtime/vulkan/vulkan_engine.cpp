@@ -374,15 +374,6 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
     const LayerWeights& w = layers[l];
     const Kernels::AttentionShape shape = shape_of(l);
     if (count == 1) {
-      // Past one range, the full layers' cached keys and values go into the L2 cache beside the
-      // QKV product (attention needs its output; the cache it does not).
-      if (reach == AttentionReach::Long && shape.window == 0 && Kernels::kv_prefetch_enabled() &&
-          shape.head_dim * (kv_cache == runtime::KvCacheType::F16 ? 2 : 4) % 16 == 0) {
-        list.tag("full");
-        k.kv_prefetch(list, shape, w.k_cache->address(), w.v_cache->address(), step->address(),
-                      shared_partials->address());
-        list.overlap_next();
-      }
       list.tag("qkv");
       uint64_t row = 0;
       for (const auto& part : w.qkv.parts) {
