@@ -3,8 +3,9 @@
 // decode kernels read memory), with achieved TFLOP/s or GB/s, and each pipeline's register/spill
 // statistics where the driver reports them (GPTOSS_VK_PIPELINE_STATS=1). A measuring tool for
 // kernel work, not a test: ctest does not run it. Usage: vulkan_kernel_bench [repeats [sections]],
-// sections a comma list of prefill, decode, attention (default all): a shape sweep times only
-// the kernels it changes.
+// sections a comma list of prefill, decode, attention, stream (default all but stream): a shape
+// sweep times only the kernels it changes; stream times the bytes decode attention reads, read by
+// a kernel that does nothing else (tests/vulkan/shaders/stream_read.comp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/kernels.h"
 #include "shaders/kernel_abi.h"
+#include "tests/vulkan/shaders/test_shader_registry.h"
 
 namespace vk = gptoss::vk;
 using gptoss::DType;
@@ -300,7 +302,7 @@ int main(int argc, char** argv) {
 
   // ---- attention (decode at a short and long context too: the kernel's ranges follow the keys) ----
   for (uint32_t position : {128u, 512u, 4096u}) {
-    if (!timed("attention")) break;
+    if (!timed("attention") && !timed("stream")) break;
     const uint32_t slots = 4224;
     auto qkv = device_floats(*ctx, random_floats(size_t{T} * (Q + 2 * KV), 60));
     auto kc = device_floats(*ctx, random_floats(size_t{slots} * KV, 61)), vc = device_floats(*ctx, random_floats(size_t{slots} * KV, 62));
@@ -316,10 +318,12 @@ int main(int argc, char** argv) {
     auto f = device_floats(*ctx, inv), sinks = device_floats(*ctx, random_floats(64, 63));
     auto step = device_words(*ctx, {position, 1u, 0u, 0u});
     auto out = device_floats(*ctx, std::vector<float>(size_t{T} * Q));
+    auto partials_sink = device_words(*ctx, {0u});
     // An f16 cache reads the first half of the same buffers as halves (timing only: their values
     // are the f32 data's bits).
     for (const uint32_t cache : {vk::abi::ENC_F32, vk::abi::ENC_F16})
       for (uint32_t window : {0u, 128u}) {
+        if (!timed("attention")) break;
         const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f, cache};
         auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape)));
         auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
@@ -332,7 +336,28 @@ int main(int argc, char** argv) {
         report(name.c_str(), us, 0,
                2.0 * std::min(position + 1, window ? window : position + 1) * KV * (cache == vk::abi::ENC_F16 ? 2 : 4));
       }
-    if (position < T) continue;  // prefill cases: T new tokens after position - T
+    // The floor under decode attention's reads (section stream): the same bytes of an f16 cache
+    // (keys and values before the position, one stretch each) streamed by a kernel that does
+    // nothing else, in as many workgroups as attention dispatches at this position with a whole
+    // KV head per workgroup (8 KV heads x 1-16 ranges), one per multiprocessor, four per multiprocessor.
+    if (timed("stream")) {
+      struct {
+        uint64_t a, b, sink;
+        uint32_t quads;
+      } push{};
+      const vk::Pipeline stream(*ctx, "stream_read", gptoss::test::test_shader_registry().at("stream_read"), sizeof push);
+      const uint32_t quads = (position + 1) * KV * 2 / 16;
+      const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors);
+      for (const uint32_t groups : {8u * std::clamp<uint32_t>(position / 256, 1, 16), sms, 4 * sms}) {
+        double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+          push = {kcs[i % 8]->address(), vcs[i % 8]->address(), partials_sink->address(), quads};
+          l.dispatch(stream, push, groups);
+        });
+        report(("stream f16 K+V @" + std::to_string(position) + ", " + std::to_string(groups) + " groups").c_str(), us,
+               0, 2.0 * quads * 16);
+      }
+    }
+    if (position < T || !timed("attention")) continue;  // prefill cases: T new tokens after position - T
     auto pstep = device_words(*ctx, {position - T, T, 0u, 0u});
     for (uint32_t window : {0u, 128u}) {
       const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f};
