@@ -48,21 +48,31 @@ constexpr int32_t kRoundBits = 0x4B400000;
 
 constexpr float kCeiling = 80.0f;  // exp(80) ~ 5.5e34: finite in f32
 
-// exp(x) for x in [-87, 80] (0 below, exp(80) above).
-inline f8 exp8(f8 x) {
-  const i8 under = x < kFloor;
-  f8 c = select(under, splat(kFloor), x);
-  c = select(c > kCeiling, splat(kCeiling), c);
-  const f8 t = c * kLog2e + kRound;
-  const f8 n = t - kRound;
-  const f8 r = (c - n * kLn2Hi) - n * kLn2Lo;
-  f8 p = r * (1.0f / 5040) + (1.0f / 720);
+// exp's argument reduction and polynomial, one text for the vector and the scalar path (so the
+// two agree to the bit): x = n ln 2 + r with n held in t's low bits (kRound), e^r by its degree-7
+// Taylor polynomial; the caller scales by 2^n.
+template <class F>
+inline F exp_of_reduced(F x, F& t) {
+  t = x * kLog2e + kRound;
+  const F n = t - kRound;
+  const F r = (x - n * kLn2Hi) - n * kLn2Lo;
+  F p = r * (1.0f / 5040) + (1.0f / 720);
   p = p * r + (1.0f / 120);
   p = p * r + (1.0f / 24);
   p = p * r + (1.0f / 6);
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
+  return p;
+}
+
+// exp(x) for x in [-87, 80] (0 below, exp(80) above).
+inline f8 exp8(f8 x) {
+  const i8 under = x < kFloor;
+  f8 c = select(under, splat(kFloor), x);
+  c = select(c > kCeiling, splat(kCeiling), c);
+  f8 t;
+  const f8 p = exp_of_reduced(c, t);
   const i8 exponent = (((i8)t - kRoundBits) + 127) << 23;
   const f8 v = p * (f8)exponent;
   return select(under, f8{}, v);
@@ -70,16 +80,8 @@ inline f8 exp8(f8 x) {
 
 inline float exp1(float x) {
   if (x < kFloor) return 0.0f;
-  const float t = x * kLog2e + kRound;
-  const float n = t - kRound;
-  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
-  float p = r * (1.0f / 5040) + (1.0f / 720);
-  p = p * r + (1.0f / 120);
-  p = p * r + (1.0f / 24);
-  p = p * r + (1.0f / 6);
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  float t;
+  const float p = exp_of_reduced(x, t);
   // Unsigned: a NaN input must not make the shift undefined (its result is NaN-polluted anyway).
   const uint32_t exponent = ((std::bit_cast<uint32_t>(t) - static_cast<uint32_t>(kRoundBits)) + 127u) << 23;
   return p * std::bit_cast<float>(exponent);
