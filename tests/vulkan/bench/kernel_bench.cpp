@@ -318,7 +318,7 @@ int main(int argc, char** argv) {
     auto f = device_floats(*ctx, inv), sinks = device_floats(*ctx, random_floats(64, 63));
     auto step = device_words(*ctx, {position, 1u, 0u, 0u});
     auto out = device_floats(*ctx, std::vector<float>(size_t{T} * Q));
-    auto partials_sink = device_words(*ctx, {0u});
+    auto sink = device_words(*ctx, {0u});  // stream_read's word it never writes
     // An f16 cache reads the first half of the same buffers as halves (timing only: their values
     // are the f32 data's bits).
     for (const uint32_t cache : {vk::abi::ENC_F32, vk::abi::ENC_F16})
@@ -336,10 +336,11 @@ int main(int argc, char** argv) {
         report(name.c_str(), us, 0,
                2.0 * std::min(position + 1, window ? window : position + 1) * KV * (cache == vk::abi::ENC_F16 ? 2 : 4));
       }
-    // The floor under decode attention's reads (section stream): the same bytes of an f16 cache
-    // (keys and values before the position, one stretch each) streamed by a kernel that does
-    // nothing else, in as many workgroups as attention dispatches at this position with a whole
-    // KV head per workgroup (8 KV heads x 1-16 ranges), one per multiprocessor, four per multiprocessor.
+    // The floor under decode attention's reads (section stream): the same number of bytes of an
+    // f16 cache (keys and values before the position, one stretch of each buffer) streamed by a
+    // kernel that does nothing else, in as many workgroups as the engine's decode attention runs at
+    // this position past the short reach (two query heads per workgroup, its ranges by the
+    // launcher's rule), one per multiprocessor, and four per multiprocessor.
     if (timed("stream")) {
       struct {
         uint64_t a, b, sink;
@@ -348,9 +349,16 @@ int main(int argc, char** argv) {
       const vk::Pipeline stream(*ctx, "stream_read", gptoss::test::test_shader_registry().at("stream_read"), sizeof push);
       const uint32_t quads = (position + 1) * KV * 2 / 16;
       const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors);
-      for (const uint32_t groups : {8u * std::clamp<uint32_t>(position / 256, 1, 16), sms, 4 * sms}) {
+      const vk::Kernels::AttentionShape full{64, 8, 64, 0, slots, 0.125f, 1.0f, vk::abi::ENC_F16};
+      const uint32_t columns = 64 / vk::abi::kDefaultAttentionHeads;
+      const uint32_t splits = vk::Kernels::attention_wave_splits(columns, ctx->info().multiprocessors,
+                                                                 vk::Kernels::decode_attention_splits(full),
+                                                                 DECODE_ATTENTION_F16_GROUPS_PER_SM);
+      const uint32_t ranges = std::min(splits, (position + 1 + vk::Kernels::attention_range_keys() - 1) /
+                                                   vk::Kernels::attention_range_keys());
+      for (const uint32_t groups : {columns * ranges, sms, 4 * sms}) {
         double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-          push = {kcs[i % 8]->address(), vcs[i % 8]->address(), partials_sink->address(), quads};
+          push = {kcs[i % 8]->address(), vcs[i % 8]->address(), sink->address(), quads};
           l.dispatch(stream, push, groups);
         });
         report(("stream f16 K+V @" + std::to_string(position) + ", " + std::to_string(groups) + " groups").c_str(), us,
