@@ -3,9 +3,10 @@
 // decode kernels read memory), with achieved TFLOP/s or GB/s, and each pipeline's register/spill
 // statistics where the driver reports them (GPTOSS_VK_PIPELINE_STATS=1). A measuring tool for
 // kernel work, not a test: ctest does not run it. Usage: vulkan_kernel_bench [repeats [sections]],
-// sections a comma list of prefill, decode, attention, stream (default all but stream): a shape
-// sweep times only the kernels it changes; stream times the bytes decode attention reads, read by
-// a kernel that does nothing else (tests/vulkan/shaders/stream_read.comp).
+// sections a comma list of prefill, decode, attention, stream, floor (default the first three): a
+// shape sweep times only the kernels it changes; stream and floor time the bytes decode attention
+// (stream) and the other decode kernels (floor) read, read by a kernel that does nothing else
+// (tests/vulkan/shaders/stream_read.comp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -376,6 +377,42 @@ int main(int argc, char** argv) {
       const double keys = window ? 128.0 : position - 256.0;  // average keys per query
       report(("attention prefill 512 @" + std::to_string(position) + (window ? " window 128" : " full")).c_str(), us,
              4.0 * T * 64 * 64 * keys, 0);
+    }
+  }
+  // ---- floor (section floor): each decode kernel's bytes read by a kernel that only reads them,
+  // in a sweep of workgroup counts (one to sixteen per multiprocessor), rotated over copies larger
+  // than the L2: what the memory system gives a dispatch of that size in a chain, against which
+  // the kernel's own time in the decode section is set ----
+  if (timed("floor")) {
+    struct {
+      uint64_t a, b, sink;
+      uint32_t quads;
+    } push{};
+    const vk::Pipeline stream(*ctx, "stream_read", gptoss::test::test_shader_registry().at("stream_read"), sizeof push);
+    const uint64_t largest = 18u << 20;  // bytes of each half (a, b) of the largest read below
+    std::vector<std::unique_ptr<vk::Buffer>> halves_a, halves_b;
+    for (uint32_t i = 0; i < 8; ++i) {
+      halves_a.push_back(device_floats(*ctx, random_floats(largest / 4, 80 + 2 * i)));
+      halves_b.push_back(device_floats(*ctx, random_floats(largest / 4, 81 + 2 * i)));
+    }
+    auto sink = device_words(*ctx, {0u});
+    const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors);
+    const struct {
+      const char* what;
+      double bytes;
+    } reads[] = {{"matvec out Q8_0", 2880.0 * 4096 * 34 / 32}, {"matvec qkv Q8_0", 5120.0 * 2880 * 34 / 32},
+                 {"expert_mlp2 (4 experts)", 4.0 * H * (I / 32) * 17}, {"matvec out BF16", 2880.0 * 4096 * 2},
+                 {"matvec qkv BF16", 5120.0 * 2880 * 2}, {"expert_mlp1 (4 experts)", 4.0 * 2 * I * (H / 32) * 17}};
+    for (const auto& read : reads) {
+      const uint32_t quads = static_cast<uint32_t>(read.bytes / 32);  // per half
+      for (const uint32_t per_sm : {1u, 2u, 4u, 8u, 16u}) {
+        double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+          push = {halves_a[i % 8]->address(), halves_b[i % 8]->address(), sink->address(), quads};
+          l.dispatch(stream, push, per_sm * sms);
+        });
+        report(("floor: " + std::string(read.what) + ", " + std::to_string(per_sm) + "/SM").c_str(), us, 0,
+               32.0 * quads);
+      }
     }
   }
   const auto stats = kernels.pipeline_statistics();
