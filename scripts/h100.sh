@@ -14,6 +14,7 @@
 #   tests      vulkan_tests on the device (every kernel against its reference; the goldens are not
 #              there, so the tests that read them skip; the CLI tests need the build folder)
 #   synth      the synthesized 20b's HF checkpoint alone (what sweep, ab and profile variants need)
+#   q8         the Q8_0-dense GGUF alone, converted from it (what `AB_ON=q8_0` needs; convert makes it too)
 #   convert    scripts/bench_conversion.sh on the synthesized 20b: synth, the copy floor, HF -> Q8_0
 #              GGUF / model.bin / BF16 GGUF (kept in WORK for the next steps), manifest, check
 #   bench      gptoss-bench on the HF checkpoint and the Q8_0 GGUF: ppP, tgN, both at depth DEPTH,
@@ -30,15 +31,15 @@
 #              settings such as GPTOSS_VK_EXPERT, GPTOSS_VK_MATVEC; ';' joins several; a part that
 #              starts with -- is a gptoss-bench option instead: --kv-cache=f16), then tgN at depth
 #              DEPTH with the defaults and each of DEEP_VARIANTS (GPTOSS_VK_ATTN_SPLITS)
-#   ab         tgN and tgN at depth DEPTH of the HF checkpoint with other commits' gptoss-bench
+#   ab         tgN and tgN at depth DEPTH of the HF checkpoint (AB_ON: hf, q8_0 or both) with other commits' gptoss-bench
 #              (build-h100/base*/gptoss-bench, packed by `scripts/h100.sh pack-base BUILD_DIR [NAME]`
 #              here) and this pack's, alternated AB_ROUNDS times (default 2): changes measured on one
 #              machine, apart from the few percent that machines differ by; AB_NEW_OPTIONS: more rows
 #              of this pack's with gptoss-bench options (space-separated, ';' joins: --kv-cache=f16),
 #              AB_BASE_OPTIONS the same for every base
 #   kernels    vulkan_kernel_bench: each kernel alone at gpt-oss-20b shapes (SECTIONS of prefill,
-#              decode, attention, stream: the bytes decode attention reads, read by a kernel that
-#              does nothing else), with the driver's statistics of each pipeline, then the
+#              decode, attention, stream and floor: the bytes decode attention and the other decode
+#              kernels read, read by a kernel that does nothing else), with the driver's statistics of each pipeline, then the
 #              SECTIONS (default decode) with each of KERNEL_VARIANTS (environment, as VARIANTS)
 #   fuzz       every libFuzzer target at once (pack with FUZZ_BUILD=build-asan), FUZZ_RUNS executions
 #              each (default 10^6) or FUZZ_SECONDS (540), whichever comes first
@@ -51,7 +52,7 @@
 # three files; 0 for one file); VARIANTS, DEEP_VARIANTS (sweep), SECTIONS, KERNEL_VARIANTS
 # (kernels), PROFILE_VARIANTS (profile: decode profiles of the HF checkpoint with each first; with
 # PROFILE_VARIANTS_ONLY=1 nothing else): space-separated, each variant environment settings joined by ';';
-# KV_CACHES (bench, big), AB_NEW_OPTIONS and AB_BASE_OPTIONS (ab), PARITY_OPTIONS (parity: gptoss-run options).
+# KV_CACHES (bench, big), AB_ON, AB_NEW_OPTIONS and AB_BASE_OPTIONS (ab), PARITY_OPTIONS (parity: gptoss-run options).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -167,6 +168,12 @@ step_synth() {  # the HF checkpoint alone, for steps that need nothing else (swe
     --max-shard-size "$SHARD"
 }
 
+step_q8() {  # the Q8_0-dense GGUF alone, converted from the HF checkpoint (after synth)
+  note "### gptoss-convert HF -> Q8_0 GGUF"
+  [ -f "$Q8" ] && { note "already there"; return 0; }
+  timed "convert q8_0" "$BIN"/gptoss-convert "$HF" "$Q8" -q --dense q8_0
+}
+
 bench() {  # bench NAME MODEL [gptoss-bench options]
   local name=$1 model=$2
   shift 2
@@ -273,13 +280,21 @@ step_ab() {
     names+=("new $(cat "$KIT/COMMIT") ${extra//;/ }")
     options+=("${extra//;/ }")
   done
-  note "### A/B on one machine: ${names[*]}"
-  for depth in 0 "$DEPTH"; do
-    for round in $(seq "${AB_ROUNDS:-2}"); do
-      for i in "${!tools[@]}"; do
-        note "#### ${names[$i]}, round $round: -p 0 -n $N -d $depth"
-        # shellcheck disable=SC2086  # the options split into words
-        "${tools[$i]}" "$HF" -p 0 -n "$N" -d "$depth" -r "$R" -o md -q ${options[$i]} 2>&1 | tail -1 | tee -a "$SUMMARY"
+  local which model
+  for which in ${AB_ON:-hf}; do
+    case "$which" in
+      hf) model=$HF ;;
+      q8_0) model=$Q8 ;;
+      *) note "-- ab: FAILED (AB_ON takes hf and q8_0, not $which)"; return 0 ;;
+    esac
+    note "### A/B on one machine, $model: ${names[*]}"
+    for depth in 0 "$DEPTH"; do
+      for round in $(seq "${AB_ROUNDS:-2}"); do
+        for i in "${!tools[@]}"; do
+          note "#### ${names[$i]}, round $round: -p 0 -n $N -d $depth"
+          # shellcheck disable=SC2086  # the options split into words
+          "${tools[$i]}" "$model" -p 0 -n "$N" -d "$depth" -r "$R" -o md -q ${options[$i]} 2>&1 | tail -1 | tee -a "$SUMMARY"
+        done
       done
     done
   done
@@ -314,7 +329,7 @@ step_diagnose() {
 setup
 for step in "$@"; do
   case "$step" in
-    tests|synth|convert|bench|profile|eval|parity|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
+    tests|synth|q8|convert|bench|profile|eval|parity|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
