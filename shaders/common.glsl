@@ -57,15 +57,9 @@ vec4 bf16_low_high(uint a, uint b) {
               uintBitsToFloat(b & 0xFFFF0000u));
 }
 vec4 f16_low_high(uint a, uint b) { return vec4(unpackHalf2x16(a), unpackHalf2x16(b)); }
-// The four signed bytes of `word` (byte 0 first) as floats, with no integer-to-float conversion
-// (a quarter-rate instruction on NVIDIA, four per word): byte b, offset to b + 128 by flipping its
-// top bit, placed in the mantissa of 2^23 is the float 2^23 + 128 + b exactly, and one exact
-// subtraction leaves b (`precise`: the subtraction may not be folded into what uses the result).
 vec4 int8x4(uint word) {
-  uint u = word ^ 0x80808080u;
-  uvec4 biased = (uvec4(u, u >> 8, u >> 16, u >> 24) & 0xFFu) | 0x4B000000u;
-  precise vec4 value = uintBitsToFloat(biased) - 8388736.0;
-  return value;
+  return vec4(float(bitfieldExtract(int(word), 0, 8)), float(bitfieldExtract(int(word), 8, 8)),
+              float(bitfieldExtract(int(word), 16, 8)), float(bitfieldExtract(int(word), 24, 8)));
 }
 
 // The raw bytes of elements index .. index + 7 (index a multiple of 8) of the matrix at `data` in
