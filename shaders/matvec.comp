@@ -3,8 +3,8 @@
 // Decode's dense products: y[r] (+)= W[r] . x' (+ bias[r]) for one vector, W [rows, cols] in its
 // stored encoding (ENCODING). x' is x, or with MATVEC_NORM its RMSNorm times `norm`, computed by
 // every workgroup from x itself (x is small and cached), so the norm costs no dispatch of its own.
-// Each subgroup owns ROWS_PER_SUBGROUP rows; its lanes read 16 bytes (8 values of BF16, 16 of Q8_0)
-// at a time at consecutive addresses, LOADS_PER_ROW such reads per row in flight, one subgroupAdd per row. Both
+// Each subgroup owns ROWS_PER_SUBGROUP rows; its lanes read 8 values (16 bytes of BF16) at a time at
+// consecutive addresses, LOADS_PER_ROW such reads per row in flight, one subgroupAdd per row. Both
 // are specialization constants (GPTOSS_VK_MATVEC): few rows per subgroup make more workgroups for
 // the small projections (qkv: 5120 rows), which are latency-bound where the unembedding is not.
 //
@@ -21,46 +21,17 @@ shared vec4 staged_lo[kMaxMatvecCols / 8u], staged_hi[kMaxMatvecCols / 8u];
 
 layout(constant_id = SPEC_MATVEC_ROWS) const uint ROWS_PER_SUBGROUP = MATVEC_DEFAULT_ROWS;
 layout(constant_id = SPEC_MATVEC_BATCH) const uint LOADS_PER_ROW = MATVEC_DEFAULT_BATCH;
-uvec4 raw[LOADS_PER_ROW][ROWS_PER_SUBGROUP][2];  // [pass][row][a chunk's two words]
+uvec4 raw[LOADS_PER_ROW][ROWS_PER_SUBGROUP][2];  // [pass][row][load_raw8's two words]
 float row_sums[ROWS_PER_SUBGROUP];  // module scope: glslang matches no parameter sized by a specialization constant
-
-// A lane's chunk: 8 values (16 bytes of BF16/F16, 32 of F32), or 16 of Q8_0 (16 bytes of quants
-// and the word holding their block's scale), so every encoding's weight loads are 16 bytes wide:
-// with 8 quants per 8-byte load the Q8_0 products read at 0.9 TB/s where BF16's read at 1.3.
-const uint kChunkValues = ENCODING == ENC_Q8_0 ? 16u : 8u;
-// Q8_0 stages x as two planes of 16-value chunks (values 0-7 of chunk c in slot c of the lower
-// plane, 8-15 in the upper), so consecutive lanes still read consecutive 16-byte slots.
-const uint kStagePlane = kMaxMatvecCols / 16u;
-uint staged_slot(uint c8) { return ENCODING == ENC_Q8_0 ? (c8 & 1u) * kStagePlane + (c8 >> 1) : c8; }
 
 // Row first_row + r clamped to the matrix (the extra rows' sums are not written).
 uint clamped_row(uint first_row, uint r) { return min(first_row + r, args.rows - 1u); }
-
-void load_chunk(uint index, out uvec4 a, out uvec4 b) {
-  if (ENCODING == ENC_Q8_0) {
-    a = QuadsIn(args.weight).v[index >> 4];
-    b = uvec4(WordsIn(args.scales).v[index >> 6], 0u, 0u, 0u);
-  } else {
-    load_raw8(args.weight, args.scales, index, a, b);
-  }
-}
-// The chunk at element `index` (chunk c of its row) dotted with the staged x.
-float chunk_dot(uvec4 a, uvec4 b, uint index, uint c) {
-  if (ENCODING == ENC_Q8_0) {
-    float d = unpackHalf2x16(((index >> 5) & 1u) != 0u ? (b.x >> 16) : b.x).x;
-    return d * (dot(int8x4(a.x), staged_lo[c]) + dot(int8x4(a.y), staged_hi[c]) +
-                dot(int8x4(a.z), staged_lo[kStagePlane + c]) + dot(int8x4(a.w), staged_hi[kStagePlane + c]));
-  }
-  vec4 lo, hi;
-  decode_raw8(a, b, index, lo, hi);
-  return dot(lo, staged_lo[c]) + dot(hi, staged_hi[c]);
-}
 
 void load_pass(uint first_row, uint chunks, uint base) {
   [[unroll]] for (uint u = 0u; u < LOADS_PER_ROW; ++u) {
     uint c = min(base + u * gl_SubgroupSize + gl_SubgroupInvocationID, chunks - 1u);
     [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r)
-      load_chunk(clamped_row(first_row, r) * args.cols + kChunkValues * c, raw[u][r][0], raw[u][r][1]);
+      load_raw8(args.weight, args.scales, clamped_row(first_row, r) * args.cols + 8u * c, raw[u][r][0], raw[u][r][1]);
   }
 }
 
@@ -70,19 +41,19 @@ void main() {
   uint row0 = (group * gl_NumSubgroups + gl_SubgroupID) * ROWS_PER_SUBGROUP;
   bool has_rows = row0 < args.rows;
   row0 = min(row0, args.rows - 1u);
-  uint chunks = args.cols / kChunkValues;
+  uint chunks = args.cols / 8u;
   load_pass(row0, chunks, 0u);
 
   float sum_squares = 0.0;
-  for (uint c = gl_LocalInvocationIndex; c < args.cols / 8u; c += MATVEC_WORKGROUP_SIZE) {
+  for (uint c = gl_LocalInvocationIndex; c < chunks; c += MATVEC_WORKGROUP_SIZE) {
     vec4 lo = Vec4sIn(args.x).v[2u * c], hi = Vec4sIn(args.x).v[2u * c + 1u];
     sum_squares += dot(lo, lo) + dot(hi, hi);
     if (normed) {
       lo *= Vec4sIn(args.norm).v[2u * c];
       hi *= Vec4sIn(args.norm).v[2u * c + 1u];
     }
-    staged_lo[staged_slot(c)] = lo;
-    staged_hi[staged_slot(c)] = hi;
+    staged_lo[c] = lo;
+    staged_hi[c] = hi;
   }
   float inv_rms = 1.0;
   if (normed)
@@ -97,8 +68,11 @@ void main() {
     [[unroll]] for (uint u = 0u; u < LOADS_PER_ROW; ++u) {
       uint c = base + u * gl_SubgroupSize + gl_SubgroupInvocationID;
       if (c >= chunks) break;
-      [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r)
-        row_sums[r] += chunk_dot(raw[u][r][0], raw[u][r][1], clamped_row(row0, r) * args.cols + kChunkValues * c, c);
+      vec4 xlo = staged_lo[c], xhi = staged_hi[c], lo, hi;
+      [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) {
+        decode_raw8(raw[u][r][0], raw[u][r][1], clamped_row(row0, r) * args.cols + 8u * c, lo, hi);
+        row_sums[r] += dot(lo, xlo) + dot(hi, xhi);
+      }
     }
   }
   bool bias = (args.flags & MATVEC_BIAS) != 0u, accumulate = (args.flags & MATVEC_ACCUMULATE) != 0u;
