@@ -286,6 +286,20 @@ int main(int argc, char** argv) {
         kernels.matvec(l, qkv[i % 6], b->address(), x->address(), norm->address(), y->address(), false, 1e-5f);
       });
       report((std::string("matvec qkv 5120x2880 normed ") + std::string(gptoss::dtype_name(type))).c_str(), us, 0, bytes);
+      std::vector<vk::DeviceMatrix> outs;
+      for (uint32_t i = 0; i < 6; ++i) outs.push_back(matrix(*ctx, type, H, Q, 60 + i));
+      us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+        kernels.matvec(l, outs[i % 6], b->address(), x->address(), 0, y->address(), true, 1e-5f);
+      });
+      report((std::string("matvec out 2880x4096 ") + std::string(gptoss::dtype_name(type))).c_str(), us, 0,
+             static_cast<double>(outs[0].buffer->size()));
+    }
+    {
+      const auto unembedding = matrix(*ctx, DType::Q8_0, V, H, 51);
+      double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.matvec(l, unembedding, 0, x->address(), norm->address(), y->address(), false, 1e-5f);
+      });
+      report("matvec unembedding 201088x2880 q8_0", us, 0, static_cast<double>(unembedding.buffer->size()));
     }
     const auto unembedding = matrix(*ctx, DType::BF16, V, H, 50);
     double us = bench.time([&](vk::DispatchList& l, uint32_t) {
