@@ -98,46 +98,6 @@ vec4 key_quad(uint d4) {
   return vec4(unpackHalf2x16(key_halves[d4].x), unpackHalf2x16(key_halves[d4].y));
 }
 
-// The weighted values of one block of the subgroup's keys (its probabilities in block_probs) added
-// to acc. Keys past the range repeat its last key (probability 0), so every load is of a visible
-// key and none waits on a branch; with_new (the block holding the position): the new key's cache
-// slot is loaded too, then replaced by the shared copy (a load under a condition would keep the
-// loads of the block from overlapping).
-float acc[GROUP * kDimsPerLane];  // module scope: glslang matches no parameter sized by a specialization constant
-void accumulate_values(uint block, uint last, uint g, uint position, uint probs, bool with_new) {
-  uint lane = gl_SubgroupInvocationID, ring = block % args.slots;
-  [[unroll]] for (uint k0 = 0u; k0 < S; k0 += PROB_KEYS) {
-    float v[PROB_KEYS * kDimsPerLane];  // keys k0 .. k0 + PROB_KEYS - 1, the lane's dims of each
-    [[unroll]] for (uint k = 0u; k < PROB_KEYS; ++k) {
-      uint kk = min(k0 + k, last), slot = ring + kk;
-      if (slot >= args.slots) slot -= args.slots;
-      uint row = KV_CACHE_ROW(slot, g, args.slots, HEAD_DIM);
-      bool new_key = with_new && block + kk == position;
-      if (kValuePairs) {
-        [[unroll]] for (uint i = 0u; i < kPairsPerLane; ++i) {
-          uint d = 2u * min(lane + i * S, kPairs - 1u);
-          vec2 cached = PROBE == 11u || PROBE == 13u ? vec2(float(row + d) * 1e-9) : load_f16_pair(args.v_cache, row, d);
-          vec2 pair = new_key ? new_value_pair(d) : cached;
-          v[k * kDimsPerLane + 2u * i] = pair.x;
-          v[k * kDimsPerLane + 2u * i + 1u] = pair.y;
-        }
-      } else {
-        [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
-          uint d = min(lane + i * S, HEAD_DIM - 1u);
-          float cached = PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
-          v[k * kDimsPerLane + i] = new_key ? v_new[d] : cached;
-        }
-      }
-    }
-    [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
-      uint at = probs + hh * S + k0;
-      vec4 p = block_probs[at >> 2];
-      [[unroll]] for (uint k = 0u; k < PROB_KEYS; ++k)
-        [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] += p[k] * v[k * kDimsPerLane + i];
-    }
-  }
-}
-
 void main() {
   uint t = gl_LocalInvocationIndex, lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
   // Workgroup (w, s): query heads qh0 .. qh0 + GROUP - 1 of KV head g (GQA: h / group == g).
@@ -221,7 +181,7 @@ void main() {
 
   // Per subgroup and head: the running maximum (uniform), this lane's share of the sum, and the
   // weighted values of the lane's dims.
-  float run_max[GROUP], lane_sum[GROUP];
+  float run_max[GROUP], lane_sum[GROUP], acc[GROUP * kDimsPerLane];
   [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
     run_max[hh] = -1.0 / 0.0;
     lane_sum[hh] = 0.0;
@@ -233,18 +193,8 @@ void main() {
     float score[GROUP];
     [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] = 0.0;
     [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) {
-      vec4 k4 = key_quad(d4);
+      vec4 k4 = j == position ? new_key_quad(d4) : key_quad(d4);
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] += dot(q_rows[hh * kQuads + d4], k4);
-    }
-    // The new key's lane (one lane of one block per token) scores the shared copy instead, in
-    // the same order; a branch no other lane takes, where a select on every key and quad cost
-    // every block the shared copy's loads and conversions.
-    if (j == position) {
-      [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] = 0.0;
-      [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) {
-        vec4 k4 = new_key_quad(d4);
-        [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] += dot(q_rows[hh * kQuads + d4], k4);
-      }
     }
     // The next block's key rows now: their loads overlap this block's softmax and values.
     uint next = block + DECODE_ATTENTION_SIZE;
@@ -262,13 +212,42 @@ void main() {
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
+    // Keys past the range repeat its last key (probability 0), so every load is of a visible
+    // key and none waits on a branch: the new key's cache slot is loaded too, then replaced by
+    // the shared copy (a load under a condition would keep the loads of the block from
+    // overlapping).
     uint last = min(S, end - block) - 1u;
-    // Only the block holding the position has the new key: the others (every block but one per
-    // token) take the loop with no per-key test or shared copy (a subgroup-uniform branch).
-    if (position - block < S)
-      accumulate_values(block, last, g, position, probs, true);
-    else
-      accumulate_values(block, last, g, position, probs, false);
+    uint ring = block % args.slots;
+    [[unroll]] for (uint k0 = 0u; k0 < S; k0 += PROB_KEYS) {
+      float v[PROB_KEYS * kDimsPerLane];  // keys k0 .. k0 + PROB_KEYS - 1, the lane's dims of each
+      [[unroll]] for (uint k = 0u; k < PROB_KEYS; ++k) {
+        uint kk = min(k0 + k, last), slot = ring + kk;
+        if (slot >= args.slots) slot -= args.slots;
+        uint row = KV_CACHE_ROW(slot, g, args.slots, HEAD_DIM);
+        bool new_key = block + kk == position;
+        if (kValuePairs) {
+          [[unroll]] for (uint i = 0u; i < kPairsPerLane; ++i) {
+            uint d = 2u * min(lane + i * S, kPairs - 1u);
+            vec2 cached = PROBE == 11u || PROBE == 13u ? vec2(float(row + d) * 1e-9) : load_f16_pair(args.v_cache, row, d);
+            vec2 pair = new_key ? new_value_pair(d) : cached;
+            v[k * kDimsPerLane + 2u * i] = pair.x;
+            v[k * kDimsPerLane + 2u * i + 1u] = pair.y;
+          }
+        } else {
+          [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
+            uint d = min(lane + i * S, HEAD_DIM - 1u);
+            float cached = PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
+            v[k * kDimsPerLane + i] = new_key ? v_new[d] : cached;
+          }
+        }
+      }
+      [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
+        uint at = probs + hh * S + k0;
+        vec4 p = block_probs[at >> 2];
+        [[unroll]] for (uint k = 0u; k < PROB_KEYS; ++k)
+          [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] += p[k] * v[k * kDimsPerLane + i];
+      }
+    }
   }
 
   // The subgroups' merge: each weighs its accumulators by e^(its maximum - the range's).
