@@ -193,18 +193,8 @@ void main() {
     float score[GROUP];
     [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] = 0.0;
     [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) {
-      vec4 k4 = key_quad(d4);
+      vec4 k4 = j == position ? new_key_quad(d4) : key_quad(d4);
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] += dot(q_rows[hh * kQuads + d4], k4);
-    }
-    // The new key's lane (one lane of one block per token) scores the shared copy instead, in
-    // the same order: a branch no other lane takes, where a select on every key and quad cost
-    // every block the shared copy's loads and conversions.
-    if (j == position) {
-      [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] = 0.0;
-      [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) {
-        vec4 k4 = new_key_quad(d4);
-        [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] += dot(q_rows[hh * kQuads + d4], k4);
-      }
     }
     // The next block's key rows now: their loads overlap this block's softmax and values.
     uint next = block + DECODE_ATTENTION_SIZE;
