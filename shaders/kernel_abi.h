@@ -93,10 +93,7 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // Matrices with more row blocks than this many workgroups per multiprocessor run in that many
 // workgroups, each looping over row blocks (x staged once; the next block's first loads issued
 // before a block's sums are written); 0: one workgroup per block. GPTOSS_VK_MATVEC_GROUPS overrides.
-// At 2 only the unembedding (6284 blocks of 32 rows at 20b) loops on the H100: its Q8_0 product
-// took 314 µs against 364 with a workgroup per block, BF16 382 either way (run 85); qkv and out
-// have fewer blocks than 264 and keep one workgroup each.
-#define MATVEC_STRIDE_GROUPS_PER_SM 2
+#define MATVEC_STRIDE_GROUPS_PER_SM 0
 #define MATVEC_MAX_STRIDE_GROUPS_PER_SM 64
 // Workgroups of decode attention (DECODE_ATTENTION_SIZE invocations) one multiprocessor holds at
 // once, by the KV cache's encoding: 154 registers on the H100 with an f32 cache, 125 with f16

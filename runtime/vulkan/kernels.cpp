@@ -106,8 +106,7 @@ uint32_t probe() {
 
 Kernels::Kernels(const Context& ctx)
     : ctx_(ctx), expert_shape_(expert_shape_from_environment()), matvec_shape_(matvec_shape_from_environment()),
-      matvec_groups_per_sm_(matvec_groups_from_environment()),
-      matvec_groups_from_environment_(set_in_environment("GPTOSS_VK_MATVEC_GROUPS")) {}
+      matvec_groups_per_sm_(matvec_groups_from_environment()) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
@@ -140,8 +139,8 @@ Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups
 }
 
 uint32_t Kernels::matvec_groups_for(uint32_t blocks, uint32_t groups_per_sm, uint32_t multiprocessors) {
-  if (groups_per_sm == 0 || multiprocessors == 0) return blocks;
-  return static_cast<uint32_t>(std::min<uint64_t>(blocks, uint64_t{groups_per_sm} * multiprocessors));
+  if (groups_per_sm == 0) return blocks;
+  return static_cast<uint32_t>(std::min<uint64_t>(blocks, uint64_t{groups_per_sm} * std::max(1u, multiprocessors)));
 }
 
 Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows) const {
@@ -202,10 +201,8 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
                              flags, eps};
   const MatvecShape shape = matvec_shape(weight.rows);
   const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
-  // GPTOSS_VK_MATVEC_GROUPS applies where the device does not say how many multiprocessors it has
-  // too (as one: how the tests run the loop on lavapipe); the default rule only where it says.
-  const uint32_t multiprocessors = std::max(ctx_.info().multiprocessors, matvec_groups_from_environment_ ? 1u : 0u);
-  const uint32_t groups = matvec_groups_for(ceil_div(weight.rows, rows_per_group), matvec_groups_per_sm_, multiprocessors);
+  const uint32_t groups =
+      matvec_groups_for(ceil_div(weight.rows, rows_per_group), matvec_groups_per_sm_, ctx_.info().multiprocessors);
   const auto [gx, gy] = split_grid(groups);
   list.dispatch(pipeline("matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
 }

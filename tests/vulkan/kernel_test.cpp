@@ -202,8 +202,7 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   const float eps = 1e-5f;
   // The default shape and shapes GPTOSS_VK_MATVEC can pick: rows per subgroup that divide no row
   // count, one load per pass, more loads per pass than a row has; and with GPTOSS_VK_MATVEC_GROUPS
-  // one workgroup (per multiprocessor; set in the environment, a device that says none counts as
-  // one) looping over every row block.
+  // one workgroup (per multiprocessor; lavapipe says none, so one) looping over every row block.
   const std::pair<const char*, const char*> shapes[] = {{"", ""}, {"1,1", ""}, {"3,16", ""}, {"", "1"}, {"1,1", "1"}};
   for (const auto& [shape, groups] : shapes) {
   SCOPED_TRACE(std::string("GPTOSS_VK_MATVEC=") + shape + " GPTOSS_VK_MATVEC_GROUPS=" + groups);
@@ -279,14 +278,14 @@ TEST(VulkanKernels, AttentionRangesFillOneWave) {
   EXPECT_EQ(K::attention_wave_splits(64, 32, 32, 2), 1u);
 }
 
-// The stride rule: every row block its own workgroup where it is off (0) or the device does not
-// say how many multiprocessors it has, else at most that many workgroups per multiprocessor.
+// The stride rule: every row block its own workgroup where it is off (0), else at most that many
+// workgroups per multiprocessor (one multiprocessor where the device does not say).
 TEST(VulkanKernels, MatvecWorkgroupsUnderTheStrideRule) {
   using K = vk::Kernels;
   EXPECT_EQ(K::matvec_groups_for(6284, 0, 132), 6284u);  // off: one per block
   EXPECT_EQ(K::matvec_groups_for(6284, 2, 132), 264u);   // the unembedding's blocks in 264 workgroups
   EXPECT_EQ(K::matvec_groups_for(160, 2, 132), 160u);    // fewer blocks than the cap
-  EXPECT_EQ(K::matvec_groups_for(6284, 2, 0), 6284u);    // not told: one per block
+  EXPECT_EQ(K::matvec_groups_for(6284, 2, 0), 2u);       // not told: one multiprocessor
 }
 
 // Without GPTOSS_VK_MATVEC: the fewest rows per subgroup whose workgroups fill the multiprocessors
