@@ -90,11 +90,6 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define MATVEC_DEFAULT_BATCH 4
 #define MATVEC_WAVE_ROWS 4         // the most rows per subgroup the one-wave rule takes (Kernels::matvec_shape_for)
 #define MATVEC_GROUPS_PER_SM 2     // workgroups of the matvec one multiprocessor holds at once (119 registers on the H100)
-// Matrices with more row blocks than this many workgroups per multiprocessor run in that many
-// workgroups, each looping over row blocks (x staged once; the next block's first loads issued
-// before a block's sums are written); 0: one workgroup per block. GPTOSS_VK_MATVEC_GROUPS overrides.
-#define MATVEC_STRIDE_GROUPS_PER_SM 0
-#define MATVEC_MAX_STRIDE_GROUPS_PER_SM 64
 // Workgroups of decode attention (DECODE_ATTENTION_SIZE invocations) one multiprocessor holds at
 // once, by the KV cache's encoding: 154 registers on the H100 with an f32 cache, 125 with f16
 // (at most 128: two workgroups' 65536). Kernels::attention_wave_splits fills the device with them.

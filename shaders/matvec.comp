@@ -35,18 +35,14 @@ void load_pass(uint first_row, uint chunks, uint base) {
   }
 }
 
-// The first row of this subgroup in row block `block` (past the matrix in its last block).
-uint first_row(uint block) { return (block * gl_NumSubgroups + gl_SubgroupID) * ROWS_PER_SUBGROUP; }
-
 void main() {
   bool normed = (args.flags & MATVEC_NORM) != 0u;
-  // Workgroup `group` takes row blocks group, group + groups, ... (one where the launcher
-  // dispatches a workgroup per block; several where it caps the workgroups: x staged once).
   uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-  uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
-  uint blocks = (args.rows + gl_NumSubgroups * ROWS_PER_SUBGROUP - 1u) / (gl_NumSubgroups * ROWS_PER_SUBGROUP);
+  uint row0 = (group * gl_NumSubgroups + gl_SubgroupID) * ROWS_PER_SUBGROUP;
+  bool has_rows = row0 < args.rows;
+  row0 = min(row0, args.rows - 1u);
   uint chunks = args.cols / 8u;
-  load_pass(first_row(group), chunks, 0u);
+  load_pass(row0, chunks, 0u);
 
   float sum_squares = 0.0;
   for (uint c = gl_LocalInvocationIndex; c < chunks; c += MATVEC_WORKGROUP_SIZE) {
@@ -64,35 +60,29 @@ void main() {
     inv_rms = 1.0 / sqrt(workgroup_sum(sum_squares) / float(args.cols) + args.eps);  // its barriers order the staging
   else
     barrier();
-  bool bias = (args.flags & MATVEC_BIAS) != 0u, accumulate = (args.flags & MATVEC_ACCUMULATE) != 0u;
-  Floats y = Floats(args.y);
-  for (uint block = group; block < blocks; block += groups) {
-    uint row0 = first_row(block);
-    if (row0 >= args.rows) break;  // whole subgroups leave; no barrier follows
+  if (!has_rows) return;  // whole subgroups leave; no barrier follows
 
-    [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) row_sums[r] = 0.0;
-    for (uint base = 0u; base < chunks; base += LOADS_PER_ROW * gl_SubgroupSize) {
-      if (base > 0u) load_pass(row0, chunks, base);
-      [[unroll]] for (uint u = 0u; u < LOADS_PER_ROW; ++u) {
-        uint c = base + u * gl_SubgroupSize + gl_SubgroupInvocationID;
-        if (c >= chunks) break;
-        vec4 xlo = staged_lo[c], xhi = staged_hi[c], lo, hi;
-        [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) {
-          decode_raw8(raw[u][r][0], raw[u][r][1], clamped_row(row0, r) * args.cols + 8u * c, lo, hi);
-          row_sums[r] += dot(lo, xlo) + dot(hi, xhi);
-        }
+  [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) row_sums[r] = 0.0;
+  for (uint base = 0u; base < chunks; base += LOADS_PER_ROW * gl_SubgroupSize) {
+    if (base > 0u) load_pass(row0, chunks, base);
+    [[unroll]] for (uint u = 0u; u < LOADS_PER_ROW; ++u) {
+      uint c = base + u * gl_SubgroupSize + gl_SubgroupInvocationID;
+      if (c >= chunks) break;
+      vec4 xlo = staged_lo[c], xhi = staged_hi[c], lo, hi;
+      [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) {
+        decode_raw8(raw[u][r][0], raw[u][r][1], clamped_row(row0, r) * args.cols + 8u * c, lo, hi);
+        row_sums[r] += dot(lo, xlo) + dot(hi, xhi);
       }
     }
-    // The next block's first loads now, so they are in flight while this block's sums are reduced
-    // and written.
-    if (block + groups < blocks) load_pass(first_row(block + groups), chunks, 0u);
-    [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) {
-      float total = subgroupAdd(row_sums[r]) * inv_rms;
-      uint row = row0 + r;
-      if (subgroupElect() && row < args.rows) {
-        float v = total + (bias ? FloatsIn(args.bias).v[row] : 0.0);
-        y.v[row] = accumulate ? y.v[row] + v : v;
-      }
+  }
+  bool bias = (args.flags & MATVEC_BIAS) != 0u, accumulate = (args.flags & MATVEC_ACCUMULATE) != 0u;
+  Floats y = Floats(args.y);
+  [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) {
+    float total = subgroupAdd(row_sums[r]) * inv_rms;
+    uint row = row0 + r;
+    if (subgroupElect() && row < args.rows) {
+      float v = total + (bias ? FloatsIn(args.bias).v[row] : 0.0);
+      y.v[row] = accumulate ? y.v[row] + v : v;
     }
   }
 }

@@ -92,12 +92,6 @@ std::optional<Kernels::MatvecShape> matvec_shape_from_environment() {
   return Kernels::MatvecShape{v[0], v[1]};
 }
 
-uint32_t matvec_groups_from_environment() {
-  if (!set_in_environment("GPTOSS_VK_MATVEC_GROUPS")) return MATVEC_STRIDE_GROUPS_PER_SM;
-  return numbers_from_environment("GPTOSS_VK_MATVEC_GROUPS", "workgroups_per_multiprocessor", {1},
-                                  {MATVEC_MAX_STRIDE_GROUPS_PER_SM})[0];
-}
-
 uint32_t probe() {
   const char* value = std::getenv("GPTOSS_VK_PROBE");
   return value ? static_cast<uint32_t>(std::atoi(value)) : 0u;
@@ -105,8 +99,7 @@ uint32_t probe() {
 }  // namespace
 
 Kernels::Kernels(const Context& ctx)
-    : ctx_(ctx), expert_shape_(expert_shape_from_environment()), matvec_shape_(matvec_shape_from_environment()),
-      matvec_groups_per_sm_(matvec_groups_from_environment()) {}
+    : ctx_(ctx), expert_shape_(expert_shape_from_environment()), matvec_shape_(matvec_shape_from_environment()) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
@@ -136,11 +129,6 @@ Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups
   shape.rows = static_cast<uint32_t>(
       std::clamp<uint64_t>((rows + resident_subgroups - 1) / resident_subgroups, MATVEC_DEFAULT_ROWS, MATVEC_WAVE_ROWS));
   return shape;
-}
-
-uint32_t Kernels::matvec_groups_for(uint32_t blocks, uint32_t groups_per_sm, uint32_t multiprocessors) {
-  if (groups_per_sm == 0) return blocks;
-  return static_cast<uint32_t>(std::min<uint64_t>(blocks, uint64_t{groups_per_sm} * std::max(1u, multiprocessors)));
 }
 
 Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows) const {
@@ -201,9 +189,7 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
                              flags, eps};
   const MatvecShape shape = matvec_shape(weight.rows);
   const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
-  const uint32_t groups =
-      matvec_groups_for(ceil_div(weight.rows, rows_per_group), matvec_groups_per_sm_, ctx_.info().multiprocessors);
-  const auto [gx, gy] = split_grid(groups);
+  const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
   list.dispatch(pipeline("matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
 }
 

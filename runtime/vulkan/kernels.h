@@ -157,10 +157,6 @@ class Kernels {
   // second, partial wave repeats a workgroup's whole chain of loads. The default where the device
   // does not say (multiprocessors 0).
   static MatvecShape matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors);
-  // The matvec's workgroups for `blocks` row blocks: all of them, or where the stride rule is on
-  // (MATVEC_STRIDE_GROUPS_PER_SM, GPTOSS_VK_MATVEC_GROUPS) at most that many per multiprocessor
-  // (one multiprocessor where the device does not say), each looping over blocks.
-  static uint32_t matvec_groups_for(uint32_t blocks, uint32_t groups_per_sm, uint32_t multiprocessors);
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
   // Every pipeline built so far with the driver's statistics of it (Pipeline::statistics).
@@ -181,7 +177,6 @@ class Kernels {
   bool force_portable_ = false;
   ExpertShape expert_shape_;
   std::optional<MatvecShape> matvec_shape_;  // GPTOSS_VK_MATVEC
-  uint32_t matvec_groups_per_sm_;            // GPTOSS_VK_MATVEC_GROUPS, else MATVEC_STRIDE_GROUPS_PER_SM
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 
