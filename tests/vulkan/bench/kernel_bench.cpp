@@ -3,10 +3,10 @@
 // decode kernels read memory), with achieved TFLOP/s or GB/s, and each pipeline's register/spill
 // statistics where the driver reports them (GPTOSS_VK_PIPELINE_STATS=1). A measuring tool for
 // kernel work, not a test: ctest does not run it. Usage: vulkan_kernel_bench [repeats [sections]],
-// sections a comma list of prefill, decode, attention, stream, floor (default the first three): a
-// shape sweep times only the kernels it changes; stream and floor time the bytes decode attention
-// (stream) and the other decode kernels (floor) read, read by a kernel that does nothing else
-// (tests/vulkan/shaders/stream_read.comp).
+// sections a comma list of prefill, decode (matvec: its dense products alone), attention, stream,
+// floor (default the first three): a shape sweep times only the kernels it changes; stream and
+// floor time the bytes decode attention (stream) and the other decode kernels (floor) read, read
+// by a kernel that does nothing else (tests/vulkan/shaders/stream_read.comp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -274,8 +274,9 @@ int main(int argc, char** argv) {
     report("floor: copy of 4 bytes", us, 0, 0);
   }
 
-  // ---- decode matvecs, weights rotated over copies bigger than the L2 ----
-  if (timed("decode")) {
+  // ---- decode matvecs, weights rotated over copies bigger than the L2 (section decode, or matvec
+  // alone) ----
+  if (timed("decode") || timed("matvec")) {
     auto x = device_floats(*ctx, random_floats(Q, 16)), y = device_floats(*ctx, std::vector<float>(V));
     auto norm = device_floats(*ctx, random_floats(H, 17)), b = device_floats(*ctx, random_floats(Q + 2 * KV, 18));
     for (DType type : {DType::BF16, DType::Q8_0}) {
