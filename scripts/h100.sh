@@ -38,7 +38,7 @@
 #              of this pack's with gptoss-bench options (space-separated, ';' joins: --kv-cache=f16),
 #              AB_BASE_OPTIONS the same for every base
 #   kernels    vulkan_kernel_bench: each kernel alone at gpt-oss-20b shapes (SECTIONS of prefill,
-#              decode, attention, stream and floor: the bytes decode attention and the other decode
+#              decode, matvec (decode's dense products alone), attention, stream and floor: the bytes decode attention and the other decode
 #              kernels read, read by a kernel that does nothing else), with the driver's statistics of each pipeline, then the
 #              SECTIONS (default decode) with each of KERNEL_VARIANTS (environment, as VARIANTS)
 #   fuzz       every libFuzzer target at once (pack with FUZZ_BUILD=build-asan), FUZZ_RUNS executions

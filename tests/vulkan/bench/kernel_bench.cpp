@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -130,6 +131,28 @@ void report(const char* what, double us, double flops, double bytes) {
               bytes > 0 ? bytes / us / 1e3 : 0.0);
 }
 
+// The memory system's time for bytes a kernel reads (sections stream and floor): `quads` uvec4s of
+// each of two buffers read by tests/vulkan/shaders/stream_read.comp in `groups` workgroups, doing
+// nothing else, repetition i reading copies a[i % n], b[i % n].
+struct StreamRead {
+  struct Push {
+    uint64_t a, b, sink;
+    uint32_t quads;
+  };
+  vk::Pipeline pipeline;
+  std::unique_ptr<vk::Buffer> sink;  // the word stream_read never writes
+  explicit StreamRead(const vk::Context& ctx)
+      : pipeline(ctx, "stream_read", gptoss::test::test_shader_registry().at("stream_read"), sizeof(Push)),
+        sink(device_words(ctx, {0u})) {}
+  double time(Bench& bench, const std::vector<std::unique_ptr<vk::Buffer>>& a,
+              const std::vector<std::unique_ptr<vk::Buffer>>& b, uint32_t quads, uint32_t groups) {
+    return bench.time([&](vk::DispatchList& l, uint32_t i) {
+      const Push push{a[i % a.size()]->address(), b[i % b.size()]->address(), sink->address(), quads};
+      l.dispatch(pipeline, push, groups);
+    });
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,6 +166,12 @@ int main(int argc, char** argv) {
               ctx->info().subgroup_size, kernels.cooperative() ? "on" : "off");
   std::printf("| kernel (gpt-oss-20b shapes) | us | TFLOP/s | GB/s |\n|---|---:|---:|---:|\n");
   const uint32_t H = 2880, Q = 4096, KV = 512, I = 2880, E = 32, k = 4, T = 512, V = 201088;
+  // Bytes the decode products read per token: k experts' MXFP4 rows (17 bytes per block of 32),
+  // the dense matrices in their encoding.
+  const double mlp1_bytes = double{k} * 2 * I * (H / 32) * 17, mlp2_bytes = double{k} * H * (I / 32) * 17;
+  const auto dense_bytes = [](DType type, uint32_t rows, uint32_t cols) {
+    return static_cast<double>(*gptoss::dtype_byte_size(type, size_t{rows} * cols));
+  };
 
   // ---- prefill GEMMs ----
   auto a = device_floats(*ctx, random_floats(size_t{T} * Q, 1));
@@ -246,18 +275,17 @@ int main(int argc, char** argv) {
         m1.push_back(experts(*ctx, E, 2 * I, H, 20 + i));
         m2.push_back(experts(*ctx, E, H, I, 30 + i));
       }
-      const double bytes1 = double{k} * 2 * I * (H / 32) * 17, bytes2 = double{k} * H * (I / 32) * 17;
       us = bench.time([&](vk::DispatchList& l, uint32_t i) {
         kernels.expert_mlp1(l, m1[i % 4], b1->address(), xn->address(), ranked, act->address(), k, 7.0f);
       });
-      report("expert_mlp1 decode (4 experts)", us, 0, bytes1);
+      report("expert_mlp1 decode (4 experts)", us, 0, mlp1_bytes);
       auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(H, k)));
       auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
       us = bench.time([&](vk::DispatchList& l, uint32_t i) {
         kernels.expert_mlp2(l, m2[i % 4], b2->address(), act->address(), chosen_buf->address(), gate->address(),
                             x->address(), k, {partials->address(), counters->address()});
       });
-      report("expert_mlp2 decode (4 experts)", us, 0, bytes2);
+      report("expert_mlp2 decode (4 experts)", us, 0, mlp2_bytes);
     }
   }
 
@@ -316,6 +344,9 @@ int main(int argc, char** argv) {
     report("argmax 201088", us, 0, V * 4.0);
   }
 
+  std::optional<StreamRead> stream;  // sections stream and floor
+  if (timed("stream") || timed("floor")) stream.emplace(*ctx);
+
   // ---- attention (decode at a short and long context too: the kernel's ranges follow the keys) ----
   for (uint32_t position : {128u, 512u, 4096u}) {
     if (!timed("attention") && !timed("stream")) break;
@@ -334,7 +365,6 @@ int main(int argc, char** argv) {
     auto f = device_floats(*ctx, inv), sinks = device_floats(*ctx, random_floats(64, 63));
     auto step = device_words(*ctx, {position, 1u, 0u, 0u});
     auto out = device_floats(*ctx, std::vector<float>(size_t{T} * Q));
-    auto sink = device_words(*ctx, {0u});  // stream_read's word it never writes
     // An f16 cache reads the first half of the same buffers as halves (timing only: their values
     // are the f32 data's bits).
     for (const uint32_t cache : {vk::abi::ENC_F32, vk::abi::ENC_F16})
@@ -358,11 +388,6 @@ int main(int argc, char** argv) {
     // this position past the short reach (two query heads per workgroup, its ranges by the
     // launcher's rule), one per multiprocessor, and four per multiprocessor.
     if (timed("stream")) {
-      struct {
-        uint64_t a, b, sink;
-        uint32_t quads;
-      } push{};
-      const vk::Pipeline stream(*ctx, "stream_read", gptoss::test::test_shader_registry().at("stream_read"), sizeof push);
       const uint32_t quads = (position + 1) * KV * 2 / 16;
       const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors);
       const vk::Kernels::AttentionShape full{64, 8, 64, 0, slots, 0.125f, 1.0f, vk::abi::ENC_F16};
@@ -373,10 +398,7 @@ int main(int argc, char** argv) {
       const uint32_t ranges = std::min(splits, (position + 1 + vk::Kernels::attention_range_keys() - 1) /
                                                    vk::Kernels::attention_range_keys());
       for (const uint32_t groups : {columns * ranges, sms, 4 * sms}) {
-        double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-          push = {kcs[i % 8]->address(), vcs[i % 8]->address(), sink->address(), quads};
-          l.dispatch(stream, push, groups);
-        });
+        const double us = stream->time(bench, kcs, vcs, quads, groups);
         report(("stream f16 K+V @" + std::to_string(position) + ", " + std::to_string(groups) + " groups").c_str(), us,
                0, 2.0 * quads * 16);
       }
@@ -399,32 +421,26 @@ int main(int argc, char** argv) {
   // than the L2: what the memory system gives a dispatch of that size in a chain, against which
   // the kernel's own time in the decode section is set ----
   if (timed("floor")) {
-    struct {
-      uint64_t a, b, sink;
-      uint32_t quads;
-    } push{};
-    const vk::Pipeline stream(*ctx, "stream_read", gptoss::test::test_shader_registry().at("stream_read"), sizeof push);
     const uint64_t largest = 18u << 20;  // bytes of each half (a, b) of the largest read below
     std::vector<std::unique_ptr<vk::Buffer>> halves_a, halves_b;
     for (uint32_t i = 0; i < 8; ++i) {
       halves_a.push_back(device_floats(*ctx, random_floats(largest / 4, 80 + 2 * i)));
       halves_b.push_back(device_floats(*ctx, random_floats(largest / 4, 81 + 2 * i)));
     }
-    auto sink = device_words(*ctx, {0u});
     const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors);
     const struct {
       const char* what;
       double bytes;
-    } reads[] = {{"matvec out Q8_0", 2880.0 * 4096 * 34 / 32}, {"matvec qkv Q8_0", 5120.0 * 2880 * 34 / 32},
-                 {"expert_mlp2 (4 experts)", 4.0 * H * (I / 32) * 17}, {"matvec out BF16", 2880.0 * 4096 * 2},
-                 {"matvec qkv BF16", 5120.0 * 2880 * 2}, {"expert_mlp1 (4 experts)", 4.0 * 2 * I * (H / 32) * 17}};
+    } reads[] = {{"matvec out Q8_0", dense_bytes(DType::Q8_0, H, Q)},
+                 {"matvec qkv Q8_0", dense_bytes(DType::Q8_0, Q + 2 * KV, H)},
+                 {"expert_mlp2 (4 experts)", mlp2_bytes},
+                 {"matvec out BF16", dense_bytes(DType::BF16, H, Q)},
+                 {"matvec qkv BF16", dense_bytes(DType::BF16, Q + 2 * KV, H)},
+                 {"expert_mlp1 (4 experts)", mlp1_bytes}};
     for (const auto& read : reads) {
       const uint32_t quads = static_cast<uint32_t>(read.bytes / 32);  // per half
       for (const uint32_t per_sm : {1u, 2u, 4u, 8u, 16u}) {
-        double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
-          push = {halves_a[i % 8]->address(), halves_b[i % 8]->address(), sink->address(), quads};
-          l.dispatch(stream, push, per_sm * sms);
-        });
+        const double us = stream->time(bench, halves_a, halves_b, quads, per_sm * sms);
         report(("floor: " + std::string(read.what) + ", " + std::to_string(per_sm) + "/SM").c_str(), us, 0,
                32.0 * quads);
       }
