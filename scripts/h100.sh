@@ -35,8 +35,8 @@
 #              (build-h100/base*/gptoss-bench, packed by `scripts/h100.sh pack-base BUILD_DIR [NAME]`
 #              here) and this pack's, alternated AB_ROUNDS times (default 2): changes measured on one
 #              machine, apart from the few percent that machines differ by; AB_NEW_OPTIONS: more rows
-#              of this pack's with gptoss-bench options (space-separated, ';' joins: --kv-cache=f16),
-#              AB_BASE_OPTIONS the same for every base
+#              of this pack's with gptoss-bench options or environment settings (space-separated,
+#              ';' joins: --kv-cache=f16;GPTOSS_VK_EXPERT_GROUPS=2), AB_BASE_OPTIONS the same for every base
 #   kernels    vulkan_kernel_bench: each kernel alone at gpt-oss-20b shapes (SECTIONS of prefill,
 #              decode, matvec (decode's dense products alone), attention, stream and floor: the bytes decode attention and the other decode
 #              kernels read, read by a kernel that does nothing else), with the driver's statistics of each pipeline, then the
@@ -292,8 +292,13 @@ step_ab() {
       for round in $(seq "${AB_ROUNDS:-2}"); do
         for i in "${!tools[@]}"; do
           note "#### ${names[$i]}, round $round: -p 0 -n $N -d $depth"
-          # shellcheck disable=SC2086  # the options split into words
-          "${tools[$i]}" "$model" -p 0 -n "$N" -d "$depth" -r "$R" -o md -q ${options[$i]} 2>&1 | tail -1 | tee -a "$SUMMARY"
+          # The row's words: environment settings (NAME=VALUE) and gptoss-bench options.
+          local envs=() opts=() word
+          for word in ${options[$i]}; do
+            if [[ $word =~ ^[A-Z_][A-Z0-9_]*= ]]; then envs+=("$word"); else opts+=("$word"); fi
+          done
+          env "${envs[@]}" "${tools[$i]}" "$model" -p 0 -n "$N" -d "$depth" -r "$R" -o md -q "${opts[@]}" 2>&1 |
+            tail -1 | tee -a "$SUMMARY"
         done
       done
     done
