@@ -36,7 +36,8 @@
 #              here) and this pack's, alternated AB_ROUNDS times (default 2): changes measured on one
 #              machine, apart from the few percent that machines differ by; AB_NEW_OPTIONS: more rows
 #              of this pack's with gptoss-bench options or environment settings (space-separated,
-#              ';' joins: --kv-cache=f16;GPTOSS_VK_EXPERT_GROUPS=2), AB_BASE_OPTIONS the same for every base
+#              ';' joins: --kv-cache=f16;GPTOSS_VK_EXPERT_GROUPS=2), AB_BASE_OPTIONS the same for every base;
+#              AB_PLAIN=0: only the rows with options (each side that has some)
 #   kernels    vulkan_kernel_bench: each kernel alone at gpt-oss-20b shapes (SECTIONS of prefill,
 #              decode, matvec (decode's dense products alone), attention, stream and floor: the bytes decode attention and the other decode
 #              kernels read, read by a kernel that does nothing else), with the driver's statistics of each pipeline, then the
@@ -50,8 +51,8 @@
 # P (512), N (128), DEPTH (4096), R (3), CTX (512), CHUNKS (32), TEXT (data/eval/gnu-licenses.txt),
 # SHARD (5000000000 bytes: the synthesized checkpoint in shards of at most this size, as the published 20b is
 # three files; 0 for one file); VARIANTS, DEEP_VARIANTS (sweep), SECTIONS, KERNEL_VARIANTS
-# (kernels), PROFILE_VARIANTS (profile: decode profiles of the HF checkpoint with each first; with
-# PROFILE_VARIANTS_ONLY=1 nothing else): space-separated, each variant environment settings joined by ';';
+# (kernels), PROFILE_VARIANTS (profile: decode profiles with each first, of PROFILE_ON: hf, q8_0 or
+# both, default hf; environment settings and gptoss-bench options; with PROFILE_VARIANTS_ONLY=1 nothing else): space-separated, each variant environment settings joined by ';';
 # KV_CACHES (bench, big), AB_ON, AB_NEW_OPTIONS and AB_BASE_OPTIONS (ab), PARITY_OPTIONS (parity: gptoss-run options).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -192,9 +193,19 @@ step_bench() {
   "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -r "$R" --greedy -o md -q | tee -a "$SUMMARY"
 }
 step_profile() {
-  for variant in ${PROFILE_VARIANTS:-}; do
-    note "### GPTOSS_VK_PROFILE=1 with $variant, $HF: decode of $N (warm-up + 1 run)"
-    env ${variant//;/ } GPTOSS_VK_PROFILE=1 "$BIN"/gptoss-bench "$HF" -p 0 -n "$N" -r 1 -o md -q 2>&1 | tee -a "$SUMMARY"
+  local which model
+  for which in ${PROFILE_ON:-hf}; do
+    case "$which" in
+      hf) model=$HF ;;
+      q8_0) model=$Q8 ;;
+      *) note "-- profile: FAILED (PROFILE_ON takes hf and q8_0, not $which)"; return 0 ;;
+    esac
+    for variant in ${PROFILE_VARIANTS:-}; do
+      note "### GPTOSS_VK_PROFILE=1 with $variant, $model: decode of $N (warm-up + 1 run)"
+      split_words "${variant//;/ }"
+      env "${ENVS[@]}" GPTOSS_VK_PROFILE=1 "$BIN"/gptoss-bench "$model" -p 0 -n "$N" -r 1 -o md -q "${OPTS[@]}" 2>&1 |
+        tee -a "$SUMMARY"
+    done
   done
   [ -n "${PROFILE_VARIANTS:-}" ] && [ -n "${PROFILE_VARIANTS_ONLY:-}" ] && return 0
   for model in "$HF" "$Q8"; do
@@ -255,6 +266,15 @@ step_sweep() {
   for variant in "" $VARIANTS; do sweep_one "$variant" -p 0 -n "$N"; done
   for variant in "" $DEEP_VARIANTS; do sweep_one "$variant" -p 0 -n "$N" -d "$DEPTH"; done
 }
+# A row's words into ENVS (environment settings, NAME=VALUE) and OPTS (gptoss-bench options).
+split_words() {
+  ENVS=() OPTS=()
+  local word
+  for word in $1; do
+    if [[ $word =~ ^[A-Z_][A-Z0-9_]*= ]]; then ENVS+=("$word"); else OPTS+=("$word"); fi
+  done
+}
+
 step_ab() {
   local tools=() names=() dir
   for dir in "$ROOT"/build-h100/base*/; do
@@ -272,9 +292,14 @@ step_ab() {
       options+=("${extra//;/ }")
     done
   done
-  tools+=("$BIN/gptoss-bench")
-  names+=("new $(cat "$KIT/COMMIT")")
-  options+=("")
+  if [ "${AB_PLAIN:-1}" = 0 ] && [ -n "${AB_BASE_OPTIONS:-}" ]; then  # the option rows only
+    tools=("${tools[@]:bases}") names=("${names[@]:bases}") options=("${options[@]:bases}")
+  fi
+  if [ "${AB_PLAIN:-1}" != 0 ] || [ -z "${AB_NEW_OPTIONS:-}" ]; then
+    tools+=("$BIN/gptoss-bench")
+    names+=("new $(cat "$KIT/COMMIT")")
+    options+=("")
+  fi
   for extra in ${AB_NEW_OPTIONS:-}; do
     tools+=("$BIN/gptoss-bench")
     names+=("new $(cat "$KIT/COMMIT") ${extra//;/ }")
@@ -292,12 +317,8 @@ step_ab() {
       for round in $(seq "${AB_ROUNDS:-2}"); do
         for i in "${!tools[@]}"; do
           note "#### ${names[$i]}, round $round: -p 0 -n $N -d $depth"
-          # The row's words: environment settings (NAME=VALUE) and gptoss-bench options.
-          local envs=() opts=() word
-          for word in ${options[$i]}; do
-            if [[ $word =~ ^[A-Z_][A-Z0-9_]*= ]]; then envs+=("$word"); else opts+=("$word"); fi
-          done
-          env "${envs[@]}" "${tools[$i]}" "$model" -p 0 -n "$N" -d "$depth" -r "$R" -o md -q "${opts[@]}" 2>&1 |
+          split_words "${options[$i]}"
+          env "${ENVS[@]}" "${tools[$i]}" "$model" -p 0 -n "$N" -d "$depth" -r "$R" -o md -q "${OPTS[@]}" 2>&1 |
             tail -1 | tee -a "$SUMMARY"
         done
       done

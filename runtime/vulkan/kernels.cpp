@@ -210,10 +210,14 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
                          (norm ? abi::MATVEC_NORM : 0u);
   const abi::MatvecArgs args{weight.address(), weight.scales_address(), bias, x, norm, y, weight.rows, weight.cols,
                              flags, eps};
-  const MatvecShape shape = matvec_shape(weight.rows);
+  MatvecShape shape = matvec_shape(weight.rows);
   const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
   const uint32_t blocks = ceil_div(weight.rows, rows_per_group);
   const uint32_t wide = looping_groups_here(blocks, matvec_groups_per_sm_, MATVEC_WIDE_GROUPS_PER_SM);
+  // matvec_wide fills the device by its workgroup count, not by rows per subgroup: the default shape
+  // (two rows), whose registers let MATVEC_GROUPS_PER_SM workgroups share a multiprocessor (four
+  // rows took 134-154 registers on the H100: one workgroup).
+  if (wide && !matvec_shape_) shape = MatvecShape{};
   const auto [gx, gy] = split_grid(wide ? wide : blocks);
   list.dispatch(pipeline(wide ? "matvec_wide" : "matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
 }
