@@ -19,44 +19,42 @@ layout(constant_id = SPEC_EXPERT_BATCH) const uint EXPERT_BATCH = 3u;
 const uint kStagedBlockQuads = 9u;
 shared vec4 staged_input[(kMaxExpertDepth / 32u) * kStagedBlockQuads];
 
-// expert_acc[r]: sums over this lane's blocks of rows first_row .. first_row + rows - 1 with the
-// input's values input_offset .. input_offset + depth - 1 (rows <= EXPERT_ROWS; 0 for a subgroup
-// without work, which must still call: the staging has a barrier). Every invocation of the
-// workgroup calls it with the same input; the caller reduces over the subgroup. In three parts, so
-// a kernel whose workgroups loop over rows (expert_mlp1_loop.comp) stages its input once:
-// expert_load_batch (the loads of one batch of blocks of every row), expert_stage_input, and
-// expert_rows_sum (the first batch's loads already issued).
-// (Module-scope arrays: glslang matches no function parameter sized by a specialization constant.)
+// expert_acc[r]: sums over this lane's blocks of rows first_row .. first_row + rows - 1 with the input's values
+// input_offset .. input_offset + depth - 1 (rows <= EXPERT_ROWS; 0
+// for a subgroup without work, which must still call: the staging has a barrier). Every
+// invocation of the workgroup calls it with the same input; the caller reduces over the subgroup.
+// (A module-scope array: glslang matches no function parameter sized by a specialization constant.)
 float expert_acc[EXPERT_ROWS];
-uvec4 expert_q[EXPERT_BATCH][EXPERT_ROWS];
-uint expert_scale_words[EXPERT_BATCH][EXPERT_ROWS];
-
-void expert_load_batch(uvec2 blocks_address, uvec2 scales_address, uint blocks, uint base, uint first_row, uint rows) {
-  uint step = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
+void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_address, uint input_offset, uint depth,
+                     uint first_row, uint rows) {
+  uint blocks = depth / 32u, step = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
+  uvec4 q[EXPERT_BATCH][EXPERT_ROWS];
+  uint scale_words[EXPERT_BATCH][EXPERT_ROWS];
+  // The first batch's loads, before the staging (see above).
   [[unroll]] for (uint u = 0u; u < EXPERT_BATCH; ++u)
     [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) {
-      uint b = base + u * step + lane;
+      uint b = u * step + lane;
       bool here = b < blocks && r < rows;
       uint block = (first_row + r) * blocks + (here ? b : 0u);
-      expert_q[u][r] = here ? (PROBE == 2u || PROBE == 3u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
-      expert_scale_words[u][r] =
-          here ? (PROBE == 2u || PROBE == 3u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
+      q[u][r] = here ? (PROBE == 2u || PROBE == 3u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
+      scale_words[u][r] = here ? (PROBE == 2u || PROBE == 3u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
     }
-}
-
-// The input's depth values from input_offset into shared memory (every invocation calls it).
-void expert_stage_input(uvec2 input_address, uint input_offset, uint depth) {
   for (uint i = gl_LocalInvocationIndex; i < depth / 4u; i += EXPERT_WORKGROUP_SIZE)
     staged_input[(i / 8u) * kStagedBlockQuads + i % 8u] = Vec4sIn(input_address).v[input_offset / 4u + i];
   barrier();
-}
-
-void expert_rows_sum(uvec2 blocks_address, uvec2 scales_address, uint depth, uint first_row, uint rows) {
-  uint blocks = depth / 32u, step = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
   [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) expert_acc[r] = 0.0;
   if (rows == 0u) return;
   for (uint base = 0u; base < blocks; base += EXPERT_BATCH * step) {
-    if (base > 0u) expert_load_batch(blocks_address, scales_address, blocks, base, first_row, rows);
+    if (base > 0u) {
+      [[unroll]] for (uint u = 0u; u < EXPERT_BATCH; ++u)
+        [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) {
+          uint b = base + u * step + lane;
+          bool here = b < blocks && r < rows;
+          uint block = (first_row + r) * blocks + (here ? b : 0u);
+          q[u][r] = here ? (PROBE == 2u || PROBE == 3u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
+          scale_words[u][r] = here ? (PROBE == 2u || PROBE == 3u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
+        }
+    }
     [[unroll]] for (uint u = 0u; u < EXPERT_BATCH; ++u) {
       uint b = base + u * step + lane;
       if (b >= blocks || PROBE == 1u) break;
@@ -70,23 +68,15 @@ void expert_rows_sum(uvec2 blocks_address, uvec2 scales_address, uint depth, uin
         [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) {
           if (r >= rows) break;
           vec4 lo, hi;
-          fp4x8(expert_q[u][r][w], lo, hi);
+          fp4x8(q[u][r][w], lo, hi);
           block_sums[r] += dot(lo, x_lo) + dot(hi, x_hi);
         }
       }
       [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) {
         if (r >= rows) break;
         uint block = (first_row + r) * blocks + b;
-        expert_acc[r] += block_sums[r] * mxfp4_scale_value((expert_scale_words[u][r] >> ((block & 3u) * 8u)) & 0xFFu);
+        expert_acc[r] += block_sums[r] * mxfp4_scale_value((scale_words[u][r] >> ((block & 3u) * 8u)) & 0xFFu);
       }
     }
   }
-}
-
-void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_address, uint input_offset, uint depth,
-                     uint first_row, uint rows) {
-  // The first batch's loads, before the staging (see above).
-  expert_load_batch(blocks_address, scales_address, depth / 32u, 0u, first_row, rows);
-  expert_stage_input(input_address, input_offset, depth);
-  expert_rows_sum(blocks_address, scales_address, depth, first_row, rows);
 }

@@ -90,11 +90,6 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define MATVEC_DEFAULT_BATCH 4
 #define MATVEC_WAVE_ROWS 4         // the most rows per subgroup the one-wave rule takes (Kernels::matvec_shape_for)
 #define MATVEC_GROUPS_PER_SM 2     // workgroups of the matvec one multiprocessor holds at once (119 registers on the H100)
-// A matrix with more row blocks than MATVEC_WIDE_GROUPS_PER_SM workgroups per multiprocessor hold
-// (the unembedding) takes matvec_wide: that many workgroups, each looping over row blocks.
-// GPTOSS_VK_MATVEC_GROUPS overrides it (0: a workgroup per block always).
-#define MATVEC_WIDE_GROUPS_PER_SM MATVEC_GROUPS_PER_SM
-#define MATVEC_MAX_WIDE_GROUPS_PER_SM 64
 // Workgroups of decode attention (DECODE_ATTENTION_SIZE invocations) one multiprocessor holds at
 // once, by the KV cache's encoding: 154 registers on the H100 with an f32 cache, 125 with f16
 // (at most 128: two workgroups' 65536). Kernels::attention_wave_splits fills the device with them.
@@ -112,10 +107,6 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define EXPERT_MLP2_BATCH 1
 #define EXPERT_MAX_OUTPUTS 16     // the largest outputs per subgroup the launchers accept
 #define EXPERT_MAX_BATCH 8
-// expert_mlp1_loop: at most this many workgroups per multiprocessor, each looping over items (0:
-// expert_mlp1, a workgroup per gl_NumSubgroups items). GPTOSS_VK_EXPERT_GROUPS overrides it.
-#define EXPERT_LOOP_GROUPS_PER_SM 0
-#define EXPERT_MAX_LOOP_GROUPS_PER_SM 64
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
 #define DECODE_ATTENTION_SIZE 256 // decode attention: invocations per workgroup, and by default the fewest keys a range has
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once

@@ -92,14 +92,6 @@ std::optional<Kernels::MatvecShape> matvec_shape_from_environment() {
   return Kernels::MatvecShape{v[0], v[1]};
 }
 
-// Workgroups per multiprocessor of a looping kernel: 0 (off) or 1..most.
-std::optional<uint32_t> groups_from_environment(const char* name, uint32_t most) {
-  const char* value = std::getenv(name);
-  if (!value) return std::nullopt;
-  if (std::string_view(value) == "0") return 0u;
-  return numbers_from_environment(name, "workgroups_per_multiprocessor (0: off)", {1}, {most})[0];
-}
-
 uint32_t probe() {
   const char* value = std::getenv("GPTOSS_VK_PROBE");
   return value ? static_cast<uint32_t>(std::atoi(value)) : 0u;
@@ -107,11 +99,7 @@ uint32_t probe() {
 }  // namespace
 
 Kernels::Kernels(const Context& ctx)
-    : ctx_(ctx),
-      expert_shape_(expert_shape_from_environment()),
-      matvec_shape_(matvec_shape_from_environment()),
-      matvec_groups_per_sm_(groups_from_environment("GPTOSS_VK_MATVEC_GROUPS", MATVEC_MAX_WIDE_GROUPS_PER_SM)),
-      expert_groups_per_sm_(groups_from_environment("GPTOSS_VK_EXPERT_GROUPS", EXPERT_MAX_LOOP_GROUPS_PER_SM)) {}
+    : ctx_(ctx), expert_shape_(expert_shape_from_environment()), matvec_shape_(matvec_shape_from_environment()) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
@@ -143,17 +131,6 @@ Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups
   return shape;
 }
 
-uint32_t Kernels::looping_groups(uint32_t groups, uint32_t groups_per_sm, uint32_t multiprocessors) {
-  const uint64_t looping = uint64_t{groups_per_sm} * multiprocessors;
-  return looping > 0 && looping < groups ? static_cast<uint32_t>(looping) : 0u;
-}
-
-uint32_t Kernels::looping_groups_here(uint32_t groups, const std::optional<uint32_t>& from_environment,
-                                      uint32_t default_per_sm) const {
-  const uint32_t multiprocessors = std::max(ctx_.info().multiprocessors, from_environment ? 1u : 0u);
-  return looping_groups(groups, from_environment.value_or(default_per_sm), multiprocessors);
-}
-
 Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows) const {
   if (matvec_shape_) return *matvec_shape_;
   return matvec_shape_for(rows, MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size, ctx_.info().multiprocessors);
@@ -165,7 +142,7 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
   auto& slot = pipelines_[{shader, encoding.value_or(0), attention, matvec.rows, matvec.batch}];
   if (!slot) {
     const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{16, 16, 16});
-    const bool mlp2 = shader == "expert_mlp2";  // expert_mlp1_loop: mlp1's shape
+    const bool mlp2 = shader == "expert_mlp2";
     const uint32_t specialization[] = {ctx_.info().subgroup_size,
                                        encoding.value_or(0),
                                        ctx_.split_cooperative_inputs() ? 1u : 0u,
@@ -210,16 +187,10 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
                          (norm ? abi::MATVEC_NORM : 0u);
   const abi::MatvecArgs args{weight.address(), weight.scales_address(), bias, x, norm, y, weight.rows, weight.cols,
                              flags, eps};
-  MatvecShape shape = matvec_shape(weight.rows);
+  const MatvecShape shape = matvec_shape(weight.rows);
   const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
-  const uint32_t blocks = ceil_div(weight.rows, rows_per_group);
-  const uint32_t wide = looping_groups_here(blocks, matvec_groups_per_sm_, MATVEC_WIDE_GROUPS_PER_SM);
-  // matvec_wide fills the device by its workgroup count, not by rows per subgroup: the default shape
-  // (two rows), whose registers let MATVEC_GROUPS_PER_SM workgroups share a multiprocessor (four
-  // rows took 134-154 registers on the H100: one workgroup).
-  if (wide && !matvec_shape_) shape = MatvecShape{};
-  const auto [gx, gy] = split_grid(wide ? wide : blocks);
-  list.dispatch(pipeline(wide ? "matvec_wide" : "matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
+  const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
+  list.dispatch(pipeline("matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
 }
 
 namespace {
@@ -395,9 +366,7 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
   // One subgroup per (slot, group of outputs), every slot's groups in one row of workgroups.
   const uint32_t subgroups = EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size;
   const uint32_t items = k * ceil_div(intermediate, expert_shape_.mlp1_outputs);
-  const uint32_t groups = ceil_div(items, subgroups);
-  const uint32_t looping = looping_groups_here(groups, expert_groups_per_sm_, EXPERT_LOOP_GROUPS_PER_SM);
-  list.dispatch(pipeline(looping ? "expert_mlp1_loop" : "expert_mlp1", sizeof args), args, looping ? looping : groups);
+  list.dispatch(pipeline("expert_mlp1", sizeof args), args, ceil_div(items, subgroups));
 }
 
 uint64_t Kernels::expert_mlp2_partials(uint32_t hidden, uint32_t k) { return uint64_t{hidden} * k; }

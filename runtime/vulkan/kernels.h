@@ -157,11 +157,6 @@ class Kernels {
   // second, partial wave repeats a workgroup's whole chain of loads. The default where the device
   // does not say (multiprocessors 0).
   static MatvecShape matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors);
-  // Workgroups of a looping kernel (matvec_wide, expert_mlp1_loop) for work that takes `groups`
-  // workgroups of the plain one: `groups_per_sm` per multiprocessor where that is fewer, else 0
-  // (the plain kernel). 0 as well where the device does not say how many multiprocessors it has,
-  // or groups_per_sm is 0.
-  static uint32_t looping_groups(uint32_t groups, uint32_t groups_per_sm, uint32_t multiprocessors);
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
   // Every pipeline built so far with the driver's statistics of it (Pipeline::statistics).
@@ -182,13 +177,6 @@ class Kernels {
   bool force_portable_ = false;
   ExpertShape expert_shape_;
   std::optional<MatvecShape> matvec_shape_;  // GPTOSS_VK_MATVEC
-  // GPTOSS_VK_MATVEC_GROUPS (else MATVEC_WIDE_GROUPS_PER_SM) and GPTOSS_VK_EXPERT_GROUPS (else
-  // EXPERT_LOOP_GROUPS_PER_SM): set, they apply where the device does not say how many
-  // multiprocessors it has too (as one: how the tests run the looping kernels on lavapipe).
-  std::optional<uint32_t> matvec_groups_per_sm_, expert_groups_per_sm_;
-  // looping_groups on this device with the environment's setting or the default.
-  uint32_t looping_groups_here(uint32_t groups, const std::optional<uint32_t>& from_environment,
-                               uint32_t default_per_sm) const;
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 
