@@ -4,9 +4,10 @@
 // statistics where the driver reports them (GPTOSS_VK_PIPELINE_STATS=1). A measuring tool for
 // kernel work, not a test: ctest does not run it. Usage: vulkan_kernel_bench [repeats [sections]],
 // sections a comma list of prefill, decode (matvec: its dense products alone), attention, stream,
-// floor (default the first three): a shape sweep times only the kernels it changes; stream and
+// floor, hot (default the first three): a shape sweep times only the kernels it changes; stream and
 // floor time the bytes decode attention (stream) and the other decode kernels (floor) read, read
-// by a kernel that does nothing else (tests/vulkan/shaders/stream_read.comp).
+// by a kernel that does nothing else (tests/vulkan/shaders/stream_read.comp); hot times the dense
+// products and the expert kernels with their weights in the L2 (one copy, used again and again).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -260,7 +261,7 @@ int main(int argc, char** argv) {
       });
       report("router 512 tokens", us, 0, 0);
     }
-    if (timed("decode")) {
+    if (timed("decode") || timed("hot")) {
       us = bench.time([&](vk::DispatchList& l, uint32_t) {
         kernels.router(l, router, rb->address(), x->address(), norm->address(), {xn->address(), 0, 0, logits->address()},
                        k, 1, 1e-5f);
@@ -286,6 +287,19 @@ int main(int argc, char** argv) {
                             x->address(), k, {partials->address(), counters->address()});
       });
       report("expert_mlp2 decode (4 experts)", us, 0, mlp2_bytes);
+      // Section hot: the same experts every time, so their bytes come from the L2 (what a prefetch
+      // of them beside an earlier kernel would give).
+      if (timed("hot")) {
+        us = bench.time([&](vk::DispatchList& l, uint32_t) {
+          kernels.expert_mlp1(l, m1[0], b1->address(), xn->address(), ranked, act->address(), k, 7.0f);
+        });
+        report("hot: expert_mlp1 decode (4 experts)", us, 0, mlp1_bytes);
+        us = bench.time([&](vk::DispatchList& l, uint32_t) {
+          kernels.expert_mlp2(l, m2[0], b2->address(), act->address(), chosen_buf->address(), gate->address(),
+                              x->address(), k, {partials->address(), counters->address()});
+        });
+        report("hot: expert_mlp2 decode (4 experts)", us, 0, mlp2_bytes);
+      }
     }
   }
 
@@ -304,7 +318,7 @@ int main(int argc, char** argv) {
 
   // ---- decode matvecs, weights rotated over copies bigger than the L2 (section decode, or matvec
   // alone) ----
-  if (timed("decode") || timed("matvec")) {
+  if (timed("decode") || timed("matvec") || timed("hot")) {
     auto x = device_floats(*ctx, random_floats(Q, 16)), y = device_floats(*ctx, std::vector<float>(V));
     auto norm = device_floats(*ctx, random_floats(H, 17)), b = device_floats(*ctx, random_floats(Q + 2 * KV, 18));
     for (DType type : {DType::BF16, DType::Q8_0}) {
@@ -322,26 +336,39 @@ int main(int argc, char** argv) {
       });
       report((std::string("matvec out 2880x4096 ") + std::string(gptoss::dtype_name(type))).c_str(), us, 0,
              static_cast<double>(outs[0].buffer->size()));
+      if (!timed("hot")) continue;
+      // The same matrix every time: its bytes from the L2 (BF16 qkv 29 MB, the H100's L2 50 MB).
+      us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.matvec(l, qkv[0], b->address(), x->address(), norm->address(), y->address(), false, 1e-5f);
+      });
+      report((std::string("hot: matvec qkv normed ") + std::string(gptoss::dtype_name(type))).c_str(), us, 0, bytes);
+      us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.matvec(l, outs[0], b->address(), x->address(), 0, y->address(), true, 1e-5f);
+      });
+      report((std::string("hot: matvec out ") + std::string(gptoss::dtype_name(type))).c_str(), us, 0,
+             static_cast<double>(outs[0].buffer->size()));
     }
-    {
-      const auto unembedding = matrix(*ctx, DType::Q8_0, V, H, 51);
+    if (timed("decode") || timed("matvec")) {
+      {
+        const auto unembedding = matrix(*ctx, DType::Q8_0, V, H, 51);
+        double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+          kernels.matvec(l, unembedding, 0, x->address(), norm->address(), y->address(), false, 1e-5f);
+        });
+        report("matvec unembedding 201088x2880 q8_0", us, 0, static_cast<double>(unembedding.buffer->size()));
+      }
+      const auto unembedding = matrix(*ctx, DType::BF16, V, H, 50);
       double us = bench.time([&](vk::DispatchList& l, uint32_t) {
         kernels.matvec(l, unembedding, 0, x->address(), norm->address(), y->address(), false, 1e-5f);
       });
-      report("matvec unembedding 201088x2880 q8_0", us, 0, static_cast<double>(unembedding.buffer->size()));
+      report("matvec unembedding 201088x2880 bf16", us, 0, static_cast<double>(unembedding.buffer->size()));
+      auto result = device_words(*ctx, std::vector<uint32_t>(4));
+      auto partials = device_floats(*ctx, std::vector<float>(2 * ARGMAX_GROUPS));
+      auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+      us = bench.time([&](vk::DispatchList& l, uint32_t) {
+        kernels.argmax(l, y->address(), result->address(), V, {partials->address(), counters->address()});
+      });
+      report("argmax 201088", us, 0, V * 4.0);
     }
-    const auto unembedding = matrix(*ctx, DType::BF16, V, H, 50);
-    double us = bench.time([&](vk::DispatchList& l, uint32_t) {
-      kernels.matvec(l, unembedding, 0, x->address(), norm->address(), y->address(), false, 1e-5f);
-    });
-    report("matvec unembedding 201088x2880 bf16", us, 0, static_cast<double>(unembedding.buffer->size()));
-    auto result = device_words(*ctx, std::vector<uint32_t>(4));
-    auto partials = device_floats(*ctx, std::vector<float>(2 * ARGMAX_GROUPS));
-    auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-    us = bench.time([&](vk::DispatchList& l, uint32_t) {
-      kernels.argmax(l, y->address(), result->address(), V, {partials->address(), counters->address()});
-    });
-    report("argmax 201088", us, 0, V * 4.0);
   }
 
   std::optional<StreamRead> stream;  // sections stream and floor
