@@ -99,7 +99,11 @@ uint32_t probe() {
 }  // namespace
 
 Kernels::Kernels(const Context& ctx)
-    : ctx_(ctx), expert_shape_(expert_shape_from_environment()), matvec_shape_(matvec_shape_from_environment()) {}
+    : ctx_(ctx),
+      expert_shape_(expert_shape_from_environment()),
+      matvec_shape_(matvec_shape_from_environment()),
+      integer_dot_product_(ctx.info().integer_dot_product && !(std::getenv("GPTOSS_VK_INT_DOT") &&
+                                                                std::string_view(std::getenv("GPTOSS_VK_INT_DOT")) == "0")) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
@@ -190,7 +194,8 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
   const MatvecShape shape = matvec_shape(weight.rows);
   const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
   const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
-  list.dispatch(pipeline("matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
+  const bool int_dot = weight.encoding == abi::ENC_Q8_0 && integer_dot_product_;
+  list.dispatch(pipeline(int_dot ? "matvec_int_dot" : "matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
 }
 
 namespace {

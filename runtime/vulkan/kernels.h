@@ -159,6 +159,9 @@ class Kernels {
   static MatvecShape matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors);
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
+  // The Q8_0 decode products through integer dot products (matvec_int_dot) where the device has
+  // them; GPTOSS_VK_INT_DOT=0 takes the float decoding (matvec) instead, to compare.
+  bool integer_dot_product() const { return integer_dot_product_; }
   // Every pipeline built so far with the driver's statistics of it (Pipeline::statistics).
   std::string pipeline_statistics() const;
 
@@ -177,6 +180,7 @@ class Kernels {
   bool force_portable_ = false;
   ExpertShape expert_shape_;
   std::optional<MatvecShape> matvec_shape_;  // GPTOSS_VK_MATVEC
+  bool integer_dot_product_;
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 

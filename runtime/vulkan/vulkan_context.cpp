@@ -135,6 +135,20 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
     vkGetPhysicalDeviceProperties2(device, &with_sm);
     info.multiprocessors = sm.shaderSMCount;
   }
+  if (has_extension(device, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &dot;
+    vkGetPhysicalDeviceFeatures2(device, &features);
+    info.integer_dot_product = dot.shaderIntegerDotProduct;
+    VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR dot_props{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 with_dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    with_dot.pNext = &dot_props;
+    vkGetPhysicalDeviceProperties2(device, &with_dot);
+    info.integer_dot_product_accelerated = dot_props.integerDotProduct4x8BitPackedSignedAccelerated;
+  }
   if (info.float16 && has_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
     info.cooperative_matrix = fp16_cooperative_matrix_shape(instance, device);
   if (auto family = compute_family(device)) {
@@ -238,6 +252,14 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
     *chain_end = &coopmat;
     chain_end = &coopmat.pNext;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR integer_dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+  if (info.integer_dot_product) {
+    integer_dot.shaderIntegerDotProduct = VK_TRUE;
+    *chain_end = &integer_dot;
+    chain_end = &integer_dot.pNext;
+    extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   }
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};

@@ -43,6 +43,9 @@ struct DeviceInfo {
   bool subgroup_arithmetic = false;       // required by the engine (compute stage)
   bool float16 = false;                   // shaderFloat16 + 16-bit storage
   uint32_t multiprocessors = 0;           // streaming multiprocessors (VK_NV_shader_sm_builtins); 0: not told
+  // VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (the Q8_0 decode products use it),
+  // and whether the device says its packed signed 4x8-bit form is accelerated (dp4a).
+  bool integer_dot_product = false, integer_dot_product_accelerated = false;
   // fp16 x fp16 -> fp32 cooperative matrices in subgroup scope, when VK_NV_cooperative_matrix
   // lists them; the engine's prefill then multiplies on them.
   std::optional<CooperativeMatrixShape> cooperative_matrix;

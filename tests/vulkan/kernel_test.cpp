@@ -201,10 +201,20 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   VULKAN_OR_SKIP();
   const float eps = 1e-5f;
   // The default shape and shapes GPTOSS_VK_MATVEC can pick: rows per subgroup that divide no row
-  // count, one load per pass, more loads per pass than a row has.
-  for (const char* shape : {"", "1,1", "3,16"}) {
-  SCOPED_TRACE(std::string("GPTOSS_VK_MATVEC=") + shape);
+  // count, one load per pass, more loads per pass than a row has; Q8_0 through integer dot
+  // products where the device has them (lavapipe does) and, with GPTOSS_VK_INT_DOT=0, decoded to
+  // floats.
+  const std::pair<const char*, const char*> variants[] = {{"", ""}, {"1,1", ""}, {"3,16", ""}, {"", "0"}, {"1,1", "0"}};
+  for (const auto& [shape, int_dot] : variants) {
+  SCOPED_TRACE(std::string("GPTOSS_VK_MATVEC=") + shape + " GPTOSS_VK_INT_DOT=" + int_dot);
+  if (*int_dot) setenv("GPTOSS_VK_INT_DOT", int_dot, 1);
   vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_MATVEC", shape);
+  unsetenv("GPTOSS_VK_INT_DOT");
+  if (*int_dot) {
+    EXPECT_FALSE(shaped.integer_dot_product());
+  } else {
+    EXPECT_EQ(shaped.integer_dot_product(), ctx->info().integer_dot_product);
+  }
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
     for (uint32_t rows : {1u, 3u, 67u})
       for (uint32_t cols : {32u, 2880u})

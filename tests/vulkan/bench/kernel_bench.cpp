@@ -163,8 +163,10 @@ int main(int argc, char** argv) {
   auto ctx = vk::Context::create();
   vk::Kernels kernels(*ctx);
   Bench bench{*ctx, kernels, repeats};
-  std::printf("%s (%s), subgroup %u, cooperative matrix %s\n", ctx->info().name.c_str(), ctx->info().driver.c_str(),
-              ctx->info().subgroup_size, kernels.cooperative() ? "on" : "off");
+  std::printf("%s (%s), subgroup %u, cooperative matrix %s, integer dot product %s%s\n", ctx->info().name.c_str(),
+              ctx->info().driver.c_str(), ctx->info().subgroup_size, kernels.cooperative() ? "on" : "off",
+              kernels.integer_dot_product() ? "on" : "off",
+              ctx->info().integer_dot_product_accelerated ? " (accelerated)" : "");
   std::printf("| kernel (gpt-oss-20b shapes) | us | TFLOP/s | GB/s |\n|---|---:|---:|---:|\n");
   const uint32_t H = 2880, Q = 4096, KV = 512, I = 2880, E = 32, k = 4, T = 512, V = 201088;
   // Bytes the decode products read per token: k experts' MXFP4 rows (17 bytes per block of 32),
