@@ -92,6 +92,18 @@ std::optional<Kernels::MatvecShape> matvec_shape_from_environment() {
   return Kernels::MatvecShape{v[0], v[1]};
 }
 
+// Decode's Q8_0 products through integer dot products: where the device says its packed signed
+// 4x8-bit form is accelerated (elsewhere, as on lavapipe, it may be emulated slower than the float
+// decoding); GPTOSS_VK_INT_DOT=1 wherever the device has it (how the tests run it on lavapipe), 0 never.
+bool integer_dot_from_environment(const DeviceInfo& info) {
+  const char* value = std::getenv("GPTOSS_VK_INT_DOT");
+  if (!value) return info.integer_dot_product && info.integer_dot_product_accelerated;
+  const std::string_view v(value);
+  if (v != "0" && v != "1")
+    throw std::invalid_argument(std::string("GPTOSS_VK_INT_DOT=") + value + ": expected 0 or 1");
+  return v == "1" && info.integer_dot_product;
+}
+
 uint32_t probe() {
   const char* value = std::getenv("GPTOSS_VK_PROBE");
   return value ? static_cast<uint32_t>(std::atoi(value)) : 0u;
@@ -102,8 +114,7 @@ Kernels::Kernels(const Context& ctx)
     : ctx_(ctx),
       expert_shape_(expert_shape_from_environment()),
       matvec_shape_(matvec_shape_from_environment()),
-      integer_dot_product_(ctx.info().integer_dot_product && !(std::getenv("GPTOSS_VK_INT_DOT") &&
-                                                                std::string_view(std::getenv("GPTOSS_VK_INT_DOT")) == "0")) {}
+      integer_dot_product_(integer_dot_from_environment(ctx.info())) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.

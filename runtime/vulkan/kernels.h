@@ -159,8 +159,8 @@ class Kernels {
   static MatvecShape matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors);
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
-  // The Q8_0 decode products through integer dot products (matvec_int_dot) where the device has
-  // them; GPTOSS_VK_INT_DOT=0 takes the float decoding (matvec) instead, to compare.
+  // The Q8_0 decode products through integer dot products (matvec_int_dot) where the device says
+  // they are accelerated; GPTOSS_VK_INT_DOT=1 wherever it has them, 0 the float decoding (matvec).
   bool integer_dot_product() const { return integer_dot_product_; }
   // Every pipeline built so far with the driver's statistics of it (Pipeline::statistics).
   std::string pipeline_statistics() const;

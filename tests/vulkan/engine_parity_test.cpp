@@ -120,6 +120,29 @@ TEST(VulkanEngineQ8, GoldenQ8GgufMatchesTheCpuEngine) {
   std::printf("q8_0 gguf harmony logits max |vulkan - cpu| %.2e\n", static_cast<double>(logit_diff));
 }
 
+// Decode steps of the Q8_0 GGUF (one token through the cache: its dense products in the decode
+// matvec, through integer dot products where the device's default or GPTOSS_VK_INT_DOT=1 takes
+// them; ctest runs this suite again with it) against the CPU engine's rows.
+TEST(VulkanEngineQ8, DecodeStepsMatchTheCpuEngine) {
+  GOLDENS_OR_SKIP();
+  VULKAN_OR_SKIP();
+  const auto model = load_model(*goldens / "a" / "model-q8_0.gguf");
+  const auto ids = golden_prompt_ids(*goldens, "long");
+  ASSERT_GE(ids.size(), 12u);
+  cpu::CpuEngine cpu_engine(model);
+  runtime::EngineOptions options;
+  options.max_context = 64;
+  vk::VulkanEngine engine(model, options, ctx);
+  const size_t vocab = engine.vocab_size(), prompt = 6;
+  const auto cpu_all = cpu_engine.forward(ids, runtime::LogitRows::All);  // row t predicts t + 1
+  EXPECT_TRUE(engine.forward(std::span(ids).first(prompt), runtime::LogitRows::None).empty());
+  for (size_t step = 0; prompt + step < 12; ++step) {
+    const auto decoded = engine.forward(std::span(ids).subspan(prompt + step, 1));
+    ASSERT_EQ(decoded.size(), vocab);
+    EXPECT_LE(max_abs_diff(decoded, logit_row(cpu_all, prompt + step, vocab)), 1e-3f) << "decode step " << step;
+  }
+}
+
 TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
   GOLDENS_OR_SKIP();
   VULKAN_OR_SKIP();

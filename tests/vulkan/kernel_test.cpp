@@ -201,20 +201,23 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   VULKAN_OR_SKIP();
   const float eps = 1e-5f;
   // The default shape and shapes GPTOSS_VK_MATVEC can pick: rows per subgroup that divide no row
-  // count, one load per pass, more loads per pass than a row has; Q8_0 through integer dot
-  // products where the device has them (lavapipe does) and, with GPTOSS_VK_INT_DOT=0, decoded to
-  // floats.
-  const std::pair<const char*, const char*> variants[] = {{"", ""}, {"1,1", ""}, {"3,16", ""}, {"", "0"}, {"1,1", "0"}};
+  // count, one load per pass, more loads per pass than a row has; Q8_0 as the device's default
+  // takes it (lavapipe: decoded to floats, its integer dot products are not accelerated), through
+  // integer dot products wherever the device has them (GPTOSS_VK_INT_DOT=1; lavapipe does), and
+  // decoded to floats (0).
+  const std::pair<const char*, const char*> variants[] = {{"", ""},    {"1,1", ""},  {"3,16", ""},
+                                                          {"", "1"},   {"1,1", "1"}, {"3,16", "1"},
+                                                          {"", "0"}};
   for (const auto& [shape, int_dot] : variants) {
   SCOPED_TRACE(std::string("GPTOSS_VK_MATVEC=") + shape + " GPTOSS_VK_INT_DOT=" + int_dot);
   if (*int_dot) setenv("GPTOSS_VK_INT_DOT", int_dot, 1);
   vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_MATVEC", shape);
   unsetenv("GPTOSS_VK_INT_DOT");
-  if (*int_dot) {
-    EXPECT_FALSE(shaped.integer_dot_product());
-  } else {
-    EXPECT_EQ(shaped.integer_dot_product(), ctx->info().integer_dot_product);
-  }
+  const bool int_dot_expected = std::string(int_dot) == "1" ? ctx->info().integer_dot_product
+                                 : *int_dot                 ? false
+                                                            : ctx->info().integer_dot_product &&
+                                                                  ctx->info().integer_dot_product_accelerated;
+  EXPECT_EQ(shaped.integer_dot_product(), int_dot_expected);
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
     for (uint32_t rows : {1u, 3u, 67u})
       for (uint32_t cols : {32u, 2880u})
@@ -263,6 +266,7 @@ TEST(VulkanKernels, MatvecShapeFromTheEnvironmentIsChecked) {
   } catch (const std::invalid_argument& e) {  // the message names the variable and its bounds
     EXPECT_EQ(std::string(e.what()), "GPTOSS_VK_MATVEC=2,17: expected rows_per_subgroup,loads_per_row within 1..8,1..16");
   }
+  expect_refused(*ctx, "GPTOSS_VK_INT_DOT", {"2", "on", "01"});
   const vk::Kernels shaped = kernels_with(*ctx, "GPTOSS_VK_MATVEC", "1,12");
   for (uint32_t rows : {1u, 5120u, 201088u}) {  // the environment's shape for every matrix
     EXPECT_EQ(shaped.matvec_shape(rows).rows, 1u);
