@@ -90,6 +90,10 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define MATVEC_DEFAULT_BATCH 4
 #define MATVEC_WAVE_ROWS 4         // the most rows per subgroup the one-wave rule takes (Kernels::matvec_shape_for)
 #define MATVEC_GROUPS_PER_SM 2     // workgroups of the matvec one multiprocessor holds at once (119 registers on the H100)
+// Rows x loads per lane that keep the one-wave shapes within MATVEC_GROUPS_PER_SM workgroups per
+// multiprocessor: BF16 with 3 rows and 4 loads took 138 registers on the H100 (one workgroup per
+// multiprocessor: qkv's 214 workgroups in two waves), 2 rows and 4 loads 119.
+#define MATVEC_WAVE_LOADS 9
 // Workgroups of decode attention (DECODE_ATTENTION_SIZE invocations) one multiprocessor holds at
 // once, by the KV cache's encoding: 154 registers on the H100 with an f32 cache, 125 with f16
 // (at most 128: two workgroups' 65536). Kernels::attention_wave_splits fills the device with them.

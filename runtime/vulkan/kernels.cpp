@@ -143,6 +143,10 @@ Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups
   const uint64_t resident_subgroups = uint64_t{multiprocessors} * MATVEC_GROUPS_PER_SM * subgroups;
   shape.rows = static_cast<uint32_t>(
       std::clamp<uint64_t>((rows + resident_subgroups - 1) / resident_subgroups, MATVEC_DEFAULT_ROWS, MATVEC_WAVE_ROWS));
+  // In one wave only if its workgroups' registers let MATVEC_GROUPS_PER_SM of them share a
+  // multiprocessor: at most MATVEC_WAVE_LOADS loads per lane in flight.
+  if ((rows + shape.rows - 1) / shape.rows <= resident_subgroups)
+    shape.batch = std::min<uint32_t>(MATVEC_DEFAULT_BATCH, MATVEC_WAVE_LOADS / shape.rows);
   return shape;
 }
 

@@ -205,8 +205,8 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   // takes it (lavapipe: decoded to floats, its integer dot products are not accelerated), through
   // integer dot products wherever the device has them (GPTOSS_VK_INT_DOT=1; lavapipe does), and
   // decoded to floats (0).
-  const std::pair<const char*, const char*> variants[] = {{"", ""},    {"1,1", ""},  {"3,16", ""},
-                                                          {"", "1"},   {"1,1", "1"}, {"3,16", "1"},
+  const std::pair<const char*, const char*> variants[] = {{"", ""},    {"1,1", ""},  {"3,16", ""}, {"3,3", ""},
+                                                          {"", "1"},   {"1,1", "1"}, {"3,16", "1"}, {"3,3", "1"},
                                                           {"", "0"}};
   for (const auto& [shape, int_dot] : variants) {
   SCOPED_TRACE(std::string("GPTOSS_VK_MATVEC=") + shape + " GPTOSS_VK_INT_DOT=" + int_dot);
@@ -299,7 +299,11 @@ TEST(VulkanKernels, MatvecRowsPerSubgroupFillOneWave) {
   EXPECT_EQ(K::matvec_shape_for(5120, 8, 132).rows, 3u);    // qkv: 2560 subgroups at 2 are 1.2 waves
   EXPECT_EQ(K::matvec_shape_for(201088, 8, 132).rows, 4u);  // unembedding: many waves at any shape
   EXPECT_EQ(K::matvec_shape_for(201088, 8, 0).rows, unsigned{MATVEC_DEFAULT_ROWS});
-  EXPECT_EQ(K::matvec_shape_for(201088, 8, 132).batch, unsigned{MATVEC_DEFAULT_BATCH});
+  EXPECT_EQ(K::matvec_shape_for(201088, 8, 132).batch, unsigned{MATVEC_DEFAULT_BATCH});  // not one wave
+  // One-wave shapes keep rows x loads within MATVEC_WAVE_LOADS (registers for two workgroups per SM).
+  EXPECT_EQ(K::matvec_shape_for(2880, 8, 132).batch, 4u);  // out: 2 x 4
+  EXPECT_EQ(K::matvec_shape_for(5120, 8, 132).batch, 3u);  // qkv: 3 x 3
+  EXPECT_EQ(K::matvec_shape_for(5120, 8, 0).batch, unsigned{MATVEC_DEFAULT_BATCH});
 }
 
 TEST(VulkanKernels, EmbeddingGathersRowsInEveryEncoding) {
