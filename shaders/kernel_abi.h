@@ -92,8 +92,10 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define MATVEC_GROUPS_PER_SM 2     // workgroups of the matvec one multiprocessor holds at once (119 registers on the H100)
 // Rows x loads per lane that keep the one-wave shapes within MATVEC_GROUPS_PER_SM workgroups per
 // multiprocessor: BF16 with 3 rows and 4 loads took 138 registers on the H100 (one workgroup per
-// multiprocessor: qkv's 214 workgroups in two waves), 2 rows and 4 loads 119.
+// multiprocessor: qkv's 214 workgroups in two waves), with 3 loads 126 (HF tg128 @ d4096 +2.7%,
+// run 94). matvec_int_dot takes 66-94 at 4 loads; with 3 the Q8_0 GGUF lost 1.6% (run 94).
 #define MATVEC_WAVE_LOADS 9
+#define MATVEC_INT_DOT_WAVE_LOADS (MATVEC_WAVE_ROWS * MATVEC_DEFAULT_BATCH)
 // Workgroups of decode attention (DECODE_ATTENTION_SIZE invocations) one multiprocessor holds at
 // once, by the KV cache's encoding: 154 registers on the H100 with an f32 cache, 125 with f16
 // (at most 128: two workgroups' 65536). Kernels::attention_wave_splits fills the device with them.

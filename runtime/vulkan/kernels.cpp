@@ -137,22 +137,25 @@ std::string Kernels::pipeline_statistics() const {
   return out;
 }
 
-Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors) {
+Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors,
+                                               uint32_t wave_loads) {
   MatvecShape shape;
   if (multiprocessors == 0 || subgroups == 0) return shape;
   const uint64_t resident_subgroups = uint64_t{multiprocessors} * MATVEC_GROUPS_PER_SM * subgroups;
   shape.rows = static_cast<uint32_t>(
       std::clamp<uint64_t>((rows + resident_subgroups - 1) / resident_subgroups, MATVEC_DEFAULT_ROWS, MATVEC_WAVE_ROWS));
   // In one wave only if its workgroups' registers let MATVEC_GROUPS_PER_SM of them share a
-  // multiprocessor: at most MATVEC_WAVE_LOADS loads per lane in flight.
+  // multiprocessor: at most `wave_loads` loads per lane in flight.
   if ((rows + shape.rows - 1) / shape.rows <= resident_subgroups)
-    shape.batch = std::min<uint32_t>(MATVEC_DEFAULT_BATCH, MATVEC_WAVE_LOADS / shape.rows);
+    shape.batch = std::min<uint32_t>(MATVEC_DEFAULT_BATCH, wave_loads / shape.rows);
   return shape;
 }
 
-Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows) const {
+Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows, uint32_t encoding) const {
   if (matvec_shape_) return *matvec_shape_;
-  return matvec_shape_for(rows, MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size, ctx_.info().multiprocessors);
+  const bool int_dot = encoding == abi::ENC_Q8_0 && integer_dot_product_;
+  return matvec_shape_for(rows, MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size, ctx_.info().multiprocessors,
+                          int_dot ? MATVEC_INT_DOT_WAVE_LOADS : MATVEC_WAVE_LOADS);
 }
 
 const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding,
@@ -206,7 +209,7 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
                          (norm ? abi::MATVEC_NORM : 0u);
   const abi::MatvecArgs args{weight.address(), weight.scales_address(), bias, x, norm, y, weight.rows, weight.cols,
                              flags, eps};
-  const MatvecShape shape = matvec_shape(weight.rows);
+  const MatvecShape shape = matvec_shape(weight.rows, weight.encoding);
   const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
   const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
   const bool int_dot = weight.encoding == abi::ENC_Q8_0 && integer_dot_product_;

@@ -149,14 +149,18 @@ class Kernels {
   struct MatvecShape {
     uint32_t rows = MATVEC_DEFAULT_ROWS, batch = MATVEC_DEFAULT_BATCH;
   };
-  // The shape of the matvec of a matrix of `rows`: GPTOSS_VK_MATVEC where set, else
-  // matvec_shape_for(rows, ...) on this device.
-  MatvecShape matvec_shape(uint32_t rows) const;
+  // The shape of the matvec of a matrix of `rows` in `encoding`: GPTOSS_VK_MATVEC where set, else
+  // matvec_shape_for(rows, ...) on this device with the loads its decoding leaves room for.
+  MatvecShape matvec_shape(uint32_t rows, uint32_t encoding = abi::ENC_BF16) const;
   // Rows per subgroup: the fewest from MATVEC_DEFAULT_ROWS up to MATVEC_WAVE_ROWS whose workgroups
   // (of `subgroups` subgroups) fit `multiprocessors` at MATVEC_GROUPS_PER_SM each, in one wave: a
   // second, partial wave repeats a workgroup's whole chain of loads. The default where the device
   // does not say (multiprocessors 0).
-  static MatvecShape matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors);
+  // In one wave, at most `wave_loads` rows x loads per lane (the registers that let
+  // MATVEC_GROUPS_PER_SM workgroups share a multiprocessor): MATVEC_WAVE_LOADS for the float
+  // decodings, MATVEC_INT_DOT_WAVE_LOADS for matvec_int_dot.
+  static MatvecShape matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors,
+                                      uint32_t wave_loads = MATVEC_WAVE_LOADS);
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
   // The Q8_0 decode products through integer dot products (matvec_int_dot) where the device says

@@ -304,6 +304,7 @@ TEST(VulkanKernels, MatvecRowsPerSubgroupFillOneWave) {
   EXPECT_EQ(K::matvec_shape_for(2880, 8, 132).batch, 4u);  // out: 2 x 4
   EXPECT_EQ(K::matvec_shape_for(5120, 8, 132).batch, 3u);  // qkv: 3 x 3
   EXPECT_EQ(K::matvec_shape_for(5120, 8, 0).batch, unsigned{MATVEC_DEFAULT_BATCH});
+  EXPECT_EQ(K::matvec_shape_for(5120, 8, 132, MATVEC_INT_DOT_WAVE_LOADS).batch, 4u);  // Q8_0's qkv: 3 x 4
 }
 
 TEST(VulkanKernels, EmbeddingGathersRowsInEveryEncoding) {
