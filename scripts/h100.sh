@@ -195,11 +195,7 @@ step_bench() {
 step_profile() {
   local which model
   for which in ${PROFILE_ON:-hf}; do
-    case "$which" in
-      hf) model=$HF ;;
-      q8_0) model=$Q8 ;;
-      *) note "-- profile: FAILED (PROFILE_ON takes hf and q8_0, not $which)"; return 0 ;;
-    esac
+    model=$(model_named "$which") || { note "-- profile: FAILED (PROFILE_ON takes hf and q8_0, not $which)"; return 0; }
     for variant in ${PROFILE_VARIANTS:-}; do
       note "### GPTOSS_VK_PROFILE=1 with $variant, $model: decode of $N (warm-up + 1 run)"
       split_words "${variant//;/ }"
@@ -266,6 +262,15 @@ step_sweep() {
   for variant in "" $VARIANTS; do sweep_one "$variant" -p 0 -n "$N"; done
   for variant in "" $DEEP_VARIANTS; do sweep_one "$variant" -p 0 -n "$N" -d "$DEPTH"; done
 }
+# The file of a name in AB_ON / PROFILE_ON: hf (the HF checkpoint) or q8_0 (the Q8_0 GGUF).
+model_named() {
+  case "$1" in
+    hf) echo "$HF" ;;
+    q8_0) echo "$Q8" ;;
+    *) return 1 ;;
+  esac
+}
+
 # A row's words into ENVS (environment settings, NAME=VALUE) and OPTS (gptoss-bench options).
 split_words() {
   ENVS=() OPTS=()
@@ -307,11 +312,7 @@ step_ab() {
   done
   local which model
   for which in ${AB_ON:-hf}; do
-    case "$which" in
-      hf) model=$HF ;;
-      q8_0) model=$Q8 ;;
-      *) note "-- ab: FAILED (AB_ON takes hf and q8_0, not $which)"; return 0 ;;
-    esac
+    model=$(model_named "$which") || { note "-- ab: FAILED (AB_ON takes hf and q8_0, not $which)"; return 0; }
     note "### A/B on one machine, $model: ${names[*]}"
     for depth in 0 "$DEPTH"; do
       for round in $(seq "${AB_ROUNDS:-2}"); do
