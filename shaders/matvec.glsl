@@ -16,9 +16,10 @@
 // on devices with VK_KHR_shader_integer_dot_product: x is staged as three int8 digits per value
 // (x = s * (d0 * 2^16 + d1 * 2^8 + d2), s one scale per 8-value chunk: 24 bits of each chunk's
 // largest value, as f32 keeps), so a chunk's dot product with 8 quants is 6 packed 4-way integer dot
-// products (dp4a) and 3 conversions instead of 8 conversions and 16 float operations, with the same
-// exactness as f32 products up to the digits' rounding (half a unit of 2^-23 of the chunk's largest
-// value). Its own module: the dot product's SPIR-V capability needs the device feature.
+// products (dp4a) and 3 conversions instead of 8 conversions and 16 float operations. The integer
+// products are exact; x's rounding is at most half a unit of s (2^-24 of the chunk's largest value:
+// block floating point, so a value beside a much larger one keeps fewer bits of its own). Its own
+// module: the dot product's SPIR-V capability needs the device feature.
 #include "common.glsl"
 layout(local_size_x = MATVEC_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { MatvecArgs args; };

@@ -257,6 +257,46 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   }
 }
 
+// matvec_int_dot holds x to 24 bits of each 8-value chunk's largest value (block floating point):
+// a value beside a much larger one keeps fewer of its own bits than an f32 would (beside a 1000x
+// outlier, about 14). Every row's error stays within that bound: half a unit of each chunk's scale
+// times the chunk's |weights|, plus f32 rounding. Chunks here: a 1000 beside values in [-1, 1],
+// all zeros, and values near f32's smallest normals.
+TEST(VulkanKernels, MatvecIntegerDotProductsKeep24BitsOfEachChunksLargestValue) {
+  VULKAN_OR_SKIP();
+  setenv("GPTOSS_VK_INT_DOT", "1", 1);
+  vk::Kernels int_dot(*ctx);
+  unsetenv("GPTOSS_VK_INT_DOT");
+  if (!int_dot.integer_dot_product()) GTEST_SKIP() << "the device has no integer dot products";
+  const uint32_t rows = 67, cols = 2880;
+  const auto w = dense_matrix(*ctx, DType::Q8_0, rows, cols, 91);
+  auto x = random_floats(cols, 92);
+  for (uint32_t c = 0; c < cols / 8; ++c) {
+    if (c % 3 == 0) x[8 * c + c % 8] = 1000.0f;
+    if (c % 17 == 1) std::fill_n(x.begin() + 8 * c, 8, 0.0f);
+    if (c % 17 == 2) for (uint32_t i = 0; i < 8; ++i) x[8 * c + i] *= 1e-36f;
+  }
+  auto x_buf = host_buffer(*ctx, x), y_buf = host_buffer(*ctx, std::vector<float>(rows));
+  run(*ctx, [&](vk::DispatchList& list) { int_dot.matvec(list, w.device, 0, x_buf->address(), 0, y_buf->address(), false, 0.0f); });
+  const auto got = read_buffer<float>(*y_buf, rows);
+  for (uint32_t r = 0; r < rows; ++r) {
+    double want = 0, size = 0, bound = 0;
+    for (uint32_t c = 0; c < cols / 8; ++c) {
+      double largest = 0, weights = 0;
+      for (uint32_t i = 8 * c; i < 8 * c + 8; ++i) {
+        const double p = double{w.values[size_t{r} * cols + i]} * x[i];
+        want += p;
+        size += std::abs(p);
+        largest = std::max(largest, std::abs(double{x[i]}));
+        weights += std::abs(double{w.values[size_t{r} * cols + i]});
+      }
+      bound += 0.5 * std::max(largest, 1e-30) / (127.0 * 65536.0) * weights;
+    }
+    EXPECT_LE(std::abs(got[r] - want), bound + 2e-6 * size) << "row " << r;
+    EXPECT_NE(got[r], 0.0f);
+  }
+}
+
 TEST(VulkanKernels, MatvecShapeFromTheEnvironmentIsChecked) {
   VULKAN_OR_SKIP();
   expect_refused(*ctx, "GPTOSS_VK_MATVEC", {"2", "0,4", "9,1", "2,17", "a,b", "1,4,", "1,4x", "-1,4", "1,2,3"});
