@@ -166,6 +166,9 @@ struct DeviceDescription {
   uint32_t subgroup_size = 0;
   uint64_t max_storage_buffer_range = 0;
   bool usable = false;  // has a compute queue
+  // Packed 4x8-bit integer dot products (VK_KHR_shader_integer_dot_product): "accelerated" (decode's
+  // Q8_0 products use them), "supported" (emulated: they do not, unless GPTOSS_VK_INT_DOT=1), "none".
+  std::string integer_dot_product;
 };
 // Every Vulkan device the loader offers; throws std::runtime_error when Vulkan itself is unusable.
 std::vector<DeviceDescription> list_vulkan_devices();

@@ -37,7 +37,10 @@ std::vector<DeviceDescription> list_vulkan_devices() {
   std::vector<DeviceDescription> all;
   for (const auto& info : vk::Context::list_devices())
     all.push_back({info.index, info.name, vk::device_type_name(info.type), info.driver, info.device_local_bytes,
-                   info.subgroup_size, info.max_storage_buffer_range, info.has_compute});
+                   info.subgroup_size, info.max_storage_buffer_range, info.has_compute,
+                   info.integer_dot_product_accelerated ? "accelerated"
+                   : info.integer_dot_product           ? "supported"
+                                                        : "none"});
   return all;
 }
 

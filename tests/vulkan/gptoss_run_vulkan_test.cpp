@@ -62,11 +62,19 @@ TEST(GptossRunVulkan, ListsDevicesAndPicksOneByIndex) {
     EXPECT_EQ(devices[i]["index"], i);
     EXPECT_FALSE(devices[i]["name"].get<std::string>().empty());
     EXPECT_GT(devices[i]["max_storage_buffer_range"].get<uint64_t>(), 0u);
-    if (devices[i]["name"] == ctx->info().name) found_current = true;
+    const auto dot = devices[i]["integer_dot_product"].get<std::string>();
+    EXPECT_TRUE(dot == "accelerated" || dot == "supported" || dot == "none") << dot;
+    if (devices[i]["name"] == ctx->info().name) {
+      found_current = true;
+      EXPECT_EQ(dot, ctx->info().integer_dot_product_accelerated ? "accelerated"
+                     : ctx->info().integer_dot_product          ? "supported"
+                                                                : "none");
+    }
   }
   EXPECT_TRUE(found_current) << ctx->info().name << " is missing from " << listed.output;
   const auto text = run_command(tool + " --list-devices");
   EXPECT_NE(text.output.find("0: "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find(", integer dot products "), std::string::npos) << text.output;
 
   const std::string run = tool + " " + (preset_a_checkpoint() / "hf").string() + " --prompt-tokens " + kHarmonyIds +
                           " --max-tokens 2 --engine vulkan --device ";

@@ -133,16 +133,18 @@ int list_devices(bool json_output) {
     for (const auto& d : devices)
       all.push_back({{"index", d.index}, {"name", d.name}, {"type", d.type}, {"driver", d.driver},
                      {"memory_bytes", d.memory_bytes}, {"subgroup_size", d.subgroup_size},
-                     {"max_storage_buffer_range", d.max_storage_buffer_range}, {"usable", d.usable}});
+                     {"max_storage_buffer_range", d.max_storage_buffer_range}, {"usable", d.usable},
+                     {"integer_dot_product", d.integer_dot_product}});
     std::cout << all.dump() << "\n";
     return 0;
   }
   if (devices.empty()) std::printf("no Vulkan device\n");
   for (const auto& d : devices)
-    std::printf("%u: %s (%s; %s), %.1f GiB device memory, subgroup %u, storage-buffer range %.1f GiB%s\n", d.index,
-                d.name.c_str(), d.type.c_str(), d.driver.c_str(), static_cast<double>(d.memory_bytes) / (1u << 30),
+    std::printf("%u: %s (%s; %s), %.1f GiB device memory, subgroup %u, storage-buffer range %.1f GiB, integer dot "
+                "products %s%s\n",
+                d.index, d.name.c_str(), d.type.c_str(), d.driver.c_str(), static_cast<double>(d.memory_bytes) / (1u << 30),
                 d.subgroup_size, static_cast<double>(d.max_storage_buffer_range) / (1u << 30),
-                d.usable ? "" : " (no compute queue: unusable)");
+                d.integer_dot_product.c_str(), d.usable ? "" : " (no compute queue: unusable)");
   return 0;
 }
 
