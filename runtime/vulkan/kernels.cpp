@@ -153,9 +153,8 @@ Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups
 
 Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows, uint32_t encoding) const {
   if (matvec_shape_) return *matvec_shape_;
-  const bool int_dot = encoding == abi::ENC_Q8_0 && integer_dot_product_;
   return matvec_shape_for(rows, MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size, ctx_.info().multiprocessors,
-                          int_dot ? MATVEC_INT_DOT_WAVE_LOADS : MATVEC_WAVE_LOADS);
+                          matvec_int_dot(encoding) ? MATVEC_INT_DOT_WAVE_LOADS : MATVEC_WAVE_LOADS);
 }
 
 const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding,
@@ -212,8 +211,9 @@ void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bia
   const MatvecShape shape = matvec_shape(weight.rows, weight.encoding);
   const uint32_t rows_per_group = MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size * shape.rows;
   const auto [gx, gy] = split_grid(ceil_div(weight.rows, rows_per_group));
-  const bool int_dot = weight.encoding == abi::ENC_Q8_0 && integer_dot_product_;
-  list.dispatch(pipeline(int_dot ? "matvec_int_dot" : "matvec", sizeof args, weight.encoding, {}, shape), args, gx, gy);
+  list.dispatch(pipeline(matvec_int_dot(weight.encoding) ? "matvec_int_dot" : "matvec", sizeof args, weight.encoding, {},
+                         shape),
+                args, gx, gy);
 }
 
 namespace {

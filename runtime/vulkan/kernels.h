@@ -166,6 +166,8 @@ class Kernels {
   // The Q8_0 decode products through integer dot products (matvec_int_dot) where the device says
   // they are accelerated; GPTOSS_VK_INT_DOT=1 wherever it has them, 0 the float decoding (matvec).
   bool integer_dot_product() const { return integer_dot_product_; }
+  // Whether a matvec of weights in `encoding` takes matvec_int_dot.
+  bool matvec_int_dot(uint32_t encoding) const { return encoding == abi::ENC_Q8_0 && integer_dot_product_; }
   // Every pipeline built so far with the driver's statistics of it (Pipeline::statistics).
   std::string pipeline_statistics() const;
 
