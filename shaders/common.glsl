@@ -77,6 +77,10 @@ void load_raw8(uvec2 data, uvec2 scales, uint index, out uvec4 a, out uvec4 b) {
     a = uvec4(PairsIn(data).v[index >> 3], WordsIn(scales).v[index >> 6], 0u);
   }
 }
+// The scale of the Q8_0 block of element `index`, from the word of two f16 scales load_raw8 read.
+float q8_0_scale(uint scale_word, uint index) {
+  return unpackHalf2x16(((index >> 5) & 1u) != 0u ? (scale_word >> 16) : scale_word).x;
+}
 void decode_raw8(uvec4 a, uvec4 b, uint index, out vec4 lo, out vec4 hi) {
   if (ENCODING == ENC_F32) {
     lo = uintBitsToFloat(a);
@@ -88,7 +92,7 @@ void decode_raw8(uvec4 a, uvec4 b, uint index, out vec4 lo, out vec4 hi) {
     lo = f16_low_high(a.x, a.y);
     hi = f16_low_high(a.z, a.w);
   } else {
-    float d = unpackHalf2x16(((index >> 5) & 1u) != 0u ? (a.z >> 16) : a.z).x;
+    float d = q8_0_scale(a.z, index);
     lo = d * int8x4(a.x);
     hi = d * int8x4(a.y);
   }

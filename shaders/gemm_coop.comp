@@ -30,7 +30,7 @@ void load_raw_w(uint index, out uvec4 r[4], out uint scale_word) {
 }
 void decode_raw_w(uint index, uvec4 r[4], uint scale_word, out vec4 v[8]) {
   if (ENCODING == ENC_Q8_0) {
-    float d = unpackHalf2x16(((index >> 5) & 1u) != 0u ? scale_word >> 16 : scale_word).x;
+    float d = q8_0_scale(scale_word, index);
     [[unroll]] for (uint i = 0u; i < 2u; ++i) {
       v[4u * i] = d * int8x4(r[i].x);
       v[4u * i + 1u] = d * int8x4(r[i].y);

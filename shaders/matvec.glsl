@@ -119,7 +119,7 @@ void main() {
       float s = uintBitsToFloat(digits_hi.z);
       [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) {
         uint index = clamped_row(row0, r) * args.cols + 8u * c;
-        float d = unpackHalf2x16(((index >> 5) & 1u) != 0u ? (raw[u][r][0].z >> 16) : raw[u][r][0].z).x;
+        float d = q8_0_scale(raw[u][r][0].z, index);
         row_sums[r] = fma(d * s, chunk_dot(digits_lo, digits_hi, raw[u][r][0].x, raw[u][r][0].y), row_sums[r]);
       }
 #else

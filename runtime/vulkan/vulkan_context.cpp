@@ -93,9 +93,15 @@ std::optional<CooperativeMatrixShape> fp16_cooperative_matrix_shape(VkInstance i
 }
 
 DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index) {
+  // VK_KHR_shader_integer_dot_product's property and feature ride in the queries below where the
+  // device has the extension (a query may chain only the structures of extensions it has).
+  const bool has_integer_dot = has_extension(device, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR dot_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
   subgroup.pNext = &driver;
+  if (has_integer_dot) driver.pNext = &dot_props;
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
   vkGetPhysicalDeviceProperties2(device, &props2);
@@ -121,12 +127,18 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
   {
     VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
     v11.pNext = &v12;
+    if (has_integer_dot) v12.pNext = &dot;
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &v11;
     vkGetPhysicalDeviceFeatures2(device, &features);
     info.buffer_device_address = v12.bufferDeviceAddress;
     info.float16 = v12.shaderFloat16 && v11.storageBuffer16BitAccess;
+    info.integer_dot_product = dot.shaderIntegerDotProduct;
+    info.integer_dot_product_accelerated =
+        info.integer_dot_product && dot_props.integerDotProduct4x8BitPackedSignedAccelerated;
   }
   if (has_extension(device, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
     VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
@@ -134,20 +146,6 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
     with_sm.pNext = &sm;
     vkGetPhysicalDeviceProperties2(device, &with_sm);
     info.multiprocessors = sm.shaderSMCount;
-  }
-  if (has_extension(device, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
-    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
-    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    features.pNext = &dot;
-    vkGetPhysicalDeviceFeatures2(device, &features);
-    info.integer_dot_product = dot.shaderIntegerDotProduct;
-    VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR dot_props{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
-    VkPhysicalDeviceProperties2 with_dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    with_dot.pNext = &dot_props;
-    vkGetPhysicalDeviceProperties2(device, &with_dot);
-    info.integer_dot_product_accelerated = dot_props.integerDotProduct4x8BitPackedSignedAccelerated;
   }
   if (info.float16 && has_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
     info.cooperative_matrix = fp16_cooperative_matrix_shape(instance, device);
