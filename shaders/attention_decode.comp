@@ -16,6 +16,7 @@
 // (RoPE, half-split pairs, YaRN tables), and the range holding the position stores the new K and
 // V in its cache slot (position % slots, a ring on sliding layers). The caches in ENCODING (f32, or
 // f16: half the bytes per key; the new key and value used as the cache holds them).
+#extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
 layout(local_size_x = DECODE_ATTENTION_SIZE) in;
 layout(push_constant) uniform Push { AttentionDecodeArgs args; };
@@ -24,6 +25,10 @@ layout(push_constant) uniform Push { AttentionDecodeArgs args; };
 // more workgroups (GPTOSS_VK_ATTN_HEADS; each then reads its KV head's keys and values itself).
 layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;
 layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
+// Lanes per key in the score loop (1 or 2; the launcher checks the shape): with two, each lane
+// loads every other 16-byte word of its key's row, half the registers a row in flight takes, and
+// the two partial scores add through one shuffle; a subgroup's block is then S / KEY_LANES keys.
+layout(constant_id = SPEC_ATTENTION_KEY_LANES) const uint KEY_LANES = 1u;
 // The value loop's keys per step: one shared load of their probabilities per query head (a vec4),
 // their value loads before any is used (one key per step: 352.0 against 354.7 tokens/s, run 54).
 const uint PROB_KEYS = 4u;
@@ -33,6 +38,15 @@ const uint PROB_KEYS = 4u;
 const uint S = SUBGROUP_SIZE;
 const uint kSubgroups = DECODE_ATTENTION_SIZE / S;
 const uint kQuads = HEAD_DIM / 4u;
+const uint kBlockKeys = S / KEY_LANES;                // keys of one subgroup's block
+const uint kStride = kSubgroups * kBlockKeys;         // keys of one step of the workgroup
+// A key row as 16-byte words: f32 one quad each, f16 two (8-byte quads where HEAD_DIM is not a
+// multiple of 8: one each). Lane part p of a key holds words p, p + KEY_LANES, ...
+// (Nested selects: glslang 12 miscompiles && between specialization constants.)
+const uint kQuadsPerWord = ENCODING == ENC_F16 ? (HEAD_DIM % 8u == 0u ? 2u : 1u) : 1u;
+const bool kWideHalves = kQuadsPerWord == 2u;
+const uint kLaneWords = kQuads / kQuadsPerWord / KEY_LANES;
+const uint kLaneQuads = kLaneWords * kQuadsPerWord;
 // The values: with an f16 cache lane owns the dim pairs p = lane, lane + S, ... (dims 2p, 2p + 1:
 // one word); acc index i holds dim value_dim(lane, i).
 const uint kPairs = HEAD_DIM / 2u;
@@ -64,42 +78,46 @@ vec2 new_value_pair(uint d) {  // dims d, d + 1 (d even)
 // The key loop: each subgroup's probabilities of its block [GROUP, S]; the subgroup merge: up to
 // kMergeSlots subgroups' accumulators [GROUP, HEAD_DIM]; the range merge: range weights.
 shared float scratch[kScratch];
-// The key loop's probabilities, [kSubgroups, GROUP, S]: four keys' in one shared load in the value loop.
-shared vec4 block_probs[kSubgroups * GROUP * S / 4u];
+// The key loop's probabilities, [kSubgroups, GROUP, kBlockKeys]: four keys' in one shared load in the value loop.
+shared vec4 block_probs[kSubgroups * GROUP * kBlockKeys / 4u];
 shared float subgroup_max[kSubgroups * GROUP], subgroup_sum[kSubgroups * GROUP];
 shared float head_max[GROUP], head_sum[GROUP];
 
 uint value_dim(uint lane, uint i) { return kValuePairs ? 2u * (lane + (i >> 1) * S) + (i & 1u) : lane + i * S; }
 
-// The lane's key row of the current block, as loaded: f32 quad d4 in key_words[d4], f16 quad d4 in
-// key_halves[d4] (16-byte loads of two quads where HEAD_DIM is a multiple of 8, else 8-byte loads).
-uvec4 key_words[kQuads];
-uvec2 key_halves[kQuads];
-void load_key_row(uint j, uint g) {
+// The quad of the row that the lane's i-th loaded quad is (part: the lane's part of its key).
+uint lane_quad(uint part, uint i) { return ((i / kQuadsPerWord) * KEY_LANES + part) * kQuadsPerWord + i % kQuadsPerWord; }
+// The lane's part of its key row in the current block, as loaded: f32 quad lane_quad(part, i) in
+// key_words[i], f16 in key_halves[i] (16-byte loads of two quads where HEAD_DIM is a multiple of 8,
+// else 8-byte loads).
+uvec4 key_words[kLaneQuads];
+uvec2 key_halves[kLaneQuads];
+void load_key_row(uint j, uint g, uint part) {
   uint row = KV_CACHE_ROW(j % args.slots, g, args.slots, HEAD_DIM);
   if (PROBE == 12u || PROBE == 13u) {
-    [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) key_words[d4] = floatBitsToUint(vec4(float(row + d4) * 1e-9));
-  } else if (ENCODING == ENC_F16 && HEAD_DIM % 8u == 0u) {
-    [[unroll]] for (uint w = 0u; w < kQuads / 2u; ++w) {
-      uvec4 words = QuadsIn(args.k_cache).v[(row >> 3) + w];
+    [[unroll]] for (uint i = 0u; i < kLaneQuads; ++i) key_words[i] = floatBitsToUint(vec4(float(row + i) * 1e-9));
+  } else if (kWideHalves) {
+    [[unroll]] for (uint w = 0u; w < kLaneWords; ++w) {
+      uvec4 words = QuadsIn(args.k_cache).v[(row >> 3) + w * KEY_LANES + part];
       key_halves[2u * w] = words.xy;
       key_halves[2u * w + 1u] = words.zw;
     }
   } else if (ENCODING == ENC_F16) {
-    [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) key_halves[d4] = PairsIn(args.k_cache).v[(row >> 2) + d4];
+    [[unroll]] for (uint i = 0u; i < kLaneQuads; ++i) key_halves[i] = PairsIn(args.k_cache).v[(row >> 2) + lane_quad(part, i)];
   } else {
-    [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) key_words[d4] = QuadsIn(args.k_cache).v[(row >> 2) + d4];
+    [[unroll]] for (uint i = 0u; i < kLaneQuads; ++i) key_words[i] = QuadsIn(args.k_cache).v[(row >> 2) + lane_quad(part, i)];
   }
 }
 // unpackHalf2x16, not bit operations and a multiply by 2^112: 318.9 against 309.5 tokens/s at depth
 // 4096 on the H100 (run 56).
-vec4 key_quad(uint d4) {
-  if (PROBE == 12u || PROBE == 13u || ENCODING != ENC_F16) return uintBitsToFloat(key_words[d4]);
-  return vec4(unpackHalf2x16(key_halves[d4].x), unpackHalf2x16(key_halves[d4].y));
+vec4 key_quad(uint i) {  // the lane's i-th quad
+  if (PROBE == 12u || PROBE == 13u || ENCODING != ENC_F16) return uintBitsToFloat(key_words[i]);
+  return vec4(unpackHalf2x16(key_halves[i].x), unpackHalf2x16(key_halves[i].y));
 }
 
 void main() {
   uint t = gl_LocalInvocationIndex, lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
+  uint key_lane = lane / KEY_LANES, part = lane % KEY_LANES;  // the lane's key of a block, its part of the row
   // Workgroup (w, s): query heads qh0 .. qh0 + GROUP - 1 of KV head g (GQA: h / group == g).
   uint w = gl_WorkGroupID.x, s = gl_WorkGroupID.y, qh0 = w * GROUP, g = qh0 / args.group;
   uint heads = args.kv_heads * args.group, half_dim = HEAD_DIM / 2u;
@@ -116,8 +134,8 @@ void main() {
   uint end = min(begin + per_range, position + 1u);
 
   // The first block's key rows, loading while the new Q and K rotate.
-  uint block = begin + sg * S;
-  if (block < end) load_key_row(min(block + lane, end - 1u), g);
+  uint block = begin + sg * kBlockKeys;
+  if (block < end) load_key_row(min(block + key_lane, end - 1u), g, part);
   FloatsIn qkv = FloatsIn(args.qkv);
   for (uint p = t; p < GROUP * half_dim; p += DECODE_ATTENTION_SIZE) {
     uint hh = p / half_dim, i = p % half_dim;
@@ -187,18 +205,21 @@ void main() {
     lane_sum[hh] = 0.0;
     [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] = 0.0;
   }
-  uint probs = sg * GROUP * S;  // this subgroup's [GROUP, S] of block_probs (S a multiple of 4)
-  for (; block < end; block += DECODE_ATTENTION_SIZE) {
-    uint j = block + lane;
+  uint probs = sg * GROUP * kBlockKeys;  // this subgroup's [GROUP, kBlockKeys] of block_probs (a multiple of 4)
+  for (; block < end; block += kStride) {
+    uint j = block + key_lane;
     float score[GROUP];
     [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] = 0.0;
-    [[unroll]] for (uint d4 = 0u; d4 < kQuads; ++d4) {
-      vec4 k4 = j == position ? new_key_quad(d4) : key_quad(d4);
+    [[unroll]] for (uint i = 0u; i < kLaneQuads; ++i) {
+      uint d4 = lane_quad(part, i);
+      vec4 k4 = j == position ? new_key_quad(d4) : key_quad(i);
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] += dot(q_rows[hh * kQuads + d4], k4);
     }
+    if (KEY_LANES == 2u)
+      [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) score[hh] += subgroupShuffleXor(score[hh], 1u);
     // The next block's key rows now: their loads overlap this block's softmax and values.
-    uint next = block + DECODE_ATTENTION_SIZE;
-    if (next < end) load_key_row(min(next + lane, end - 1u), g);
+    uint next = block + kStride;
+    if (next < end) load_key_row(min(next + key_lane, end - 1u), g, part);
     subgroupBarrier();  // every lane has read the previous block's probabilities
     [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
       float x = j < end ? score[hh] * args.scale : -1.0 / 0.0;
@@ -206,9 +227,9 @@ void main() {
       float rescale = exp(run_max[hh] - new_max);
       float p = exp(x - new_max);
       run_max[hh] = new_max;
-      lane_sum[hh] = lane_sum[hh] * rescale + p;
+      lane_sum[hh] = lane_sum[hh] * rescale + (part == 0u ? p : 0.0);  // each key once
       [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] *= rescale;
-      block_probs[(probs + hh * S + lane) >> 2][lane & 3u] = p;
+      if (part == 0u) block_probs[(probs + hh * kBlockKeys + key_lane) >> 2][key_lane & 3u] = p;
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
@@ -216,9 +237,9 @@ void main() {
     // key and none waits on a branch: the new key's cache slot is loaded too, then replaced by
     // the shared copy (a load under a condition would keep the loads of the block from
     // overlapping).
-    uint last = min(S, end - block) - 1u;
+    uint last = min(kBlockKeys, end - block) - 1u;
     uint ring = block % args.slots;
-    [[unroll]] for (uint k0 = 0u; k0 < S; k0 += PROB_KEYS) {
+    [[unroll]] for (uint k0 = 0u; k0 < kBlockKeys; k0 += PROB_KEYS) {
       float v[PROB_KEYS * kDimsPerLane];  // keys k0 .. k0 + PROB_KEYS - 1, the lane's dims of each
       [[unroll]] for (uint k = 0u; k < PROB_KEYS; ++k) {
         uint kk = min(k0 + k, last), slot = ring + kk;
@@ -242,7 +263,7 @@ void main() {
         }
       }
       [[unroll]] for (uint hh = 0u; hh < GROUP; ++hh) {
-        uint at = probs + hh * S + k0;
+        uint at = probs + hh * kBlockKeys + k0;
         vec4 p = block_probs[at >> 2];
         [[unroll]] for (uint k = 0u; k < PROB_KEYS; ++k)
           [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) acc[hh * kDimsPerLane + i] += p[k] * v[k * kDimsPerLane + i];

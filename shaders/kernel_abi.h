@@ -38,6 +38,7 @@ using uint = uint32_t;
 #define SPEC_ATTENTION_HEAD_DIM 11  // decode attention: head_dim
 #define SPEC_MATVEC_ROWS 12   // decode matvec: rows per subgroup
 #define SPEC_MATVEC_BATCH 13  // decode matvec: 8-value loads per lane and row in flight before any is used
+#define SPEC_ATTENTION_KEY_LANES 14  // decode attention: lanes per key in the score loop (1 or 2)
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid

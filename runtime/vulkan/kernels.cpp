@@ -174,10 +174,11 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        probe(),
                                        mlp2 ? expert_shape_.mlp2_outputs : expert_shape_.mlp1_outputs,
                                        mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch,
-                                       attention.first,
-                                       attention.second,
+                                       attention.heads,
+                                       attention.head_dim,
                                        matvec.rows,
-                                       matvec.batch};
+                                       matvec.batch,
+                                       attention.key_lanes};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -272,6 +273,16 @@ uint32_t Kernels::attention_range_keys() {
   return keys;
 }
 
+uint32_t Kernels::attention_key_lanes(const AttentionShape& s) const {
+  static const uint32_t asked =
+      numbers_from_environment("GPTOSS_VK_ATTN_KEY_LANES", "lanes per key", {1}, {2})[0];
+  // A key row's 16-byte words (f16 rows in 8-byte quads where head_dim is not a multiple of 8)
+  // split evenly over the lanes, and a subgroup's block keeps a multiple of 4 keys.
+  const uint32_t words = s.cache_encoding == abi::ENC_F16 && s.head_dim % 8 == 0 ? s.head_dim / 8 : s.head_dim / 4;
+  const bool fits = ctx_.info().subgroup_shuffle && words % 2 == 0 && (ctx_.info().subgroup_size / 2) % 4 == 0;
+  return asked == 2 && fits ? 2 : 1;
+}
+
 uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
   const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
   // Ranges of at least attention_range_keys() keys, at most the cap.
@@ -309,7 +320,7 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
                                       splits, s.scale,         s.concentration, attention_range_keys(), group,
                                       part.max_keys};
-  const AttentionConstants constants{per_workgroup, s.head_dim};
+  const AttentionConstants constants{per_workgroup, s.head_dim, attention_key_lanes(s)};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
                                                      : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);

@@ -59,6 +59,9 @@ class Kernels {
   static uint32_t attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits,
                                         uint32_t resident = 1);
   static uint32_t attention_range_keys();  // DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE
+  // Lanes per key in decode attention's score loop: GPTOSS_VK_ATTN_KEY_LANES (1 by default, or 2)
+  // where the device shuffles within subgroups and the shape splits evenly, else 1.
+  uint32_t attention_key_lanes(const AttentionShape& shape) const;
   // Query heads per workgroup of a KV head's `group`: the largest divisor of the group within
   // GPTOSS_VK_ATTN_HEADS, or within kDefaultAttentionHeads (the engine's shape beyond one range).
   static uint32_t attention_heads_per_workgroup(uint32_t group);
@@ -175,8 +178,12 @@ class Kernels {
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
 
  private:
-  // Decode attention's specialization: query heads per KV head and head_dim (0, 0 elsewhere).
-  using AttentionConstants = std::pair<uint32_t, uint32_t>;
+  // Decode attention's specialization: query heads per workgroup, head_dim and lanes per key (0
+  // elsewhere).
+  struct AttentionConstants {
+    uint32_t heads, head_dim, key_lanes;  // {} : all 0
+    auto operator<=>(const AttentionConstants&) const = default;
+  };
   const Pipeline& pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding = {},
                            AttentionConstants attention = {}, std::optional<MatvecShape> matvec = std::nullopt);
   // Whether expert_gemm takes the cooperative kernel for these weights, and its grid's columns.

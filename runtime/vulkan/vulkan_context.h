@@ -41,6 +41,7 @@ struct DeviceInfo {
   bool has_compute = false;               // has a compute queue (the runtime can use it)
   bool buffer_device_address = false;     // required by the engine
   bool subgroup_arithmetic = false;       // required by the engine (compute stage)
+  bool subgroup_shuffle = false;          // compute stage; decode attention's two lanes per key use it
   bool float16 = false;                   // shaderFloat16 + 16-bit storage
   uint32_t multiprocessors = 0;           // streaming multiprocessors (VK_NV_shader_sm_builtins); 0: not told
   // VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (the Q8_0 decode products use it),
