@@ -331,7 +331,8 @@ step_kernels() {
   GPTOSS_VK_PIPELINE_STATS=1 timed "vulkan_kernel_bench" "$BIN"/vulkan_kernel_bench 20 "${SECTIONS:-prefill,decode,attention}"
   for variant in $KERNEL_VARIANTS; do
     note "#### $variant: vulkan_kernel_bench 20 ${SECTIONS:-decode}"
-    env ${variant//;/ } "$BIN"/vulkan_kernel_bench 20 "${SECTIONS:-decode}" 2>&1 | grep '^| [a-z]' | tee -a "$SUMMARY"
+    env GPTOSS_VK_PIPELINE_STATS=1 ${variant//;/ } "$BIN"/vulkan_kernel_bench 20 "${SECTIONS:-decode}" 2>&1 |
+      grep -E '^\| [a-z]|Register Count' | tee -a "$SUMMARY"
   done
 }
 step_fuzz() {
