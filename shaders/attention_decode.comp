@@ -6,9 +6,10 @@
 // workgroups past the ranges the position needs return at once). Workgroup (w, range) takes the
 // GROUP query heads w * GROUP .. of KV head g = w * GROUP / group (GQA: h / group == g; GROUP is
 // all of g's query heads by default, GPTOSS_VK_ATTN_HEADS fewer). Each subgroup takes its own
-// blocks of SUBGROUP_SIZE keys with no workgroup barrier in the key loop: lane = key for the
-// scores of the GROUP query heads, an online softmax per head across the lanes, then lane = dims
-// for the values (coalesced), the probabilities passed through shared memory. The subgroups'
+// blocks of SUBGROUP_SIZE / KEY_LANES keys with no workgroup barrier in the key loop: KEY_LANES
+// lanes per key for the scores of the GROUP query heads (each half of the key row), an online
+// softmax per head across the lanes, then lane = dims for the values (coalesced), the
+// probabilities passed through shared memory. The subgroups'
 // (maximum, sum, weighted V) merge through shared memory at the end; the last range of w to
 // finish merges the ranges with the sinks in one pass with a running maximum: with M the largest
 // of the sink and their maxima, out = sum_s e^(m_s - M) V_s / (e^(sink - M) + sum_s e^(m_s - M)
@@ -25,9 +26,11 @@ layout(push_constant) uniform Push { AttentionDecodeArgs args; };
 // more workgroups (GPTOSS_VK_ATTN_HEADS; each then reads its KV head's keys and values itself).
 layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;
 layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
-// Lanes per key in the score loop (1 or 2; the launcher checks the shape): with two, each lane
-// loads every other 16-byte word of its key's row, half the registers a row in flight takes, and
-// the two partial scores add through one shuffle; a subgroup's block is then S / KEY_LANES keys.
+// Lanes per key in the score loop (1 or 2; Kernels::attention_key_lanes checks the shape): with
+// two, each lane loads every other 16-byte word of its key's row, half the registers the next
+// block's row in flight takes (f32 cache: 128 instead of 152 on the H100, two workgroups per SM
+// instead of one), and the two partial scores add through one shuffle; a subgroup's block is then
+// S / KEY_LANES keys.
 layout(constant_id = SPEC_ATTENTION_KEY_LANES) const uint KEY_LANES = 1u;
 // The value loop's keys per step: one shared load of their probabilities per query head (a vec4),
 // their value loads before any is used (one key per step: 352.0 against 354.7 tokens/s, run 54).

@@ -98,10 +98,13 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define MATVEC_WAVE_LOADS 9
 #define MATVEC_INT_DOT_WAVE_LOADS (MATVEC_WAVE_ROWS * MATVEC_DEFAULT_BATCH)
 // Workgroups of decode attention (DECODE_ATTENTION_SIZE invocations) one multiprocessor holds at
-// once, by the KV cache's encoding: 154 registers on the H100 with an f32 cache, 125 with f16
-// (at most 128: two workgroups' 65536). Kernels::attention_wave_splits fills the device with them.
-#define DECODE_ATTENTION_GROUPS_PER_SM 1
-#define DECODE_ATTENTION_F16_GROUPS_PER_SM 2
+// once (Kernels::decode_attention_resident; at most 128 registers for two: two workgroups' 65536),
+// by the KV cache's encoding and the lanes per key, as the H100's driver compiles them: one lane
+// per key 152 registers with an f32 cache, 125 with f16; two lanes per key 128 and 97 (run 95).
+// Kernels::attention_wave_splits fills the device with them.
+#define DECODE_ATTENTION_GROUPS_PER_SM 1         // f32 cache, one lane per key
+#define DECODE_ATTENTION_F16_GROUPS_PER_SM 2     // f16 cache, one lane per key
+#define DECODE_ATTENTION_PAIRED_GROUPS_PER_SM 2  // two lanes per key, either cache
 #define MATVEC_MAX_ROWS 8          // the most either the launcher accepts
 #define MATVEC_MAX_BATCH 16
 // Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; GPTOSS_VK_EXPERT

@@ -273,9 +273,14 @@ uint32_t Kernels::attention_range_keys() {
   return keys;
 }
 
+uint32_t Kernels::decode_attention_resident(const AttentionShape& s) const {
+  if (attention_key_lanes(s) == 2) return DECODE_ATTENTION_PAIRED_GROUPS_PER_SM;
+  return s.cache_encoding == abi::ENC_F16 ? DECODE_ATTENTION_F16_GROUPS_PER_SM : DECODE_ATTENTION_GROUPS_PER_SM;
+}
+
 uint32_t Kernels::attention_key_lanes(const AttentionShape& s) const {
   static const uint32_t asked =
-      numbers_from_environment("GPTOSS_VK_ATTN_KEY_LANES", "lanes per key", {1}, {2})[0];
+      numbers_from_environment("GPTOSS_VK_ATTN_KEY_LANES", "lanes per key", {2}, {2})[0];
   // A key row's 16-byte words (f16 rows in 8-byte quads where head_dim is not a multiple of 8)
   // split evenly over the lanes, and a subgroup's block keeps a multiple of 4 keys.
   const uint32_t words = s.cache_encoding == abi::ENC_F16 && s.head_dim % 8 == 0 ? s.head_dim / 8 : s.head_dim / 4;
@@ -306,7 +311,7 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
   // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given; else the ranges fill the device once.
-  const uint32_t resident = s.cache_encoding == abi::ENC_F16 ? DECODE_ATTENTION_F16_GROUPS_PER_SM : DECODE_ATTENTION_GROUPS_PER_SM;
+  const uint32_t resident = decode_attention_resident(s);
   const uint32_t splits = set_in_environment("GPTOSS_VK_ATTN_SPLITS")
                               ? decode_attention_splits(s)
                               : attention_wave_splits(s.heads / per_workgroup, ctx_.info().multiprocessors,

@@ -680,6 +680,31 @@ TEST(VulkanKernels, DecodeAttentionRangesAndShapes) {
   }
 }
 
+// Two lanes per key where the device shuffles, its subgroup's half holds a multiple of 4 keys and a
+// key row's 16-byte words (f16: 8-byte quads where head_dim is not a multiple of 8) split evenly:
+// the shapes of the tests above take both paths (head_dim 32 and 64 two lanes, 36 one).
+// GPTOSS_VK_ATTN_KEY_LANES=1 (ctest) runs them all with one.
+TEST(VulkanKernels, DecodeAttentionKeyLanesSplitTheRowEvenly) {
+  VULKAN_OR_SKIP();
+  const auto& info = ctx->info();
+  const bool env_one = std::getenv("GPTOSS_VK_ATTN_KEY_LANES") && std::string(std::getenv("GPTOSS_VK_ATTN_KEY_LANES")) == "1";
+  const uint32_t two = !env_one && info.subgroup_shuffle && (info.subgroup_size / 2) % 4 == 0 ? 2 : 1;
+  const auto lanes = [&](uint32_t head_dim, uint32_t encoding) {
+    return kernels(*ctx).attention_key_lanes({64, 8, head_dim, 0, 128, 0.125f, 1.0f, encoding});
+  };
+  EXPECT_EQ(lanes(64, vk::abi::ENC_F32), two);  // 16 words
+  EXPECT_EQ(lanes(64, vk::abi::ENC_F16), two);  // 8 words of two quads
+  EXPECT_EQ(lanes(32, vk::abi::ENC_F16), two);  // 4
+  EXPECT_EQ(lanes(40, vk::abi::ENC_F32), two);  // 10
+  EXPECT_EQ(lanes(36, vk::abi::ENC_F32), 1u);   // 9
+  EXPECT_EQ(lanes(36, vk::abi::ENC_F16), 1u);   // 9 quads of 8 bytes
+  EXPECT_EQ(lanes(40, vk::abi::ENC_F16), 1u);   // 5 words
+  EXPECT_EQ(lanes(4, vk::abi::ENC_F32), 1u);    // 1
+  // Two lanes halve the registers: two workgroups per multiprocessor with either cache.
+  const vk::Kernels::AttentionShape f32_64{64, 8, 64, 0, 128, 0.125f, 1.0f, vk::abi::ENC_F32};
+  EXPECT_EQ(kernels(*ctx).decode_attention_resident(f32_64), two == 2 ? 2u : 1u);
+}
+
 // An f16 cache: 16-byte loads of 8 halves per key row quad pair (head_dim 64), 8-byte loads where
 // head_dim is not a multiple of 8 (36), one range and several, a ring, the shapes of both reaches.
 TEST(VulkanKernels, DecodeAttentionWithAnF16Cache) {

@@ -423,7 +423,7 @@ int main(int argc, char** argv) {
       const uint32_t columns = 64 / vk::abi::kDefaultAttentionHeads;
       const uint32_t splits = vk::Kernels::attention_wave_splits(columns, ctx->info().multiprocessors,
                                                                  vk::Kernels::decode_attention_splits(full),
-                                                                 DECODE_ATTENTION_F16_GROUPS_PER_SM);
+                                                                 kernels.decode_attention_resident(full));
       const uint32_t ranges = std::min(splits, (position + 1 + vk::Kernels::attention_range_keys() - 1) /
                                                    vk::Kernels::attention_range_keys());
       for (const uint32_t groups : {columns * ranges, sms, 4 * sms}) {
