@@ -30,7 +30,8 @@
 #   sweep      tgN of the HF checkpoint with the defaults and each of VARIANTS (environment
 #              settings such as GPTOSS_VK_EXPERT, GPTOSS_VK_MATVEC; ';' joins several; a part that
 #              starts with -- is a gptoss-bench option instead: --kv-cache=f16), then tgN at depth
-#              DEPTH with the defaults and each of DEEP_VARIANTS (GPTOSS_VK_ATTN_SPLITS)
+#              DEPTH with the defaults and each of DEEP_VARIANTS (GPTOSS_VK_ATTN_SPLITS); SWEEP_ON: hf
+#              (default), q8_0 or both
 #   ab         tgN and tgN at depth DEPTH of the HF checkpoint (AB_ON: hf, q8_0 or both) with other commits' gptoss-bench
 #              (build-h100/base*/gptoss-bench, packed by `scripts/h100.sh pack-base BUILD_DIR [NAME]`
 #              here) and this pack's, alternated AB_ROUNDS times (default 2): changes measured on one
@@ -248,19 +249,23 @@ step_parity120b() { parity_on synth:120b "${CPU_ENGINE:-cpu-f64}"; }
 KERNEL_VARIANTS=${KERNEL_VARIANTS:-}
 VARIANTS=${VARIANTS:-"GPTOSS_VK_EXPERT=2,3,4,3 GPTOSS_VK_MATVEC=1,4 GPTOSS_VK_MATVEC=1,12"}
 DEEP_VARIANTS=${DEEP_VARIANTS:-"GPTOSS_VK_ATTN_SPLITS=64"}
-sweep_one() {  # sweep_one VARIANT gptoss-bench-options...
-  local variant=$1 part settings=() options=()
-  shift
+sweep_one() {  # sweep_one MODEL VARIANT gptoss-bench-options...
+  local model=$1 variant=$2 part settings=() options=()
+  shift 2
   for part in ${variant//;/ }; do
     if [[ $part == --* ]]; then options+=("$part"); else settings+=("$part"); fi
   done
   note "#### ${variant:-(defaults)}: $*"
-  env "${settings[@]}" "$BIN"/gptoss-bench "$HF" -r "$R" -o md -q "$@" "${options[@]}" 2>&1 | tail -1 | tee -a "$SUMMARY"
+  env "${settings[@]}" "$BIN"/gptoss-bench "$model" -r "$R" -o md -q "$@" "${options[@]}" 2>&1 | tail -1 | tee -a "$SUMMARY"
 }
 step_sweep() {
-  note "### decode variants (the kernels' shapes from the environment, compared without rebuilding)"
-  for variant in "" $VARIANTS; do sweep_one "$variant" -p 0 -n "$N"; done
-  for variant in "" $DEEP_VARIANTS; do sweep_one "$variant" -p 0 -n "$N" -d "$DEPTH"; done
+  local which model
+  for which in ${SWEEP_ON:-hf}; do
+    model=$(model_named "$which") || { note "-- sweep: FAILED (SWEEP_ON takes hf and q8_0, not $which)"; return 0; }
+    note "### decode variants of $model (the kernels' shapes from the environment, compared without rebuilding)"
+    for variant in "" $VARIANTS; do sweep_one "$model" "$variant" -p 0 -n "$N"; done
+    for variant in "" $DEEP_VARIANTS; do sweep_one "$model" "$variant" -p 0 -n "$N" -d "$DEPTH"; done
+  done
 }
 # The file of a name in AB_ON / PROFILE_ON: hf (the HF checkpoint) or q8_0 (the Q8_0 GGUF).
 model_named() {
