@@ -24,6 +24,8 @@
 #              CHUNKS x CTX tokens, then the speed of one pair (HF vs Q8_0)
 #   parity     the Vulkan engine against the CPU engine (cpu-f64 where the host holds it) at 20b,
 #              on GPL-3's first 16 and 64 tokens
+#   decode     greedy decode after a 512-token prompt on the CPU engine and on the Vulkan engine
+#              in each of DECODE_VARIANTS: the same tokens?
 #   big        gptoss-bench on synth:120b (generated while it is uploaded; 65 GB never on disk), with
 #              each KV cache type of KV_CACHES
 #   parity120b the parity step on synth:120b
@@ -234,6 +236,25 @@ parity_on() {  # parity_on MODEL CPU_ENGINE
   done
 }
 step_parity() { parity_on "$HF" "${CPU_ENGINE:-cpu-f64}"; }
+# Greedy decode of DECODE_TOKENS (64) after GPL-3's first 64 tokens repeated 8 times (512 tokens:
+# past the short attention shape's 256 keys, the sliding window full) on the CPU engine and on the
+# Vulkan engine in each of DECODE_VARIANTS: the same tokens? (Parity covers the prompt's prefill;
+# this covers the decode kernels at full scale.)
+step_decode() {
+  local prompt=$P64 variant tokens reference=""
+  for _ in 1 2 3 4 5 6 7; do prompt+=",$P64"; done
+  note "### greedy decode of ${DECODE_TOKENS:-64} tokens after 512 prompt tokens, $HF"
+  for variant in "--engine=cpu" ${DECODE_VARIANTS:---engine=vulkan --engine=vulkan;GPTOSS_VK_ATTN_KEY_LANES=1 --engine=vulkan;--kv-cache=f16}; do
+    split_words "${variant//;/ }"
+    tokens=$(env "${ENVS[@]}" "$BIN"/gptoss-run "$HF" --prompt-tokens "$prompt" -n "${DECODE_TOKENS:-64}" --temperature 0 \
+      --no-default-stops --json "${OPTS[@]}" | grep -o '"tokens":\[[^]]*\]')
+    [ -z "$reference" ] && reference=$tokens
+    if [ -z "$tokens" ]; then note "-- decode $variant: FAILED (no tokens)"
+    elif [ "$tokens" = "$reference" ]; then note "$variant: the CPU engine's tokens"
+    else note "$variant: DIFFERENT: $tokens"; fi
+  done
+  note "CPU engine: $reference"
+}
 step_big() {
   local cache suffix
   for cache in ${KV_CACHES:-f32}; do
@@ -362,7 +383,7 @@ step_diagnose() {
 setup
 for step in "$@"; do
   case "$step" in
-    tests|synth|q8|convert|bench|profile|eval|parity|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
+    tests|synth|q8|convert|bench|profile|eval|parity|decode|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
