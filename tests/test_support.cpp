@@ -42,6 +42,7 @@ bool in_ci() {
 }
 
 fs::path tools_dir() { return GPTOSS_TOOLS_DIR; }
+std::string tool_path(const std::string& name) { return (tools_dir() / name).string(); }
 
 TempDir::TempDir() {
   std::random_device rd;
@@ -81,6 +82,12 @@ std::vector<uint8_t> read_file_bytes(const fs::path& path) {
 void write_file_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+void write_file_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
 std::string file_sha256(const fs::path& path) {

@@ -25,6 +25,8 @@ std::filesystem::path cache_dir();
 // tokenizer into .cache/, so there a missing tokenizer is a failure, not a skip (TOKENIZER_OR_SKIP).
 bool in_ci();
 std::filesystem::path tools_dir();
+// The built tool `name` (gptoss-convert ...), as a command line's first word.
+std::string tool_path(const std::string& name);
 
 // The larger of a running worst error and `error`, and NaN from the first NaN on: std::max(worst,
 // NaN) keeps `worst`, so a kernel that wrote NaN would pass a bound on the largest difference.
@@ -50,6 +52,7 @@ CommandResult run_command(const std::string& command);
 
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path);
 void write_file_bytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
+void write_file_text(const std::filesystem::path& path, const std::string& text);  // as is, no newline added
 std::string file_sha256(const std::filesystem::path& path);
 
 // Preset a's checkpoint: hf/ (with the cached tokenizer.json, when there is one) and original/.

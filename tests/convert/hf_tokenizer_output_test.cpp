@@ -29,11 +29,6 @@ json read_json(const fs::path& path) {
   return json::parse(in);
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
 // The published tokenizer.json, parsed once per binary.
 const TokenizerData& published_tokenizer(const fs::path& path) {
   static const std::shared_ptr<TokenizerData> data = load_tokenizer_json(path);
@@ -131,8 +126,8 @@ TEST(HfTokenizerFiles, HfToHfCopiesTheTokenizerFilesByteForByte) {
     fs::create_symlink(preset_a_checkpoint() / "hf" / name, src / name);
   fs::create_symlink(*tokenizer_json, src / "tokenizer.json");
   // Keys we do not model (a custom one here) survive because the files are copied.
-  write_text(src / "tokenizer_config.json", R"({"tokenizer_class": "PreTrainedTokenizerFast", "custom": [1, 2]})");
-  write_text(src / "chat_template.jinja", "{{ messages[0].content }}\n");
+  write_file_text(src / "tokenizer_config.json", R"({"tokenizer_class": "PreTrainedTokenizerFast", "custom": [1, 2]})");
+  write_file_text(src / "chat_template.jinja", "{{ messages[0].content }}\n");
   write_model(load_model(src), dir / "out", {});
   for (const char* name : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"})
     EXPECT_EQ(file_sha256(dir / "out" / name), file_sha256(src / name)) << name;
@@ -184,9 +179,9 @@ fs::path checkpoint_with_template(const TempDir& dir, const std::string& form) {
   fs::create_directories(ck);
   for (const char* name : {"model.safetensors", "config.json"})
     fs::create_symlink(preset_a_checkpoint() / "hf" / name, ck / name);
-  write_text(ck / "tokenizer.json", tokenizer_json_text(tiny_tokenizer()));
-  if (form == "tokenizer_config.json") write_text(ck / "tokenizer_config.json", json{{"chat_template", kTemplate}}.dump(2));
-  else write_text(ck / "chat_template.jinja", kTemplate);
+  write_file_text(ck / "tokenizer.json", tokenizer_json_text(tiny_tokenizer()));
+  if (form == "tokenizer_config.json") write_file_text(ck / "tokenizer_config.json", json{{"chat_template", kTemplate}}.dump(2));
+  else write_file_text(ck / "chat_template.jinja", kTemplate);
   return ck;
 }
 
@@ -219,7 +214,7 @@ INSTANTIATE_TEST_SUITE_P(HfForms, ChatTemplate, ::testing::Values("tokenizer_con
 TEST(ChatTemplateFiles, JinjaWinsOverTokenizerConfigAsInTransformers) {
   TempDir dir;
   const fs::path ck = checkpoint_with_template(dir, "chat_template.jinja");
-  write_text(ck / "tokenizer_config.json", json{{"chat_template", "older"}}.dump());
+  write_file_text(ck / "tokenizer_config.json", json{{"chat_template", "older"}}.dump());
   EXPECT_EQ(load_hf_tokenizer_files(ck)->chat_template, kTemplate);
 }
 

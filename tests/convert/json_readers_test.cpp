@@ -34,7 +34,6 @@ FormatError error_of(const std::function<void()>& read) {
   return FormatError("", "", std::nullopt, "");
 }
 
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 json read_json(const fs::path& path) { return json::parse(std::ifstream(path)); }
 
@@ -52,7 +51,7 @@ struct HfFolder {
   void edit(const std::string& name, const std::function<void(json&)>& change) const {
     json j = read_json(hf / name);
     change(j);
-    write_text(hf / name, j.dump(2));
+    test::write_file_text(hf / name, j.dump(2));
   }
 };
 
@@ -123,7 +122,7 @@ TEST(JsonReaders, OriginalLayoutConfig) {
 
 TEST(JsonReaders, LoadConfigFileNamesThePath) {
   test::TempDir dir;
-  write_text(dir / "config.json", R"({"num_hidden_layers": "4"})");
+  test::write_file_text(dir / "config.json", R"({"num_hidden_layers": "4"})");
   EXPECT_EQ(std::string(error_of([&] { (void)load_config_file((dir / "config.json").string()); }).what()),
             (dir / "config.json").string() + ": num_hidden_layers: expected a non-negative integer below 2^32, found the string \"4\"");
 }
@@ -138,9 +137,9 @@ TEST(JsonReaders, GenerationConfig) {
   folder.edit("generation_config.json", [](json& j) { j["bos_token_id"] = 7; });
   EXPECT_EQ(load_safetensors_model(folder.hf).config.bos_token_id, 7u);
   // Earlier versions wrote "null" for a model without special ids: read as nothing set.
-  write_text(folder.hf / "generation_config.json", "null\n");
+  test::write_file_text(folder.hf / "generation_config.json", "null\n");
   EXPECT_FALSE(load_safetensors_model(folder.hf).config.bos_token_id);
-  write_text(folder.hf / "generation_config.json", "[]");
+  test::write_file_text(folder.hf / "generation_config.json", "[]");
   EXPECT_STREQ(error_of([&] { (void)load_safetensors_model(folder.hf); }).message().c_str(),
                "expected an object, found an array");
 }
@@ -204,23 +203,23 @@ TEST(JsonReaders, TokenizerJsonVocabularyAndMergesSayWhichEntry) {
 
 TEST(JsonReaders, TokenizerConfigChatTemplate) {
   test::TempDir dir;
-  write_text(dir / "tokenizer.json", tiny_tokenizer(""));
-  write_text(dir / "tokenizer_config.json", R"({"chat_template": 5})");
+  test::write_file_text(dir / "tokenizer.json", tiny_tokenizer(""));
+  test::write_file_text(dir / "tokenizer_config.json", R"({"chat_template": 5})");
   EXPECT_EQ(std::string(error_of([&] { (void)load_hf_tokenizer_files(dir.path()); }).what()),
             (dir / "tokenizer_config.json").string() + ": chat_template: expected a string, found the number 5");
   // transformers' list of named templates is not one we use: left out, not an error.
-  write_text(dir / "tokenizer_config.json", R"({"chat_template": [{"name": "default", "template": "x"}]})");
+  test::write_file_text(dir / "tokenizer_config.json", R"({"chat_template": [{"name": "default", "template": "x"}]})");
   EXPECT_FALSE(load_hf_tokenizer_files(dir.path())->chat_template);
-  write_text(dir / "tokenizer_config.json", R"({"chat_template": "{{ x }}"})");
+  test::write_file_text(dir / "tokenizer_config.json", R"({"chat_template": "{{ x }}"})");
   EXPECT_EQ(load_hf_tokenizer_files(dir.path())->chat_template, "{{ x }}");
 }
 
 TEST(JsonReaders, SafetensorsIndex) {
   test::TempDir dir;
-  write_text(dir / "model.safetensors.index.json", R"({"weight_map": {"a.weight": 1}})");
+  test::write_file_text(dir / "model.safetensors.index.json", R"({"weight_map": {"a.weight": 1}})");
   EXPECT_EQ(std::string(error_of([&] { (void)SafetensorsCheckpoint::open(dir.path()); }).what()),
             (dir / "model.safetensors.index.json").string() + ": weight_map.a.weight: expected a string, found the number 1");
-  write_text(dir / "model.safetensors.index.json", R"({"metadata": {}})");
+  test::write_file_text(dir / "model.safetensors.index.json", R"({"metadata": {}})");
   EXPECT_EQ(std::string(error_of([&] { (void)SafetensorsCheckpoint::open(dir.path()); }).what()),
             (dir / "model.safetensors.index.json").string() + ": weight_map: required field is missing");
 }

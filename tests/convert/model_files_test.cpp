@@ -40,7 +40,6 @@ SafetensorsEntry st_entry(std::string name, std::vector<uint64_t> shape, uint8_t
   return e;
 }
 
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -57,8 +56,8 @@ TEST(ContainerDetection, EachContainerByItsLeadingBytes) {
   write_tiny_gguf(dir / "gguf.bin");
   write_file_bytes(dir / "model.gguf", tiny_modelbin_bytes(dir.path()));
   write_safetensors(dir / "x.safetensors", {st_entry("t", {4}, 7)});
-  write_text(dir / "config.json", "{}");
-  write_text(dir / "short.bin", "GG");
+  write_file_text(dir / "config.json", "{}");
+  write_file_text(dir / "short.bin", "GG");
   EXPECT_EQ(detect_file_format(dir / "gguf.bin"), ModelFormat::Gguf);
   EXPECT_EQ(detect_file_format(dir / "model.gguf"), ModelFormat::ModelBin);
   EXPECT_EQ(detect_file_format(dir / "x.safetensors"), ModelFormat::Safetensors);  // no magic: by its name
@@ -79,7 +78,7 @@ TEST(StoredTensors, EachContainerListsItsTensorsWithAbsoluteRanges) {
   write_tiny_gguf(dir / "m.gguf");
   write_file_bytes(dir / "m.bin", tiny_modelbin_bytes(dir.path()));
   write_safetensors(dir / "m.safetensors", {st_entry("second", {3}, 2), st_entry("first", {5}, 1)});
-  write_text(dir / "config.json", "{}");
+  write_file_text(dir / "config.json", "{}");
 
   // Each range holds the tensor's own bytes (every tensor was filled with one value).
   auto check_fill = [&](const fs::path& file, const std::vector<StoredTensorRange>& tensors,
@@ -124,10 +123,10 @@ TEST(StoredTensors, EachContainerListsItsTensorsWithAbsoluteRanges) {
 TEST(ModelFiles, ShardsAreTheOnesTheReaderReads) {
   TempDir dir;
   write_sharded_safetensors(dir.path(), {st_entry("a", {4}, 1), st_entry("b", {4}, 2)}, 4);
-  write_text(dir / "config.json", "{}");
+  write_file_text(dir / "config.json", "{}");
   // A file the index does not name is not part of the checkpoint: the reader never opens it.
   write_safetensors(dir / "model-old.safetensors", {st_entry("stale", {4}, 3)});
-  write_text(dir / "README.md", "notes");
+  write_file_text(dir / "README.md", "notes");
 
   const auto files = model_files(dir.path());
   const std::vector<fs::path> expected = {dir / "config.json", dir / "model-00001-of-00002.safetensors",

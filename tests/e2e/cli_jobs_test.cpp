@@ -11,7 +11,6 @@ namespace gptoss::test {
 namespace {
 namespace fs = std::filesystem;
 
-std::string tool(const std::string& name) { return (tools_dir() / name).string(); }
 
 // Every file under `dir` (relative name -> sha256).
 std::map<std::string, std::string> hashes_in(const fs::path& dir) {
@@ -30,7 +29,7 @@ void expect_same_files(const fs::path& one, const fs::path& eight) {
 TEST(CliJobs, SynthWritesTheSameBytesWithOneAndEightThreads) {
   TempDir dir;
   for (const char* j : {"1", "8"}) {
-    const auto r = run_command(tool("gptoss-synth") + " " + (dir / ("j" + std::string(j))).string() + " --preset a -j " + j);
+    const auto r = run_command(tool_path("gptoss-synth") + " " + (dir / ("j" + std::string(j))).string() + " --preset a -j " + j);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   expect_same_files(dir / "j1", dir / "j8");
@@ -55,7 +54,7 @@ TEST(CliJobs, ConvertWritesTheSameBytesWithOneAndEightThreads) {
     TempDir dir;
     for (const char* j : {"1", "8"}) {
       fs::create_directories(dir / ("j" + std::string(j)));
-      const auto r = run_command(tool("gptoss-convert") + " -q " + c.input + " " +
+      const auto r = run_command(tool_path("gptoss-convert") + " -q " + c.input + " " +
                                  (dir / ("j" + std::string(j)) / c.output).string() + " " + c.arguments + " -j " + j);
       ASSERT_EQ(r.exit_code, 0) << r.output;
     }
@@ -67,14 +66,14 @@ TEST(CliJobs, ManifestsAreTheSameWithOneAndEightThreads) {
   TempDir dir;
   const std::string inputs = (preset_a_checkpoint() / "hf").string() + " " + preset_a_bf16_gguf().string();
   for (const char* j : {"1", "8"}) {
-    const auto r = run_command(tool("gptoss-verify") + " -q " + inputs + " --write-manifest " +
+    const auto r = run_command(tool_path("gptoss-verify") + " -q " + inputs + " --write-manifest " +
                                (dir / ("manifest-j" + std::string(j))).string() + " -j " + j);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   const auto one = read_file_bytes(dir / "manifest-j1");
   ASSERT_FALSE(one.empty());
   EXPECT_TRUE(one == read_file_bytes(dir / "manifest-j8")) << "the manifests differ with -j 8";
-  const auto check = run_command(tool("gptoss-verify") + " -q --check " + (dir / "manifest-j1").string() + " -j 8");
+  const auto check = run_command(tool_path("gptoss-verify") + " -q --check " + (dir / "manifest-j1").string() + " -j 8");
   EXPECT_EQ(check.exit_code, 0) << check.output;
 }
 

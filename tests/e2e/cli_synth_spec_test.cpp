@@ -8,7 +8,6 @@
 namespace gptoss::test {
 namespace {
 
-std::string tool(const std::string& name) { return (tools_dir() / name).string(); }
 
 // The line gptoss-verify --digest ends its digest list with.
 std::string model_digest_line(const std::string& output) {
@@ -18,9 +17,9 @@ std::string model_digest_line(const std::string& output) {
 }
 
 TEST(CliSynthSpec, VerifyDigestEqualsTheWrittenCheckpoints) {
-  const auto spec = run_command(tool("gptoss-verify") + " --digest synth:a");
+  const auto spec = run_command(tool_path("gptoss-verify") + " --digest synth:a");
   ASSERT_EQ(spec.exit_code, 0) << spec.output;
-  const auto written = run_command(tool("gptoss-verify") + " --digest " + (preset_a_checkpoint() / "hf").string());
+  const auto written = run_command(tool_path("gptoss-verify") + " --digest " + (preset_a_checkpoint() / "hf").string());
   ASSERT_EQ(written.exit_code, 0) << written.output;
   EXPECT_FALSE(model_digest_line(spec.output).empty()) << spec.output;
   EXPECT_EQ(model_digest_line(spec.output), model_digest_line(written.output));
@@ -30,7 +29,7 @@ TEST(CliSynthSpec, VerifyDigestEqualsTheWrittenCheckpoints) {
 TEST(CliSynthSpec, ConvertWritesTheSpecAsGguf) {
   TempDir dir;
   const auto out = dir / "a.gguf";
-  const auto r = run_command(tool("gptoss-convert") + " -q synth:a " + out.string());
+  const auto r = run_command(tool_path("gptoss-convert") + " -q synth:a " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("read synth:a"), std::string::npos) << r.output;
   EXPECT_EQ(model_digest(canonical_digests(load_model(out))), model_digest(canonical_digests(load_model("synth:a"))));
@@ -38,17 +37,17 @@ TEST(CliSynthSpec, ConvertWritesTheSpecAsGguf) {
 
 TEST(CliSynthSpec, UnknownSpecAndSpecAsOutputAreClearErrors) {
   TempDir dir;
-  for (const auto& command : {tool("gptoss-verify") + " synth:7b", tool("gptoss-convert") + " synth:7b " + (dir / "x.gguf").string()}) {
+  for (const auto& command : {tool_path("gptoss-verify") + " synth:7b", tool_path("gptoss-convert") + " synth:7b " + (dir / "x.gguf").string()}) {
     const auto r = run_command(command);
     EXPECT_EQ(r.exit_code, 2) << command;
     EXPECT_NE(r.output.find("unknown model spec \"synth:7b\": the synthesized models are synth:a, synth:20b and synth:120b"),
               std::string::npos)
         << r.output;
   }
-  const auto as_output = run_command(tool("gptoss-convert") + " synth:a synth:b");
+  const auto as_output = run_command(tool_path("gptoss-convert") + " synth:a synth:b");
   EXPECT_EQ(as_output.exit_code, 2);
   EXPECT_NE(as_output.output.find("cannot be written to"), std::string::npos) << as_output.output;
-  const auto manifest = run_command(tool("gptoss-verify") + " synth:a --write-manifest " + (dir / "m.txt").string());
+  const auto manifest = run_command(tool_path("gptoss-verify") + " synth:a --write-manifest " + (dir / "m.txt").string());
   EXPECT_EQ(manifest.exit_code, 2);
   EXPECT_NE(manifest.output.find("synth:a is generated as it is read"), std::string::npos) << manifest.output;
 }

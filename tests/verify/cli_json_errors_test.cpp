@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/test_support.h"
+#include "tests/verify/verify_test_support.h"
 
 namespace gptoss {
 namespace {
@@ -31,9 +32,7 @@ struct BadConfigCheckpoint {
   }
 };
 
-test::CommandResult verify(const std::string& args) {
-  return test::run_command((test::tools_dir() / "gptoss-verify").string() + " -q " + args);
-}
+using test::verify;
 
 TEST(VerifyCliJsonErrors, ConfigValueOfTheWrongTypeIsAnErrorFindingNamingFileAndField) {
   const BadConfigCheckpoint ck;

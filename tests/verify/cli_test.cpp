@@ -14,9 +14,7 @@ namespace gptoss {
 namespace {
 namespace fs = std::filesystem;
 
-test::CommandResult verify(const std::string& args) {
-  return test::run_command((test::tools_dir() / "gptoss-verify").string() + " -q " + args);
-}
+using test::verify;
 
 TEST(VerifyCliExit, StructuralFindingExitsOne) {
   test::HfCopy copy;

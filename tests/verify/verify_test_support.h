@@ -19,6 +19,9 @@
 
 namespace gptoss::test {
 
+// gptoss-verify -q ARGS: its exit code and output.
+inline CommandResult verify(const std::string& args) { return run_command(tool_path("gptoss-verify") + " -q " + args); }
+
 // The first warning or error of `check` whose item contains `item_part`; null when none.
 const Finding* find_finding(const Report& report, const std::string& check, const std::string& item_part);
 inline bool has_finding(const Report& report, const std::string& check, const std::string& item_part) {
