@@ -24,6 +24,8 @@
 #              CHUNKS x CTX tokens, then the speed of one pair (HF vs Q8_0)
 #   parity     the Vulkan engine against the CPU engine (cpu-f64 where the host holds it) at 20b,
 #              on GPL-3's first 16 and 64 tokens
+#   ppsamples  every timed run of ppP in several gptoss-bench processes (PP_PROCESSES, PP_R,
+#              PP_VARIANTS): which runs are slow
 #   decode     greedy decode after a 512-token prompt on the CPU engine and on the Vulkan engine
 #              in each of DECODE_VARIANTS: the same tokens?
 #   big        gptoss-bench on synth:120b (generated while it is uploaded; 65 GB never on disk), with
@@ -255,6 +257,21 @@ step_decode() {
   done
   note "CPU engine: $reference"
 }
+# Every timed run of ppP in PP_PROCESSES (6) gptoss-bench processes of PP_R (8) runs each, in ms, on
+# the HF checkpoint, then with each of PP_VARIANTS (as VARIANTS): which runs are slow, and in which
+# processes.
+step_ppsamples() {
+  local variant i samples
+  note "### pp$P: every run's ms, ${PP_PROCESSES:-6} processes of -r ${PP_R:-8}, $HF"
+  for variant in "" ${PP_VARIANTS:-}; do
+    split_words "${variant//;/ }"
+    for i in $(seq "${PP_PROCESSES:-6}"); do
+      samples=$(env "${ENVS[@]}" "$BIN"/gptoss-bench "$HF" -p "$P" -n 0 -r "${PP_R:-8}" -o json -q "${OPTS[@]}" |
+        grep -o '"samples_ns":\[[^]]*\]' | sed 's/[^0-9,]//g' | awk -F, '{for (i = 1; i <= NF; ++i) printf "%.1f ", $i / 1e6}')
+      note "${variant:-(defaults)} #$i: ${samples:-FAILED}"
+    done
+  done
+}
 step_big() {
   local cache suffix
   for cache in ${KV_CACHES:-f32}; do
@@ -383,7 +400,7 @@ step_diagnose() {
 setup
 for step in "$@"; do
   case "$step" in
-    tests|synth|q8|convert|bench|profile|eval|parity|decode|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
+    tests|synth|q8|convert|bench|profile|eval|parity|decode|ppsamples|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
