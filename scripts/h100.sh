@@ -266,7 +266,7 @@ step_ppsamples() {
   for variant in "" ${PP_VARIANTS:-}; do
     split_words "${variant//;/ }"
     for i in $(seq "${PP_PROCESSES:-6}"); do
-      samples=$(env "${ENVS[@]}" "$BIN"/gptoss-bench "$HF" -p "$P" -n 0 -r "${PP_R:-8}" -o json -q "${OPTS[@]}" |
+      samples=$(env "${ENVS[@]}" "$BIN"/gptoss-bench "$HF" -p "$P" -n 0 -r "${PP_R:-8}" -o json -q "${OPTS[@]}" | tr -d ' \n' |
         grep -o '"samples_ns":\[[^]]*\]' | sed 's/[^0-9,]//g' | awk -F, '{for (i = 1; i <= NF; ++i) printf "%.1f ", $i / 1e6}')
       note "${variant:-(defaults)} #$i: ${samples:-FAILED}"
     done
