@@ -26,8 +26,9 @@
 #              on GPL-3's first 16 and 64 tokens
 #   ppsamples  every timed run of ppP in several gptoss-bench processes (PP_PROCESSES, PP_R,
 #              PP_VARIANTS): which runs are slow
-#   decode     greedy decode after a 512-token prompt on the CPU engine and on the Vulkan engine
-#              in each of DECODE_VARIANTS: the same tokens?
+#   decode     after a 512-token prompt: the CPU and Vulkan engines' decode steps compared
+#              (gptoss-run --engines cpu,vulkan --decode-steps), then greedy decode on the CPU
+#              engine and on the Vulkan engine in each of DECODE_VARIANTS: the same tokens?
 #   big        gptoss-bench on synth:120b (generated while it is uploaded; 65 GB never on disk), with
 #              each KV cache type of KV_CACHES
 #   parity120b the parity step on synth:120b
@@ -238,13 +239,17 @@ parity_on() {  # parity_on MODEL CPU_ENGINE
   done
 }
 step_parity() { parity_on "$HF" "${CPU_ENGINE:-cpu-f64}"; }
-# Greedy decode of DECODE_TOKENS (64) after GPL-3's first 64 tokens repeated 8 times (512 tokens:
-# past the short attention shape's 256 keys, the sliding window full) on the CPU engine and on the
-# Vulkan engine in each of DECODE_VARIANTS: the same tokens? (Parity covers the prompt's prefill;
-# this covers the decode kernels at full scale.)
+# After GPL-3's first 64 tokens repeated 8 times (512 tokens: past the short attention shape's 256
+# keys, the sliding window full), DECODE_TOKENS (64) decode steps: first gptoss-run's parity of the
+# CPU engine and the Vulkan engine with --decode-steps (both fed the CPU engine's greedy tokens:
+# each step's difference, and how near a tie the CPU engine's choice was), then free-running greedy
+# decode on the CPU engine and on the Vulkan engine in each of DECODE_VARIANTS: the same tokens?
 step_decode() {
   local prompt=$P64 variant tokens reference=""
   for _ in 1 2 3 4 5 6 7; do prompt+=",$P64"; done
+  note "### parity of ${DECODE_TOKENS:-64} decode steps after 512 prompt tokens, CPU engine against Vulkan, $HF"
+  timed "parity with decode steps" "$BIN"/gptoss-run "$HF" --engines cpu,vulkan --prompt-tokens "$prompt" \
+    --decode-steps "${DECODE_TOKENS:-64}"
   note "### greedy decode of ${DECODE_TOKENS:-64} tokens after 512 prompt tokens, $HF"
   for variant in "--engine=cpu" ${DECODE_VARIANTS:---engine=vulkan --engine=vulkan;GPTOSS_VK_ATTN_KEY_LANES=1 --engine=vulkan;--kv-cache=f16}; do
     split_words "${variant//;/ }"

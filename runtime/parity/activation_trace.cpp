@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "formats/core/error.h"
+#include "runtime/sampler/sampler.h"
 
 namespace gptoss::parity {
 
@@ -140,6 +142,76 @@ std::string parity_table(const Trace& reference, const std::vector<Trace>& other
         }
         out << " " << cell << " |";
       }
+    out << "\n";
+  }
+  return out.str();
+}
+
+Trace trace_decode_steps(runtime::Engine& engine, std::span<const float> prompt_logits, size_t steps,
+                         std::vector<uint32_t>& tokens, std::string label) {
+  Trace trace;
+  trace.label = std::move(label);
+  std::span<const float> previous = prompt_logits;
+  for (size_t i = 0; i < steps; ++i) {
+    if (i == tokens.size()) tokens.push_back(sampling::argmax(previous));
+    const uint64_t position = engine.position();
+    const auto logits = engine.forward_last(std::span<const uint32_t>(&tokens[i], 1));
+    trace.stages.push_back(Stage{"step " + std::to_string(i + 1), 1, logits.size(), position, {logits.begin(), logits.end()}});
+    previous = trace.stages.back().values;
+  }
+  return trace;
+}
+
+namespace {
+// The largest and second largest value of a row.
+std::pair<float, float> top_two(std::span<const float> row) {
+  float first = -INFINITY, second = -INFINITY;
+  for (float v : row) {
+    if (v > first) {
+      second = first;
+      first = v;
+    } else if (v > second) {
+      second = v;
+    }
+  }
+  return {first, second};
+}
+}  // namespace
+
+std::string decode_table(const Trace& reference, const std::vector<uint32_t>& tokens, const std::vector<Trace>& others) {
+  std::ostringstream out;
+  out << "| decode step (vs " << reference.label << ") | token fed | reference's top-2 margin |";
+  for (const auto& t : others) out << " " << t.label << " (relative) |";
+  for (const auto& t : others) out << " " << t.label << " argmax |";
+  out << "\n|---|---|---|";
+  for (size_t i = 0; i < 2 * others.size(); ++i) out << "---|";
+  out << "\n";
+  for (size_t i = 0; i < reference.stages.size(); ++i) {
+    const Stage& stage = reference.stages[i];
+    const auto [first, second] = top_two(stage.values);
+    char cell[48];
+    std::snprintf(cell, sizeof cell, "%.2e", static_cast<double>(first - second));
+    out << "| " << stage.name << " | " << (i < tokens.size() ? std::to_string(tokens[i]) : "-") << " | " << cell << " |";
+    for (const auto& t : others) {
+      const Stage* s = t.find(stage.name);
+      if (!s) {
+        std::snprintf(cell, sizeof cell, "-");
+      } else {
+        const double d = max_abs_difference(stage, *s), largest = max_abs_value(stage, *s);
+        std::snprintf(cell, sizeof cell, "%.2e", largest > 0 ? d / largest : (d == 0 ? 0.0 : INFINITY));
+      }
+      out << " " << cell << " |";
+    }
+    const uint32_t chosen = sampling::argmax(stage.values);
+    for (const auto& t : others) {
+      const Stage* s = t.find(stage.name);
+      if (!s) {
+        out << " - |";
+        continue;
+      }
+      const uint32_t theirs = sampling::argmax(s->values);
+      out << " " << (theirs == chosen ? std::string("same") : std::to_string(theirs)) << " |";
+    }
     out << "\n";
   }
   return out.str();

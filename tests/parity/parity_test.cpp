@@ -4,6 +4,7 @@
 
 #include "convert/model_io.h"
 #include "runtime/parity/activation_trace.h"
+#include "runtime/sampler/sampler.h"
 #include "tests/test_support.h"
 
 namespace gptoss::parity {
@@ -49,6 +50,86 @@ TEST(Parity, CliTableAcrossFormats) {
   // Every format computes the same numbers: every cell of both columns is exactly zero.
   EXPECT_NE(r.output.find("| logits | 0.00e+00 | 0.00e+00 |"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("| layer 3 | 0.00e+00 | 0.00e+00 |"), std::string::npos) << r.output;
+}
+
+// Decode steps: the reference's steps feed the argmax of its previous logits (the prompt's last row
+// first); another engine fed those tokens computes the same logits within its precision, each step
+// a stage of one row at its position; the table names each step, its token and the argmax verdicts.
+TEST(Parity, DecodeStepsFeedTheReferencesGreedyTokens) {
+  const auto model = load_model(test::preset_a_checkpoint() / "hf");
+  const std::vector<uint32_t> prompt = {12194, 13225, 11, 2375};
+  runtime::EngineOptions options;
+  options.max_context = prompt.size() + 4;
+  const auto f64 = runtime::make_engine(runtime::EngineKind::CpuF64, model, options);
+  const auto f32 = runtime::make_engine(runtime::EngineKind::Cpu, model, options);
+  const auto prompt_f64 = trace_engine(*f64, prompt, "f64"), prompt_f32 = trace_engine(*f32, prompt, "f32");
+  const auto& logits = *prompt_f64.find("logits");
+  const std::span<const float> last(logits.values.data() + (logits.rows - 1) * logits.cols, logits.cols);
+  std::vector<uint32_t> tokens;
+  const auto reference = trace_decode_steps(*f64, last, 4, tokens, "f64");
+  ASSERT_EQ(tokens.size(), 4u);
+  ASSERT_EQ(reference.stages.size(), 4u);
+  EXPECT_EQ(tokens[0], sampling::argmax(last));
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(tokens[i], sampling::argmax(reference.stages[i - 1].values)) << i;
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(reference.stages[i].name, "step " + std::to_string(i + 1));
+    EXPECT_EQ(reference.stages[i].rows, 1u);
+    EXPECT_EQ(reference.stages[i].first_row, prompt.size() + i);
+  }
+  EXPECT_EQ(f64->position(), prompt.size() + 4);
+
+  const std::vector<uint32_t> fed = tokens;
+  const auto& logits32 = *prompt_f32.find("logits");
+  const std::span<const float> last32(logits32.values.data() + (logits32.rows - 1) * logits32.cols, logits32.cols);
+  const auto other = trace_decode_steps(*f32, last32, 4, tokens, "f32");
+  EXPECT_EQ(tokens, fed);
+  // Given tokens are fed, not chosen again: another second token changes the second step only.
+  std::vector<uint32_t> altered = fed;
+  altered[1] = (fed[1] + 1) % model.config.vocab_size;
+  const auto other_f32 = runtime::make_engine(runtime::EngineKind::Cpu, model, options);
+  trace_engine(*other_f32, prompt, "f32");
+  const auto forced = trace_decode_steps(*other_f32, last32, 2, altered, "altered");
+  EXPECT_LT(max_abs_difference(reference.stages[0], forced.stages[0]) / max_abs_value(reference.stages[0], forced.stages[0]), 1e-5);
+  EXPECT_GT(max_abs_difference(reference.stages[1], forced.stages[1]) / max_abs_value(reference.stages[1], forced.stages[1]), 1e-3);
+  for (size_t i = 0; i < 4; ++i) {
+    const double relative = max_abs_difference(reference.stages[i], other.stages[i]) /
+                            max_abs_value(reference.stages[i], other.stages[i]);
+    EXPECT_LT(relative, 1e-5) << i;
+    EXPECT_GT(relative, 0.0) << i;  // f32 against f64: not the same numbers
+  }
+  const auto table = decode_table(reference, tokens, {other});
+  EXPECT_NE(table.find("| step 1 | " + std::to_string(tokens[0]) + " | "), std::string::npos) << table;
+  EXPECT_NE(table.find("| step 4 | " + std::to_string(tokens[3]) + " | "), std::string::npos) << table;
+  size_t same = 0;
+  for (size_t at = table.find("| same |"); at != std::string::npos; at = table.find("| same |", at + 1)) ++same;
+  EXPECT_EQ(same, 4u) << table;
+
+  // A run whose tokens differ from the reference's: its argmax column names its own choice.
+  Trace shifted = other;
+  shifted.label = "shifted";
+  auto& row = shifted.stages[0].values;
+  const uint32_t chosen = sampling::argmax(row), rival = chosen == 0 ? 1 : 0;
+  row[rival] = row[chosen] + 1.0f;
+  const auto marked = decode_table(reference, tokens, {shifted});
+  EXPECT_NE(marked.find("| " + std::to_string(rival) + " |"), std::string::npos) << marked;
+}
+
+TEST(Parity, CliDecodeStepsAndWhereTheyDoNotApply) {
+  const auto& ck = test::preset_a_checkpoint();
+  const std::string run = test::tool_path("gptoss-run") + " " + (ck / "hf").string();
+  const auto r = test::run_command(run + " --engines cpu-f64,cpu --prompt-tokens 12194,13225,11,2375 --decode-steps 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("3 decode steps after the prompt, every run fed cpu-f64: safetensors hf's greedy tokens"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("| step 3 |"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("| step 4 |"), std::string::npos) << r.output;
+  const auto outside = test::run_command(run + " --prompt-tokens 1,2 --decode-steps 3");
+  EXPECT_NE(outside.exit_code, 0);
+  EXPECT_NE(outside.output.find("--decode-steps"), std::string::npos) << outside.output;
+  const auto refs = test::run_command(run + " --refs x.safetensors --refs-prompt long --decode-steps 3");
+  EXPECT_NE(refs.exit_code, 0);
+  EXPECT_NE(refs.output.find("--decode-steps continues the first run's greedy choices"), std::string::npos) << refs.output;
 }
 
 }  // namespace

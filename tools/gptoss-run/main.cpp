@@ -53,6 +53,10 @@ constexpr const char* kDescription =
     "then taken from the references). --engines cpu,vulkan runs every model on each engine listed\n"
     "(one column per model and engine); with --prompt-tokens alone it compares MODEL across them.\n"
     "Each difference is shown absolute, then relative to the reference stage's largest |value|.\n"
+    "--decode-steps N continues each run for N decode steps after the prompt (one token per forward,\n"
+    "as generation runs them: a device engine's decode kernels), every run fed the first run's greedy\n"
+    "tokens, and prints per step the first run's margin between its two largest logits, each other\n"
+    "run's logits' difference relative to the first's largest |logit|, and whether its argmax agrees.\n"
     "\n"
     "--trace FILE records the prompt's forward pass (embedding, every layer's residual stream, final\n"
     "norm, the logits of every prompt position) zstd-compressed, with the model's canonical digest,\n"
@@ -74,6 +78,7 @@ struct Options {
   std::vector<std::string> parity_models;
   std::string refs_path, refs_prompt;
   std::vector<std::string> parity_engines = {"cpu"};
+  uint64_t decode_steps = 0;  // --parity: greedy decode steps after the prompt
 };
 
 EngineKind engine_kind(const std::string& name) { return *gptoss::runtime::engine_kind_from_name(name); }
@@ -98,6 +103,9 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
   if (parity) {
     refuse_if_given(app, kGenerationOptions,
                     "does not apply to --parity, which runs one prefill per model and engine (engines: --engines)");
+    if (o.decode_steps > 0 && !o.refs_path.empty())
+      throw std::invalid_argument("--decode-steps continues the first run's greedy choices, and --refs has no run to continue: "
+                                  "compare engines or formats with --prompt-tokens");
     refuse_if_given(app, {"--trace"},
                     "records one run, and --parity runs several: trace each run on its own "
                     "(gptoss-run MODEL --trace FILE --engine E) and compare them with gptoss-eval --compare-traces");
@@ -105,6 +113,7 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
     if (o.device && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add vulkan to --engines");
     return;
   }
+  refuse_if_given(app, {"--decode-steps"}, "applies to --parity (and --engines); generation decodes with -n N");
   gptoss::refuse_device_unless_vulkan(o.device, o.engine_name);
   if (o.sampling.temperature <= 0)
     refuse_if_given(app, {"--top-k", "--top-p", "--min-p", "--seed"},
@@ -162,7 +171,8 @@ int parity(const Options& o) {
   } else {
     throw std::invalid_argument("--parity needs --prompt-tokens or --refs");
   }
-  std::vector<gptoss::parity::Trace> traces;
+  std::vector<gptoss::parity::Trace> traces, steps;
+  std::vector<uint32_t> step_tokens;  // the first run's greedy choices, fed to every run
   std::vector<std::string> all = {o.model_path};
   all.insert(all.end(), o.parity_models.begin(), o.parity_models.end());
   for (const auto& path : all) {
@@ -170,11 +180,17 @@ int parity(const Options& o) {
     const std::string label = model_label(path);
     for (const auto& name : o.parity_engines) {
       gptoss::runtime::EngineOptions options;
-      options.max_context = std::max<size_t>(ids.size(), 1);
+      options.max_context = std::max<size_t>(ids.size() + o.decode_steps, 1);
       if (engine_kind(name) == EngineKind::Vulkan) options.device_index = o.device;  // --device: the vulkan column
       options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
       const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
-      traces.push_back(gptoss::parity::trace_engine(*engine, ids, gptoss::engine_label(name, o.kv_cache) + ": " + label));
+      const std::string run_label = gptoss::engine_label(name, o.kv_cache) + ": " + label;
+      traces.push_back(gptoss::parity::trace_engine(*engine, ids, run_label));
+      if (o.decode_steps > 0) {
+        const auto& logits = *traces.back().find("logits");
+        const std::span<const float> last(logits.values.data() + (logits.rows - 1) * logits.cols, logits.cols);
+        steps.push_back(gptoss::parity::trace_decode_steps(*engine, last, o.decode_steps, step_tokens, run_label));
+      }
     }
   }
   if (!reference) {
@@ -182,6 +198,12 @@ int parity(const Options& o) {
     traces.erase(traces.begin());
   }
   std::printf("%zu prompt tokens\n%s", ids.size(), gptoss::parity::parity_table(*reference, traces).c_str());
+  if (!steps.empty()) {
+    const auto first = std::move(steps.front());
+    steps.erase(steps.begin());
+    std::printf("\n%zu decode steps after the prompt, every run fed %s's greedy tokens\n%s", first.stages.size(),
+                first.label.c_str(), gptoss::parity::decode_table(first, step_tokens, steps).c_str());
+  }
   return 0;
 }
 
@@ -384,6 +406,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(engines))
       ->capture_default_str();
   app.add_option("--refs-prompt", o.refs_prompt, "prompt name inside --refs (hi, four, harmony, long, random)");
+  app.add_option("--decode-steps", o.decode_steps, "--parity: greedy decode steps after the prompt, compared step by step (see above)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   return gptoss::report_errors("gptoss-run", [&] {
