@@ -24,6 +24,8 @@
 #              CHUNKS x CTX tokens, then the speed of one pair (HF vs Q8_0)
 #   parity     the Vulkan engine against the CPU engine (cpu-f64 where the host holds it) at 20b,
 #              on GPL-3's first 16 and 64 tokens
+#   parity_long the CPU engine against Vulkan on 128-512 tokens (PARITY_LENGTHS), then ENGINES_512
+#              (cpu-f64,cpu) on 512: where along a long prompt the engines part
 #   ppsamples  every timed run of ppP in several gptoss-bench processes (PP_PROCESSES, PP_R,
 #              PP_VARIANTS): which runs are slow
 #   decode     after a 512-token prompt: the CPU and Vulkan engines' decode steps compared
@@ -239,6 +241,20 @@ parity_on() {  # parity_on MODEL CPU_ENGINE
   done
 }
 step_parity() { parity_on "$HF" "${CPU_ENGINE:-cpu-f64}"; }
+# Parity over longer prompts: GPL-3's first 64 tokens repeated to each length of PARITY_LENGTHS
+# (128 256 384 512), the CPU engine (f32) against the Vulkan engine, then ENGINES_512 (cpu-f64,cpu)
+# at 512: where along the prompt the engines part (a token routed to other experts: a near tie in
+# the router's top-k) and whether two CPU engines part too.
+step_parity_long() {
+  local prompt=$P64 length
+  for _ in 1 2 3 4 5 6 7; do prompt+=",$P64"; done
+  for length in ${PARITY_LENGTHS:-128 256 384 512}; do
+    note "### parity, cpu vs vulkan, the first $length tokens of the decode step's prompt"
+    timed "parity $length" "$BIN"/gptoss-run "$HF" --engines cpu,vulkan --prompt-tokens "$(cut -d, -f1-"$length" <<<"$prompt")"
+  done
+  note "### parity, ${ENGINES_512:-cpu-f64,cpu}, 512 tokens"
+  timed "parity 512" "$BIN"/gptoss-run "$HF" --engines "${ENGINES_512:-cpu-f64,cpu}" --prompt-tokens "$prompt"
+}
 # After GPL-3's first 64 tokens repeated 8 times (512 tokens: past the short attention shape's 256
 # keys, the sliding window full), DECODE_TOKENS (64) decode steps: first gptoss-run's parity of the
 # CPU engine and the Vulkan engine with --decode-steps (both fed the CPU engine's greedy tokens:
@@ -405,7 +421,7 @@ step_diagnose() {
 setup
 for step in "$@"; do
   case "$step" in
-    tests|synth|q8|convert|bench|profile|eval|parity|decode|ppsamples|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
+    tests|synth|q8|convert|bench|profile|eval|parity|parity_long|decode|ppsamples|big|parity120b|sweep|ab|kernels|diagnose|fuzz) "step_$step" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
