@@ -89,18 +89,20 @@ Trace trace_from_refs(const SafetensorsFile& refs, const std::string& prompt, st
   return trace;
 }
 
-double max_abs_difference(const Stage& a, const Stage& b) {
+double max_abs_difference(const Stage& a, const Stage& b) { return largest_difference(a, b).value; }
+
+LargestDifference largest_difference(const Stage& a, const Stage& b) {
   const uint64_t first = std::max(a.first_row, b.first_row);
   const uint64_t end = std::min(a.first_row + a.rows, b.first_row + b.rows);
   const size_t cols = std::min(a.cols, b.cols);
-  if (first >= end || cols == 0) return NAN;
-  double worst = 0;
+  if (first >= end || cols == 0) return {NAN, first};
+  LargestDifference worst{0, first};
   for (uint64_t r = first; r < end; ++r)
     for (size_t c = 0; c < cols; ++c) {
       const double d = std::fabs(static_cast<double>(a.values[(r - a.first_row) * a.cols + c]) -
                                  b.values[(r - b.first_row) * b.cols + c]);
-      if (std::isnan(d)) return NAN;
-      worst = std::max(worst, d);
+      if (std::isnan(d)) return {NAN, r};
+      if (d > worst.value) worst = {d, r};
     }
   return worst;
 }
@@ -121,8 +123,9 @@ std::string parity_table(const Trace& reference, const std::vector<Trace>& other
   out << "| stage (max abs diff vs " << reference.label << ") |";
   for (const auto& t : others) out << " " << t.label << " |";
   for (const auto& t : others) out << " " << t.label << " (relative) |";
+  for (const auto& t : others) out << " " << t.label << " (at position) |";
   out << "\n|---|";
-  for (size_t i = 0; i < 2 * others.size(); ++i) out << "---|";
+  for (size_t i = 0; i < 3 * others.size(); ++i) out << "---|";
   out << "\n";
   for (const auto& stage : reference.stages) {
     out << "| " << stage.name << " |";
@@ -142,6 +145,10 @@ std::string parity_table(const Trace& reference, const std::vector<Trace>& other
         }
         out << " " << cell << " |";
       }
+    for (const auto& t : others) {
+      const Stage* s = t.find(stage.name);
+      out << " " << (s ? std::to_string(largest_difference(stage, *s).position) : std::string("-")) << " |";
+    }
     out << "\n";
   }
   return out.str();

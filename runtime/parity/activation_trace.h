@@ -56,13 +56,21 @@ Trace trace_from_refs(const SafetensorsFile& refs, const std::string& prompt, st
 // Max |a - b| over the rows and columns both stages hold (a model.bin has fewer vocabulary
 // columns; references hold only the last position's logits). NaN if they share nothing.
 double max_abs_difference(const Stage& a, const Stage& b);
+// The same, with the position (row) where it is largest: a difference at one position of one
+// layer (a token routed to other experts) reads differently from one spread over all of them.
+struct LargestDifference {
+  double value;
+  uint64_t position;
+};
+LargestDifference largest_difference(const Stage& a, const Stage& b);
 
 // The largest |value| of a stage over the rows and columns it shares with `other` (0 if none).
 double max_abs_value(const Stage& stage, const Stage& other);
 
 // Markdown table: one row per stage of `reference`, one column per other trace with the max abs
 // difference against the reference, then one per other trace with that difference relative to
-// the reference stage's largest |value| (max_abs_value).
+// the reference stage's largest |value| (max_abs_value), then one per other trace with the
+// position where the difference is largest.
 std::string parity_table(const Trace& reference, const std::vector<Trace>& others);
 
 // Decode steps after a prompt, one token per forward as generation runs them (the kernels of a

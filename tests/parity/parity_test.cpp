@@ -14,6 +14,16 @@ TEST(Parity, DifferenceUsesOnlySharedRowsAndColumns) {
   Stage full{"logits", 2, 3, 0, {1, 2, 3, 4, 5, 6}};
   Stage last_only{"logits", 1, 2, 1, {4.5f, 5}};  // position 1, two columns (a smaller vocabulary)
   EXPECT_DOUBLE_EQ(max_abs_difference(full, last_only), 0.5);
+  EXPECT_EQ(largest_difference(full, last_only).position, 1u);
+  Stage first_row_off{"logits", 2, 3, 0, {1, 2, 9, 4, 5, 6.25f}};  // 6 at row 0 beats 0.25 at row 1
+  EXPECT_DOUBLE_EQ(largest_difference(full, first_row_off).value, 6.0);
+  EXPECT_EQ(largest_difference(full, first_row_off).position, 0u);
+  Stage second_row_off{"logits", 2, 3, 0, {1, 2.5f, 3, 4, 5, 16}};
+  EXPECT_EQ(largest_difference(full, second_row_off).position, 1u);
+  // The table's last column names that position.
+  Trace a{"a", {full}}, b{"b", {second_row_off}};
+  a.stages[0].name = b.stages[0].name = "layer 0";
+  EXPECT_NE(parity_table(a, {b}).find("| layer 0 | 1.00e+01 | 1.67e+00 | 1 |"), std::string::npos) << parity_table(a, {b});
   Stage disjoint{"logits", 1, 3, 5, {0, 0, 0}};
   EXPECT_TRUE(std::isnan(max_abs_difference(full, disjoint)));
   Stage nan{"x", 1, 1, 0, {NAN}};
