@@ -233,6 +233,7 @@ step_eval() {
 # gptoss-run --engines CPU,vulkan on GPL-3's preamble (o200k ids), 16 and 64 tokens.
 P16=976,8833,5694,5473,3312,382,261,2240,11,8039,161773,9745,395,4305,326,1273
 P64=$P16,16229,328,5882,13,623,36477,395,1645,4305,326,1273,17377,5882,553,6884,316,2304,4194,634,19165,316,5143,326,3343,290,5882,13,4534,20663,11,290,8833,5694,5473,3312,382,15663,316,16218,634,19165,316,5143,326,3343,722,17980,328
+P512=$P64,$P64,$P64,$P64,$P64,$P64,$P64,$P64  # the long steps' prompt: past 256 keys, the sliding window full
 parity_on() {  # parity_on MODEL CPU_ENGINE
   for prompt in "$P16" "$P64"; do
     note "### parity $1, $2 vs vulkan, $(tr ',' '\n' <<<"$prompt" | wc -l) tokens"
@@ -246,8 +247,7 @@ step_parity() { parity_on "$HF" "${CPU_ENGINE:-cpu-f64}"; }
 # at 512: where along the prompt the engines part (a token routed to other experts: a near tie in
 # the router's top-k) and whether two CPU engines part too.
 step_parity_long() {
-  local prompt=$P64 length
-  for _ in 1 2 3 4 5 6 7; do prompt+=",$P64"; done
+  local prompt=$P512 length
   for length in ${PARITY_LENGTHS:-128 256 384 512}; do
     note "### parity, cpu vs vulkan, the first $length tokens of the decode step's prompt"
     timed "parity $length" "$BIN"/gptoss-run "$HF" --engines cpu,vulkan --prompt-tokens "$(cut -d, -f1-"$length" <<<"$prompt")"
@@ -261,8 +261,7 @@ step_parity_long() {
 # each step's difference, and how near a tie the CPU engine's choice was), then free-running greedy
 # decode on the CPU engine and on the Vulkan engine in each of DECODE_VARIANTS: the same tokens?
 step_decode() {
-  local prompt=$P64 variant tokens reference=""
-  for _ in 1 2 3 4 5 6 7; do prompt+=",$P64"; done
+  local prompt=$P512 variant tokens reference=""
   note "### parity of ${DECODE_TOKENS:-64} decode steps after 512 prompt tokens, CPU engine against Vulkan, $HF"
   timed "parity with decode steps" "$BIN"/gptoss-run "$HF" --engines cpu,vulkan --prompt-tokens "$prompt" \
     --decode-steps "${DECODE_TOKENS:-64}"

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
 
 #include "formats/core/error.h"
@@ -118,6 +119,27 @@ double max_abs_value(const Stage& stage, const Stage& other) {
   return largest;
 }
 
+namespace {
+// A reference stage against another trace's stage of the same name, each measure computed once.
+struct StageComparison {
+  bool present = false;  // the other trace has the stage
+  LargestDifference largest{NAN, 0};
+  double relative = NAN;  // largest.value / the reference's largest |value| over what they share
+};
+StageComparison compare_stage(const Stage& stage, const Trace& other) {
+  const Stage* s = other.find(stage.name);
+  if (!s) return {};
+  const LargestDifference d = largest_difference(stage, *s);
+  const double largest = max_abs_value(stage, *s);
+  return {true, d, largest > 0 ? d.value / largest : (d.value == 0 ? 0.0 : INFINITY)};
+}
+std::string scientific(double value) {
+  char cell[32];
+  std::snprintf(cell, sizeof cell, "%.2e", value);
+  return cell;
+}
+}  // namespace
+
 std::string parity_table(const Trace& reference, const std::vector<Trace>& others) {
   std::ostringstream out;
   out << "| stage (max abs diff vs " << reference.label << ") |";
@@ -128,37 +150,24 @@ std::string parity_table(const Trace& reference, const std::vector<Trace>& other
   for (size_t i = 0; i < 3 * others.size(); ++i) out << "---|";
   out << "\n";
   for (const auto& stage : reference.stages) {
+    std::vector<StageComparison> row;
+    for (const auto& t : others) row.push_back(compare_stage(stage, t));
     out << "| " << stage.name << " |";
-    for (int relative = 0; relative < 2; ++relative)
-      for (const auto& t : others) {
-        const Stage* s = t.find(stage.name);
-        char cell[32];
-        if (!s) {
-          std::snprintf(cell, sizeof cell, "-");
-        } else {
-          double d = max_abs_difference(stage, *s);
-          if (relative) {
-            const double largest = max_abs_value(stage, *s);
-            d = largest > 0 ? d / largest : (d == 0 ? 0.0 : INFINITY);
-          }
-          std::snprintf(cell, sizeof cell, "%.2e", d);
-        }
-        out << " " << cell << " |";
-      }
-    for (const auto& t : others) {
-      const Stage* s = t.find(stage.name);
-      out << " " << (s ? std::to_string(largest_difference(stage, *s).position) : std::string("-")) << " |";
-    }
+    for (const auto& c : row) out << " " << (c.present ? scientific(c.largest.value) : "-") << " |";
+    for (const auto& c : row) out << " " << (c.present ? scientific(c.relative) : "-") << " |";
+    for (const auto& c : row) out << " " << (c.present ? std::to_string(c.largest.position) : "-") << " |";
     out << "\n";
   }
   return out.str();
 }
 
-Trace trace_decode_steps(runtime::Engine& engine, std::span<const float> prompt_logits, size_t steps,
-                         std::vector<uint32_t>& tokens, std::string label) {
+Trace trace_decode_steps(runtime::Engine& engine, const Trace& prompt, size_t steps, std::vector<uint32_t>& tokens,
+                         std::string label) {
+  const Stage* last = prompt.find("logits");
+  if (!last || last->rows == 0) throw std::invalid_argument(prompt.label + ": the prompt's trace has no logits");
   Trace trace;
   trace.label = std::move(label);
-  std::span<const float> previous = prompt_logits;
+  std::span<const float> previous(last->values.data() + (last->rows - 1) * last->cols, last->cols);
   for (size_t i = 0; i < steps; ++i) {
     if (i == tokens.size()) tokens.push_back(sampling::argmax(previous));
     const uint64_t position = engine.position();
@@ -196,28 +205,17 @@ std::string decode_table(const Trace& reference, const std::vector<uint32_t>& to
   for (size_t i = 0; i < reference.stages.size(); ++i) {
     const Stage& stage = reference.stages[i];
     const auto [first, second] = top_two(stage.values);
-    char cell[48];
-    std::snprintf(cell, sizeof cell, "%.2e", static_cast<double>(first - second));
-    out << "| " << stage.name << " | " << (i < tokens.size() ? std::to_string(tokens[i]) : "-") << " | " << cell << " |";
+    out << "| " << stage.name << " | " << (i < tokens.size() ? std::to_string(tokens[i]) : "-") << " | "
+        << scientific(static_cast<double>(first - second)) << " |";
     for (const auto& t : others) {
-      const Stage* s = t.find(stage.name);
-      if (!s) {
-        std::snprintf(cell, sizeof cell, "-");
-      } else {
-        const double d = max_abs_difference(stage, *s), largest = max_abs_value(stage, *s);
-        std::snprintf(cell, sizeof cell, "%.2e", largest > 0 ? d / largest : (d == 0 ? 0.0 : INFINITY));
-      }
-      out << " " << cell << " |";
+      const StageComparison c = compare_stage(stage, t);
+      out << " " << (c.present ? scientific(c.relative) : "-") << " |";
     }
     const uint32_t chosen = sampling::argmax(stage.values);
     for (const auto& t : others) {
       const Stage* s = t.find(stage.name);
-      if (!s) {
-        out << " - |";
-        continue;
-      }
-      const uint32_t theirs = sampling::argmax(s->values);
-      out << " " << (theirs == chosen ? std::string("same") : std::to_string(theirs)) << " |";
+      const uint32_t theirs = s ? sampling::argmax(s->values) : 0;
+      out << " " << (!s ? "-" : theirs == chosen ? "same" : std::to_string(theirs)) << " |";
     }
     out << "\n";
   }

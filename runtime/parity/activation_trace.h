@@ -75,12 +75,13 @@ std::string parity_table(const Trace& reference, const std::vector<Trace>& other
 
 // Decode steps after a prompt, one token per forward as generation runs them (the kernels of a
 // device engine's decode, which a prefill's parity does not reach). `engine` stands after the
-// prompt, whose last position's logits are `prompt_logits`. Step i feeds tokens[i] where `tokens`
+// prompt that `prompt` traced (trace_engine); its last position's logits choose the first token.
+// Step i feeds tokens[i] where `tokens`
 // has it (the reference engine's choices, so every engine sees the same context), else the argmax
 // of the previous logits, appended to `tokens`. Each step's logits become a stage "step i" (1 row,
 // at its position).
-Trace trace_decode_steps(runtime::Engine& engine, std::span<const float> prompt_logits, size_t steps,
-                         std::vector<uint32_t>& tokens, std::string label);
+Trace trace_decode_steps(runtime::Engine& engine, const Trace& prompt, size_t steps, std::vector<uint32_t>& tokens,
+                         std::string label);
 
 // Markdown table of decode steps: per step the token fed, the reference's margin between its two
 // largest logits (how near a tie its choice was), then per other trace the max abs difference

@@ -76,7 +76,7 @@ TEST(Parity, DecodeStepsFeedTheReferencesGreedyTokens) {
   const auto& logits = *prompt_f64.find("logits");
   const std::span<const float> last(logits.values.data() + (logits.rows - 1) * logits.cols, logits.cols);
   std::vector<uint32_t> tokens;
-  const auto reference = trace_decode_steps(*f64, last, 4, tokens, "f64");
+  const auto reference = trace_decode_steps(*f64, prompt_f64, 4, tokens, "f64");
   ASSERT_EQ(tokens.size(), 4u);
   ASSERT_EQ(reference.stages.size(), 4u);
   EXPECT_EQ(tokens[0], sampling::argmax(last));
@@ -89,16 +89,14 @@ TEST(Parity, DecodeStepsFeedTheReferencesGreedyTokens) {
   EXPECT_EQ(f64->position(), prompt.size() + 4);
 
   const std::vector<uint32_t> fed = tokens;
-  const auto& logits32 = *prompt_f32.find("logits");
-  const std::span<const float> last32(logits32.values.data() + (logits32.rows - 1) * logits32.cols, logits32.cols);
-  const auto other = trace_decode_steps(*f32, last32, 4, tokens, "f32");
+  const auto other = trace_decode_steps(*f32, prompt_f32, 4, tokens, "f32");
   EXPECT_EQ(tokens, fed);
   // Given tokens are fed, not chosen again: another second token changes the second step only.
   std::vector<uint32_t> altered = fed;
   altered[1] = (fed[1] + 1) % model.config.vocab_size;
   const auto other_f32 = runtime::make_engine(runtime::EngineKind::Cpu, model, options);
-  trace_engine(*other_f32, prompt, "f32");
-  const auto forced = trace_decode_steps(*other_f32, last32, 2, altered, "altered");
+  const auto prompt_other = trace_engine(*other_f32, prompt, "f32");
+  const auto forced = trace_decode_steps(*other_f32, prompt_other, 2, altered, "altered");
   EXPECT_LT(max_abs_difference(reference.stages[0], forced.stages[0]) / max_abs_value(reference.stages[0], forced.stages[0]), 1e-5);
   EXPECT_GT(max_abs_difference(reference.stages[1], forced.stages[1]) / max_abs_value(reference.stages[1], forced.stages[1]), 1e-3);
   for (size_t i = 0; i < 4; ++i) {

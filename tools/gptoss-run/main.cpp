@@ -186,11 +186,8 @@ int parity(const Options& o) {
       const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
       const std::string run_label = gptoss::engine_label(name, o.kv_cache) + ": " + label;
       traces.push_back(gptoss::parity::trace_engine(*engine, ids, run_label));
-      if (o.decode_steps > 0) {
-        const auto& logits = *traces.back().find("logits");
-        const std::span<const float> last(logits.values.data() + (logits.rows - 1) * logits.cols, logits.cols);
-        steps.push_back(gptoss::parity::trace_decode_steps(*engine, last, o.decode_steps, step_tokens, run_label));
-      }
+      if (o.decode_steps > 0)
+        steps.push_back(gptoss::parity::trace_decode_steps(*engine, traces.back(), o.decode_steps, step_tokens, run_label));
     }
   }
   if (!reference) {
