@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake ninja-build pkg-config ccache
   nlohmann-json3-dev libcli11-dev libzstd-dev libssl-dev
   libvulkan-dev glslang-tools mesa-vulkan-drivers
-  libopenblas-dev libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev
   clang libclang-rt-14-dev llvm  # the sanitizer build and the fuzzers (libFuzzer, ASan/UBSan runtimes, llvm-symbolizer)
   libbenchmark-dev)  # tests/tokenizer/bench (Google Benchmark)
 

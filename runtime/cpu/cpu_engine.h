@@ -2,7 +2,8 @@
 // The CPU reference engine: the GPT-OSS forward pass on exactly decoded weights, with a KV cache.
 // Everything the Vulkan engine computes is checked against this one, and this one against
 // transformers (shared/goldens/a/refs-a.safetensors), so it favours clarity and exact reference
-// semantics over speed; matrix products still go through OpenBLAS.
+// semantics over speed. Its products sum in one fixed order (fixed_order_products.h), so a
+// position's logits are the same bits whatever else the forward holds and on any x86-64 machine.
 //
 // Arithmetic: f32 by default (what transformers and the GPU engines compute), or f64 on request
 // (CpuPrecision::F64: the same weights widened, every product and sum in double). Two f32

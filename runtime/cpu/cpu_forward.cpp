@@ -1,7 +1,5 @@
 #include "runtime/cpu/cpu_forward.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,21 +10,10 @@
 #include "formats/core/float16.h"
 #include "formats/core/parallel_for.h"
 #include "runtime/cpu/cpu_kernels.h"
+#include "runtime/cpu/fixed_order_products.h"
 
 namespace gptoss::cpu {
 namespace {
-
-// The score and probability GEMMs of attention, one overload per precision.
-void gemm(CBLAS_TRANSPOSE trans_b, blasint m, blasint n, blasint k, float alpha, const float* a, blasint lda,
-          const float* b, blasint ldb, float* c, blasint ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
-}
-void gemm(CBLAS_TRANSPOSE trans_b, blasint m, blasint n, blasint k, double alpha, const double* a, blasint lda,
-          const double* b, blasint ldb, double* c, blasint ldc) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, trans_b, m, n, k, alpha, a, lda, b, ldb, 0.0, c, ldc);
-}
-
-blasint blas(size_t value) { return static_cast<blasint>(value); }
 
 // An expert is decoded in slices of about this many values, one slice per task; an expert smaller
 // than kParallelDecodeValues (preset a's are 12288) is decoded on the calling thread alone.
@@ -97,16 +84,13 @@ void ForwardPass<Real>::forward(std::span<const uint32_t> tokens, runtime::Logit
 
   const size_t first = rows.first_row(count), logit_rows = rows.row_count(count);
   if (logit_rows == 0) return;
-  // Last: a matrix-vector product. All and ranges: rows of one GEMM over the rows asked for, which
-  // OpenBLAS computes bit for bit as the same rows of a GEMM over every row (checked by
-  // EngineInterface.RowRangeIsExactlyThoseRowsOfAll), so a range is the rows of All.
-  const bool single = rows == LogitRows::Last || count == 1;
+  // Each row's logits are its own: Last, All and ranges give the same bits for the same position.
   const Real* input = normed.data() + first * hidden;
   if constexpr (std::is_same_v<Real, float>) {
-    unembed(input, logit_rows, hidden, weights_.unembedding.data(), c.vocab_size, single, logits.data());
+    linear(input, logit_rows, hidden, weights_.unembedding.data(), c.vocab_size, nullptr, logits.data());
   } else {
     std::vector<Real> wide(logit_rows * c.vocab_size);
-    unembed(input, logit_rows, hidden, weights_.unembedding.data(), c.vocab_size, single, wide.data());
+    linear(input, logit_rows, hidden, weights_.unembedding.data(), c.vocab_size, nullptr, wide.data());
     std::copy(wide.begin(), wide.end(), logits.begin());
   }
 }
@@ -139,41 +123,39 @@ void ForwardPass<Real>::attention_block(uint32_t layer, const Real* x, size_t co
     std::transform(v, v + count * kv_rows, v, to_f16);
   }
 
-  // Per query head: scores [count, keys] by one GEMM over the whole cache, masked softmax with the
-  // sink as an extra column that is dropped, then probabilities · V by a second GEMM.
+  // Per query head and token: the scores of the keys it sees (one fixed-order dot product each),
+  // the softmax with the sink as an extra term, then the probabilities' weighted sum of the values
+  // (sequential over the keys). A token's numbers depend on its own query and the cache only.
   const size_t keys = position_ + count;
   const Real scale = Real(1) / std::sqrt(static_cast<Real>(head_dim));
   const bool sliding = c.is_sliding(layer);
-  std::vector<Real> scores(count * keys);
   std::vector<Real> attn(count * q_rows);
   const Real* k_all = k_cache_[layer].data();
   const Real* v_all = v_cache_[layer].data();
-  for (uint32_t h = 0; h < c.num_heads; ++h) {
-    const size_t kv_head = c.kv_head_for(h);  // h / (heads / kv_heads), never h % kv_heads
-    gemm(CblasTrans, blas(count), blas(keys), blas(head_dim), scale, q.data() + h * head_dim, blas(q_rows),
-         k_all + kv_head * head_dim, blas(kv_rows), scores.data(), blas(keys));
+  const size_t work = c.num_heads * count * keys * head_dim;
+  parallel_for(c.num_heads, work < (size_t{1} << 21) ? 1 : 0, [&](size_t h) {
+    const size_t kv_head = c.kv_head_for(static_cast<uint32_t>(h));  // h / (heads / kv_heads), never h % kv_heads
     const Real sink = w.sinks[h];
+    std::vector<Real> p(keys);
     for (size_t t = 0; t < count; ++t) {
       const uint64_t query_pos = position_ + t;
       // Sliding layers see the W most recent keys including the query itself: t - W < j <= t.
       const uint64_t first_key = sliding && query_pos + 1 > c.sliding_window ? query_pos + 1 - c.sliding_window : 0;
-      Real* row = scores.data() + t * keys;
+      const size_t seen = query_pos + 1 - first_key;
+      RowProducts shape;
+      shape.rows = 1, shape.outputs = seen, shape.depth = head_dim;
+      shape.x_stride = head_dim, shape.w_stride = kv_rows, shape.y_stride = seen;
+      row_products(shape, q.data() + t * q_rows + h * head_dim, k_all + first_key * kv_rows + kv_head * head_dim,
+                   nullptr, scale, p.data(), 1);
       Real max_logit = sink;
-      for (uint64_t j = first_key; j <= query_pos; ++j) max_logit = std::max(max_logit, row[j]);
+      for (size_t j = 0; j < seen; ++j) max_logit = std::max(max_logit, p[j]);
       Real denominator = std::exp(sink - max_logit);
-      for (uint64_t j = 0; j < keys; ++j) {
-        if (j < first_key || j > query_pos) {
-          row[j] = 0;
-        } else {
-          row[j] = std::exp(row[j] - max_logit);
-          denominator += row[j];
-        }
-      }
-      for (uint64_t j = first_key; j <= query_pos; ++j) row[j] /= denominator;
+      for (size_t j = 0; j < seen; ++j) denominator += p[j] = std::exp(p[j] - max_logit);
+      for (size_t j = 0; j < seen; ++j) p[j] /= denominator;
+      weighted_rows(p.data(), seen, v_all + first_key * kv_rows + kv_head * head_dim, kv_rows, head_dim,
+                    attn.data() + t * q_rows + h * head_dim);
     }
-    gemm(CblasNoTrans, blas(count), blas(head_dim), blas(keys), Real(1), scores.data(), blas(keys),
-         v_all + kv_head * head_dim, blas(kv_rows), attn.data() + h * head_dim, blas(q_rows));
-  }
+  });
   linear(attn.data(), count, q_rows, w.out.data(), hidden, w.out_bias.data(), out);
 }
 

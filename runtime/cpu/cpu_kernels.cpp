@@ -1,52 +1,20 @@
 #include "runtime/cpu/cpu_kernels.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "runtime/cpu/fixed_order_products.h"
+
 namespace gptoss::cpu {
 namespace {
 
-// One OpenBLAS call per precision; everything else below is written once for both.
-void gemv(blasint n, blasint k, const float* w, const float* x, float beta, float* y) {
-  cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, w, k, x, 1, beta, y, 1);
-}
-void gemv(blasint n, blasint k, const double* w, const double* x, double beta, double* y) {
-  cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0, w, k, x, 1, beta, y, 1);
-}
-void gemm_nt(blasint m, blasint n, blasint k, const float* x, const float* w, float beta, float* y) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k, beta, y, n);
-}
-void gemm_nt(blasint m, blasint n, blasint k, const double* x, const double* w, double beta, double* y) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, x, k, w, k, beta, y, n);
-}
-
 template <class Real>
 void linear_impl(const Real* x, size_t rows, size_t in, const Real* weight, size_t out, const Real* bias, Real* y) {
-  if (rows == 0) return;
-  const auto m = static_cast<blasint>(rows), n = static_cast<blasint>(out), k = static_cast<blasint>(in);
-  Real beta = 0;
-  if (bias) {
-    for (size_t r = 0; r < rows; ++r) std::copy(bias, bias + out, y + r * out);
-    beta = 1;
-  }
-  if (rows == 1) {
-    gemv(n, k, weight, x, beta, y);
-  } else {
-    gemm_nt(m, n, k, x, weight, beta, y);
-  }
-}
-
-template <class Real>
-void unembed_impl(const Real* x, size_t rows, size_t in, const Real* weight, size_t out, bool matvec, Real* y) {
-  if (rows == 0) return;
-  if (matvec && rows == 1) {
-    gemv(static_cast<blasint>(out), static_cast<blasint>(in), weight, x, 0, y);
-  } else {
-    gemm_nt(static_cast<blasint>(rows), static_cast<blasint>(out), static_cast<blasint>(in), x, weight, 0, y);
-  }
+  RowProducts shape;
+  shape.rows = rows, shape.outputs = out, shape.depth = in;
+  shape.x_stride = in, shape.w_stride = in, shape.y_stride = out;
+  row_products(shape, x, weight, bias, Real(1), y);
 }
 
 template <class Real>
@@ -125,13 +93,6 @@ void linear(const float* x, size_t rows, size_t in, const float* weight, size_t 
 }
 void linear(const double* x, size_t rows, size_t in, const double* weight, size_t out, const double* bias, double* y) {
   linear_impl(x, rows, in, weight, out, bias, y);
-}
-
-void unembed(const float* x, size_t rows, size_t in, const float* weight, size_t out, bool matvec, float* y) {
-  unembed_impl(x, rows, in, weight, out, matvec, y);
-}
-void unembed(const double* x, size_t rows, size_t in, const double* weight, size_t out, bool matvec, double* y) {
-  unembed_impl(x, rows, in, weight, out, matvec, y);
 }
 
 void rms_norm(const float* x, size_t rows, size_t dim, const float* weight, double eps, float* y) {

@@ -1,8 +1,9 @@
 #pragma once
 // The building blocks of the GPT-OSS forward pass, each on a batch of rows (one per token), in f32
-// (the engine's default arithmetic) and in f64 (its high-precision reference mode). Matrix products
-// go through OpenBLAS; the rest are plain loops written to follow the reference math in
-// shared/specs/safetensors_hf.md section 4 step by step.
+// (the engine's default arithmetic) and in f64 (its high-precision reference mode). Products sum in
+// the one fixed order of fixed_order_products.h, so a row's values never depend on the other rows;
+// the rest are plain loops written to follow the reference math in shared/specs/safetensors_hf.md
+// section 4 step by step.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -10,14 +11,10 @@
 
 namespace gptoss::cpu {
 
-// y[rows, out] = x[rows, in] · weight[out, in]^T + bias[out] (bias may be null).
+// y[rows, out] = x[rows, in] · weight[out, in]^T + bias[out] (bias may be null): each value the
+// same bits whatever `rows` is (one token or a whole prefill).
 void linear(const float* x, size_t rows, size_t in, const float* weight, size_t out, const float* bias, float* y);
 void linear(const double* x, size_t rows, size_t in, const double* weight, size_t out, const double* bias, double* y);
-// The unembedding: y[rows, out] = x[rows, in] · weight[out, in]^T, through a matrix-vector product
-// when `matvec` (one row), else through one GEMM even for one row: OpenBLAS gives each row of a
-// GEMM bit for bit whatever the other rows are, so rows asked alone equal those rows asked together.
-void unembed(const float* x, size_t rows, size_t in, const float* weight, size_t out, bool matvec, float* y);
-void unembed(const double* x, size_t rows, size_t in, const double* weight, size_t out, bool matvec, double* y);
 
 // y = x · rsqrt(mean(x²) + eps) · weight, per row of `dim` values. The mean is accumulated in
 // double so the reference is at least as accurate as the f32 implementations it is compared to.

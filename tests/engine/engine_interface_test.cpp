@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -244,6 +245,79 @@ TEST_P(EngineInterface, ForwardLastIsTheLastRowInTheEnginesMemory) {
   EXPECT_THROW(engine->forward_last(bad), std::out_of_range);
   EXPECT_THROW(engine->forward_last({}), std::invalid_argument);
   EXPECT_EQ(engine->position(), 6u);
+}
+
+// The largest |a - b| over a row, relative to the row's largest |b|.
+double relative_difference(const float* a, const float* b, size_t n) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    diff = test::worse(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = test::worse(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+std::vector<uint32_t> spread_ids(size_t n) {
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < n; ++i) ids.push_back(3 + 104729u * i % 200000u);
+  return ids;
+}
+
+// A checker's numbers must not depend on how work is batched: a position's logits are the same
+// bits whatever else the forward holds.
+TEST_P(EngineInterface, APrefillsRowsAreThoseOfALongerPrefill) {
+  // 45 tokens cross preset a's sliding window (8) and every tile boundary of 4 and 32.
+  ENGINE_OR_SKIP(GetParam(), 64);
+  const auto ids = spread_ids(45);
+  constexpr size_t vocab = 201088;
+  const auto all = engine->forward(ids, runtime::LogitRows::All);
+  // One token is a decode step, which the Vulkan engine computes through other kernels
+  // (TokenByTokenEqualsThePrefill); from two tokens on every engine runs its prefill.
+  for (size_t n : {1u, 2u, 4u, 5u, 33u, 40u}) {
+    if (n == 1 && GetParam() == EngineKind::Vulkan) continue;
+    engine->reset();
+    const auto some = engine->forward(std::span(ids).first(n), runtime::LogitRows::All);
+    expect_rows_of_all(some, all, 0, n, "a prefill of " + std::to_string(n) + " against 45");
+  }
+  // The same forward again: the same bits.
+  engine->reset();
+  const auto again = engine->forward(ids, runtime::LogitRows::All);
+  ASSERT_EQ(again.size(), 45 * vocab);
+  EXPECT_EQ(std::memcmp(again.data(), all.data(), all.size() * sizeof(float)), 0) << "the same forward twice";
+}
+
+TEST_P(EngineInterface, TokenByTokenEqualsThePrefill) {
+  // Bit for bit on the CPU engines (a decode step is the prefill's row of the same products); the
+  // Vulkan engine decodes through matrix-vector kernels, not the prefill's GEMMs: within 1e-6 of
+  // the row's largest logit.
+  ENGINE_OR_SKIP(GetParam(), 64);
+  const auto ids = spread_ids(20);
+  constexpr size_t vocab = 201088;
+  const auto all = engine->forward(ids, runtime::LogitRows::All);
+  engine->reset();
+  double worst = 0;
+  size_t differing = 0;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    const auto step = engine->forward(std::span(ids).subspan(t, 1), runtime::LogitRows::All);
+    ASSERT_EQ(step.size(), vocab);
+    worst = test::worse(worst, relative_difference(step.data(), all.data() + t * vocab, vocab));
+    differing += std::memcmp(step.data(), all.data() + t * vocab, vocab * sizeof(float)) != 0;
+  }
+  if (GetParam() == EngineKind::Vulkan) {
+    // No further apart than f32 arithmetic itself: the CPU engine in f32 against it in f64 on the
+    // same tokens (preset a's random layers amplify rounding: ~7e-6 here; 1e-6 is the bound at the
+    // real shapes, measured on a GPU).
+    std::string unused;
+    const auto f64 = engine_or_null(EngineKind::CpuF64, 64, &unused)->forward(ids, runtime::LogitRows::All);
+    const auto f32 = engine_or_null(EngineKind::Cpu, 64, &unused)->forward(ids, runtime::LogitRows::All);
+    double f32_floor = 0;
+    for (size_t t = 0; t < ids.size(); ++t)
+      f32_floor = test::worse(f32_floor, relative_difference(f32.data() + t * vocab, f64.data() + t * vocab, vocab));
+    EXPECT_LE(worst, f32_floor);
+    EXPECT_GT(worst, 0.0) << "decode steps equal to the prefill's GEMM rows: the test's premise changed";
+  } else {
+    EXPECT_EQ(differing, 0u) << "decode steps differ from the prefill's rows (largest " << worst << ")";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryEngine, EngineInterface,
