@@ -79,6 +79,46 @@ std::string_view kv_cache_type_name(KvCacheType type);
 std::optional<KvCacheType> kv_cache_type_from_name(std::string_view name);
 const std::vector<std::string>& kv_cache_type_names();
 
+// How the Vulkan engine computes: the switches a user may want (each a CLI option of the tools:
+// --profile, --pipeline-stats, --no-coopmat, --int-dot) and kernel shapes for comparing
+// alternatives on a device (the tools' --tuning key=value,...: tools/common/vulkan_options.h).
+// Parsed in tools/ only and carried here; the engine validates every field against the limits its
+// kernels are written for (shaders/kernel_abi.h) and throws std::invalid_argument naming it.
+// Defaults are the engine's own choices for the device.
+struct VulkanTuning {
+  // GPU time per kernel: Steps times every step of the recorded command buffers (the steps are
+  // separated by barriers, so a step's time is its execution plus the barrier drain before it);
+  // Submits times each command buffer as a whole (without the per-step timestamps' own cost):
+  // the GPU's time per token, which against the wall time says how long it waits on the host.
+  enum class Profile : uint8_t { Off, Steps, Submits };
+  Profile profile = Profile::Off;
+  // The driver's statistics of every pipeline built (registers, spills, shared memory), where the
+  // device has VK_KHR_pipeline_executable_properties.
+  bool pipeline_statistics = false;
+  // false: the portable f32 GEMMs everywhere instead of cooperative matrices (as llama.cpp's
+  // GGML_VK_DISABLE_COOPMAT).
+  bool cooperative_matrix = true;
+  // Decode's Q8_0 products through packed 4x8-bit integer dot products: Auto where the device says
+  // they are accelerated, On wherever it has them (emulated ones included), Off never.
+  enum class IntegerDot : uint8_t { Auto, On, Off };
+  IntegerDot integer_dot = IntegerDot::Auto;
+  // The cooperative-matrix GEMMs' precision (shaders/coop_tile.glsl): Precise about the f32 GEMMs'
+  // error (A and Q8_0 weights as two f16 parts each, partial sums promoted to f32 every 64 of
+  // depth); Split A as two parts only; Fast A and W rounded to f16. The portable GEMMs are f32.
+  enum class GemmPrecision : uint8_t { Fast, Split, Precise };
+  GemmPrecision gemm_precision = GemmPrecision::Precise;
+  // Kernel shapes; 0 is the engine's choice.
+  uint32_t attention_splits = 0;     // decode attention: the most key ranges per KV head
+  uint32_t attention_heads = 0;      // decode attention: the most query heads per workgroup
+  uint32_t attention_range = 0;      // decode attention: the fewest keys per range
+  uint32_t attention_key_lanes = 0;  // decode attention: lanes per key (1 or 2)
+  uint32_t matvec_rows = 0;          // decode matvec: rows per subgroup (with matvec_loads)
+  uint32_t matvec_loads = 0;         // decode matvec: 8-value loads per lane and row in flight
+  uint32_t mlp1_outputs = 0, mlp1_batch = 0;  // decode expert kernels: outputs per subgroup and blocks
+  uint32_t mlp2_outputs = 0, mlp2_batch = 0;  // per lane in flight (all four, or none)
+  friend bool operator==(const VulkanTuning&, const VulkanTuning&) = default;
+};
+
 struct EngineOptions {
   // Positions the KV cache holds at most: forward refuses more. The Vulkan engine allocates them up
   // front; the CPU engine grows its cache as tokens arrive. Clamped to max_position_embeddings.
@@ -91,6 +131,8 @@ struct EngineOptions {
   // Every engine: the KV cache's encoding (the CPU engine rounds each key and value to f16 as it
   // stores them, so its results are the f16 cache's).
   KvCacheType kv_cache = KvCacheType::F32;
+  // Vulkan: switches and kernel shapes (make_engine refuses any but the defaults for a CPU engine).
+  VulkanTuning vulkan;
 };
 
 class Engine {
@@ -113,6 +155,9 @@ class Engine {
   virtual void reset() = 0;
   // Device memory the engine holds now (weights, KV cache, scratch); 0 for engines on the host.
   virtual uint64_t device_memory_bytes() const { return 0; }
+  // What the engine was asked to measure so far, as text for a tool to print: the GPU time per
+  // kernel (VulkanTuning::profile) and the pipelines' statistics; empty when nothing was asked.
+  virtual std::string diagnostics() const { return {}; }
 
   // Runs `tokens` after everything in the cache (a prefill when the cache is empty, a decode step
   // for one token) and appends them to the cache. Writes the logits of the requested rows into
@@ -167,7 +212,8 @@ struct DeviceDescription {
   uint64_t max_storage_buffer_range = 0;
   bool usable = false;  // has a compute queue
   // Packed 4x8-bit integer dot products (VK_KHR_shader_integer_dot_product): "accelerated" (decode's
-  // Q8_0 products use them), "supported" (emulated: they do not, unless GPTOSS_VK_INT_DOT=1), "none".
+  // Q8_0 products use them), "supported" (emulated: they do not, unless VulkanTuning::integer_dot
+  // is On), "none".
   std::string integer_dot_product;
 };
 // Every Vulkan device the loader offers; throws std::runtime_error when Vulkan itself is unusable.

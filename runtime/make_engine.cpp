@@ -18,6 +18,9 @@ void refuse_vulkan_options(EngineKind kind, const EngineOptions& options) {
   if (options.prefill_chunk != EngineOptions{}.prefill_chunk)
     throw std::invalid_argument("EngineOptions::prefill_chunk " + std::to_string(options.prefill_chunk) +
                                 " sets the Vulkan engine's prefill batches; the " + engine + " engine has none");
+  if (!(options.vulkan == VulkanTuning{}))
+    throw std::invalid_argument("EngineOptions::vulkan sets how the Vulkan engine computes; the " + engine +
+                                " engine runs on the CPU");
 }
 }  // namespace
 

@@ -5,7 +5,7 @@
 // most the `splits` workgroup rows dispatched (the dispatch is recorded once for every position;
 // workgroups past the ranges the position needs return at once). Workgroup (w, range) takes the
 // GROUP query heads w * GROUP .. of KV head g = w * GROUP / group (GQA: h / group == g; GROUP is
-// all of g's query heads by default, GPTOSS_VK_ATTN_HEADS fewer). Each subgroup takes its own
+// all of g's query heads by default, VulkanTuning::attention_heads fewer). Each subgroup takes its own
 // blocks of SUBGROUP_SIZE / KEY_LANES keys with no workgroup barrier in the key loop: KEY_LANES
 // lanes per key for the scores of the GROUP query heads (each half of the key row), an online
 // softmax per head across the lanes, then lane = dims for the values (coalesced), the
@@ -23,7 +23,7 @@ layout(local_size_x = DECODE_ATTENTION_SIZE) in;
 layout(push_constant) uniform Push { AttentionDecodeArgs args; };
 // The shape as constants, so the per-lane arrays below live in registers at their exact size.
 // Query heads per workgroup: all of a KV head's by default, fewer to spread a short context over
-// more workgroups (GPTOSS_VK_ATTN_HEADS; each then reads its KV head's keys and values itself).
+// more workgroups (VulkanTuning::attention_heads; each then reads its KV head's keys and values itself).
 layout(constant_id = SPEC_ATTENTION_GROUP) const uint GROUP = 1u;
 layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
 // Lanes per key in the score loop (1 or 2; Kernels::attention_key_lanes checks the shape): with
@@ -33,7 +33,7 @@ layout(constant_id = SPEC_ATTENTION_HEAD_DIM) const uint HEAD_DIM = 64u;
 // S / KEY_LANES keys.
 layout(constant_id = SPEC_ATTENTION_KEY_LANES) const uint KEY_LANES = 1u;
 // The value loop's keys per step: one shared load of their probabilities per query head (a vec4),
-// their value loads before any is used (one key per step: 352.0 against 354.7 tokens/s, run 54).
+// their value loads before any is used (faster than one key per step on the H100: cb42e2c).
 const uint PROB_KEYS = 4u;
 
 // SPIR-V 1.5 (Vulkan 1.2) pipelines run in subgroups of the device's subgroupSize, which the
@@ -54,8 +54,8 @@ const uint kLaneQuads = kLaneWords * kQuadsPerWord;
 // one word); acc index i holds dim value_dim(lane, i).
 const uint kPairs = HEAD_DIM / 2u;
 const uint kPairsPerLane = (kPairs + S - 1u) / S;
-// With an f32 cache lane owns dims lane, lane + S, ... instead (one 4-byte load each): in pairs the
-// f32 kernel alone took 33.1 µs at 4096 keys on the H100 (run 53), one by one 29.3 (run 57).
+// With an f32 cache lane owns dims lane, lane + S, ... instead (one 4-byte load each): pairs of f32
+// dims measured slower on the H100 (b10646b).
 const bool kValuePairs = ENCODING == ENC_F16;
 const uint kDimsPerLane = kValuePairs ? 2u * kPairsPerLane : (HEAD_DIM + S - 1u) / S;
 const uint kGroupValues = GROUP * HEAD_DIM;
@@ -97,9 +97,7 @@ uvec4 key_words[kLaneQuads];
 uvec2 key_halves[kLaneQuads];
 void load_key_row(uint j, uint g, uint part) {
   uint row = KV_CACHE_ROW(j % args.slots, g, args.slots, HEAD_DIM);
-  if (PROBE == 12u || PROBE == 13u) {
-    [[unroll]] for (uint i = 0u; i < kLaneQuads; ++i) key_words[i] = floatBitsToUint(vec4(float(row + i) * 1e-9));
-  } else if (kWideHalves) {
+  if (kWideHalves) {
     [[unroll]] for (uint w = 0u; w < kLaneWords; ++w) {
       uvec4 words = QuadsIn(args.k_cache).v[(row >> 3) + w * KEY_LANES + part];
       key_halves[2u * w] = words.xy;
@@ -111,10 +109,9 @@ void load_key_row(uint j, uint g, uint part) {
     [[unroll]] for (uint i = 0u; i < kLaneQuads; ++i) key_words[i] = QuadsIn(args.k_cache).v[(row >> 2) + lane_quad(part, i)];
   }
 }
-// unpackHalf2x16, not bit operations and a multiply by 2^112: 318.9 against 309.5 tokens/s at depth
-// 4096 on the H100 (run 56).
+// unpackHalf2x16, not bit operations and a multiply by 2^112: measured faster on the H100 (19c456b).
 vec4 key_quad(uint i) {  // the lane's i-th quad
-  if (PROBE == 12u || PROBE == 13u || ENCODING != ENC_F16) return uintBitsToFloat(key_words[i]);
+  if (ENCODING != ENC_F16) return uintBitsToFloat(key_words[i]);
   return vec4(unpackHalf2x16(key_halves[i].x), unpackHalf2x16(key_halves[i].y));
 }
 
@@ -252,7 +249,7 @@ void main() {
         if (kValuePairs) {
           [[unroll]] for (uint i = 0u; i < kPairsPerLane; ++i) {
             uint d = 2u * min(lane + i * S, kPairs - 1u);
-            vec2 cached = PROBE == 11u || PROBE == 13u ? vec2(float(row + d) * 1e-9) : load_f16_pair(args.v_cache, row, d);
+            vec2 cached = load_f16_pair(args.v_cache, row, d);
             vec2 pair = new_key ? new_value_pair(d) : cached;
             v[k * kDimsPerLane + 2u * i] = pair.x;
             v[k * kDimsPerLane + 2u * i + 1u] = pair.y;
@@ -260,7 +257,7 @@ void main() {
         } else {
           [[unroll]] for (uint i = 0u; i < kDimsPerLane; ++i) {
             uint d = min(lane + i * S, HEAD_DIM - 1u);
-            float cached = PROBE == 11u || PROBE == 13u ? float(row + d) * 1e-9 : FloatsIn(args.v_cache).v[row + d];
+            float cached = FloatsIn(args.v_cache).v[row + d];
             v[k * kDimsPerLane + i] = new_key ? v_new[d] : cached;
           }
         }
@@ -342,7 +339,7 @@ void main() {
       partials.v[base + HEAD_DIM + 1u] = head_sum[hh];
     }
   }
-  if (PROBE == 14u || !arrive_last(args.counters, w, ranges)) return;
+  if (!arrive_last(args.counters, w, ranges)) return;
   // The merge, by the last range, in one pass over the ranges with a running maximum: every range's
   // maximum, sum and value of the output are loaded at once (16 ranges' worth in flight), so the
   // merge costs one round trip to the L2 cache per 16 ranges, not one per quantity.

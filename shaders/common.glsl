@@ -11,12 +11,6 @@
 
 layout(constant_id = SPEC_SUBGROUP_SIZE) const uint SUBGROUP_SIZE = 32u;
 layout(constant_id = SPEC_ENCODING) const uint ENCODING = 0u;
-layout(constant_id = SPEC_FP4_DECODE) const uint FP4_DECODE = 1u;
-const uint FP4_TABLE = 0u, FP4_BITS = 1u;
-// Kernel timing probes (vulkan_kernel_bench with GPTOSS_VK_PROBE; wrong results on purpose): 1
-// skips a kernel's arithmetic (decode, products), 2 its weight loads, 3 (decode expert kernels)
-// its weight loads and MXFP4's f16-to-f32 conversions. 0 everywhere else.
-layout(constant_id = SPEC_PROBE) const uint PROBE = 0u;
 
 // Buffers by address. Read-only views let the compiler use the non-coherent load path.
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer QuadsIn { uvec4 v[]; };
@@ -106,46 +100,24 @@ void load8(uvec2 data, uvec2 scales, uint index, out vec4 lo, out vec4 hi) {
 
 // ---- MXFP4 (experts): blocks of 32 values, 16 bytes of nibbles (low nibble = even element) and
 // one scale byte (2^(s - 127)) ----
-const float kFp4Values[16] = float[16](0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0,
-                                       -4.0, -6.0);
-// Shared copy of the table (a dynamically indexed constant array can spill to local memory).
-shared float fp4_table[16];
-// Every invocation calls it (barrier) before fp4x8.
-void load_fp4_table() {
-  if (FP4_DECODE == FP4_TABLE && gl_LocalInvocationIndex < 16u)
-    fp4_table[gl_LocalInvocationIndex] = kFp4Values[gl_LocalInvocationIndex];
-  barrier();
-}
-// The 8 codes of `word` (elements 0-3 in lo, 4-7 in hi), times kFp4Unit: by placing each code's
-// sign, exponent and mantissa bits in an f16's sign, low exponent bits and top mantissa bit,
-// which is the code's value times 2^-14 (codes +-0.5 are f16 subnormals: exact where the device
-// keeps them; the kernel tests check every code), or by a shared table (one load per value). On
-// the H100 the bits are 15-30% faster than the table, and a table of code pairs (one 8-byte load
-// per two values) 2x slower than either for its bank conflicts (docs/vulkan-engine.md).
-const float kFp4Unit = FP4_DECODE == FP4_BITS ? 1.0 / 16384.0 : 1.0;
+// The 8 codes of `word` (elements 0-3 in lo, 4-7 in hi), times kFp4Unit: each code's sign,
+// exponent and mantissa bits placed in an f16's sign, low exponent bits and top mantissa bit, which
+// is the code's value times 2^-14 (codes +-0.5 are f16 subnormals: exact where the device keeps
+// them; the kernel tests check every code). On the H100 this is 15-30% faster than a shared table
+// of the 16 values, and a table of code pairs (one 8-byte load per two values) was 2x slower than
+// either for its bank conflicts.
+const float kFp4Unit = 1.0 / 16384.0;
 void fp4x8(uint word, out vec4 lo, out vec4 hi) {
-  if (FP4_DECODE == FP4_BITS) {
-    uvec4 n = uvec4(word, word >> 4, word >> 8, word >> 12) & uvec4(0x000F000Fu);
-    uvec4 h = ((n & uvec4(0x00070007u)) << 9) | ((n & uvec4(0x00080008u)) << 12);
-    if (PROBE == 3u) {  // measuring: the same bit work, the values reinterpreted instead of converted
-      lo = uintBitsToFloat(h);
-      hi = uintBitsToFloat(h >> 16);
-      return;
-    }
-    vec2 p0 = unpackHalf2x16(h.x), p1 = unpackHalf2x16(h.y), p2 = unpackHalf2x16(h.z), p3 = unpackHalf2x16(h.w);
-    lo = vec4(p0.x, p1.x, p2.x, p3.x);
-    hi = vec4(p0.y, p1.y, p2.y, p3.y);
-  } else {
-    lo = vec4(fp4_table[word & 15u], fp4_table[(word >> 4) & 15u], fp4_table[(word >> 8) & 15u],
-              fp4_table[(word >> 12) & 15u]);
-    hi = vec4(fp4_table[(word >> 16) & 15u], fp4_table[(word >> 20) & 15u], fp4_table[(word >> 24) & 15u],
-              fp4_table[word >> 28]);
-  }
+  uvec4 n = uvec4(word, word >> 4, word >> 8, word >> 12) & uvec4(0x000F000Fu);
+  uvec4 h = ((n & uvec4(0x00070007u)) << 9) | ((n & uvec4(0x00080008u)) << 12);
+  vec2 p0 = unpackHalf2x16(h.x), p1 = unpackHalf2x16(h.y), p2 = unpackHalf2x16(h.z), p3 = unpackHalf2x16(h.w);
+  lo = vec4(p0.x, p1.x, p2.x, p3.x);
+  hi = vec4(p0.y, p1.y, p2.y, p3.y);
 }
 // 2^(s - 127) over kFp4Unit, built as float bits where that is a normal number (every scale a
 // trained checkpoint has), ldexp elsewhere.
 float mxfp4_scale_value(uint s) {
-  int exponent = int(s) - (FP4_DECODE == FP4_BITS ? 113 : 127);
+  int exponent = int(s) - 113;
   return exponent > -127 && exponent < 128 ? uintBitsToFloat(uint(exponent + 127) << 23) : ldexp(1.0, exponent);
 }
 // The scale of block `block`, over kFp4Unit: fp4x8's values times this are the weights.

@@ -1,11 +1,21 @@
 // The cooperative-matrix GEMM tile shared by gemm_coop.comp and expert_gemm_coop.comp
 // (VK_NV_cooperative_matrix; written so the KHR form is a rename of types and calls): a
-// COOP_TILE_M x COOP_TILE_N block of C = A W^T (A rows x W rows; the includer defines the two and
-// COOP_THREADS, its workgroup size), COOP_TILE_K deep per step, from f16 tiles in shared memory
-// (A rounded to f16, or with SPLIT_A as f16 hi + f16 lo parts, two products, for about f32
-// accuracy; W decoded from its encoding to f16, exact for BF16/F16/MXFP4 values in f16 range,
-// Q8_0's d * q rounded to f16), f32 accumulators. COOP_THREADS invocations = subgroups of 32, each
-// owning a 32 x 32 block of C as (32/M) x (32/N) matrices of the device's M x N x K shape.
+// COOP_TILE_M x COOP_TILE_N block of C = A W^T (A rows x W rows; the includer defines the two,
+// COOP_THREADS, its workgroup size, and COOP_W_PARTS), COOP_TILE_K deep per step, from f16 tiles in
+// shared memory, f32 accumulators. COOP_THREADS invocations = subgroups of 32, each owning a 32 x 32
+// block of C as (32/M) x (32/N) matrices of the device's M x N x K shape.
+//
+// Precision (PRECISION): the tensor cores multiply f16 values exactly but add the products into
+// their f32 accumulator with truncation, so a long sum drifts by up to an f32 ulp per step toward
+// zero (K * 2^-24 relative over K = 2880); and an f32 A or a Q8_0 weight (d * q: up to 19
+// significant bits) rounded to f16 keeps 11 bits.
+//   COOP_PRECISE (the default): A as f16 hi + lo (split_halves: 21 bits), W as hi + lo where its
+//     decoded value is not exact in f16 (Q8_0; BF16, F16 and MXFP4 values in f16's range are), and
+//     each step's products summed into a fresh accumulator that is then added to the running f32
+//     sums (one rounded f32 addition per COOP_TILE_K of depth, as DeepSeek-V3's FP8 GEMMs promote
+//     their partial sums): about the f32 GEMMs' error.
+//   COOP_SPLIT: A as hi + lo, W rounded to f16, one accumulator over the whole depth.
+//   COOP_FAST: A rounded to f16 (its hi part), W rounded, one accumulator.
 //
 // Loads: invocation t decodes 32 values (one Q8_0/MXFP4 block) of W row t/2 (depth (t%2)*32 ..
 // +32) per step, and brings COOP_TILE_K / (COOP_THREADS / COOP_TILE_M) values of A row
@@ -32,25 +42,31 @@
 #error "coop_tile.glsl: unsupported tile shape"
 #endif
 
-layout(constant_id = SPEC_COOP_SPLIT) const bool SPLIT_A = false;
+layout(constant_id = SPEC_COOP_PRECISION) const uint PRECISION = COOP_PRECISE;
+const bool SPLIT_A = PRECISION != COOP_FAST;
+const bool kPromote = PRECISION == COOP_PRECISE;
+// W as hi + lo: Q8_0 in the dense tile at COOP_PRECISE (nested selects: glslang 12 miscompiles &&
+// between specialization constants).
+const bool kSplitW = COOP_W_PARTS == 2 ? (PRECISION == COOP_PRECISE ? ENCODING == ENC_Q8_0 : false) : false;
 layout(constant_id = SPEC_COOP_M) const uint lM = 16u;
 layout(constant_id = SPEC_COOP_N) const uint lN = 16u;
 layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
 
-// Shared memory in uvec4s (8 halves, or 4 floats of the C tile): COOP_STAGES stages of [a_hi | a_lo | w],
+// Shared memory in uvec4s (8 halves, or 4 floats of the C tile): COOP_STAGES stages of [a_hi | a_lo | w (| w_lo)],
 // sized by COOP_SHARED_BYTES (kernel_abi.h), the formula the launcher checks against the device.
 const uint kRowQuads = COOP_TILE_K / 8u + 1u;  // per operand row: 144 bytes, skewed banks
 const uint kATileQuads = COOP_TILE_M * kRowQuads;
-const uint kStageQuads = COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, 1) / 16;  // [A hi | A lo | W]
+const uint kStageQuads = COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, 1) / 16;  // [A hi | A lo | W (| W lo)]
+const uint kWTileQuads = COOP_TILE_N * kRowQuads;
 const uint kStrideCQuads = COOP_TILE_N / 4u + 1u;  // per C row: the row's floats and 4 more, skewed banks
 #if COOP_STAGES != 1 && COOP_STAGES != 2
 #error "coop_tile.glsl: COOP_STAGES must be 1 or 2"
 #endif
 // The f32 C tile (COOP_TILE_M rows of kStrideCQuads) is laid over the operand stages.
-#if COOP_TILE_M * (COOP_TILE_N / 4 + 1) * 16 > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_STAGES)
+#if COOP_TILE_M * (COOP_TILE_N / 4 + 1) * 16 > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES)
 #error "coop_tile.glsl: the C tile does not fit over the operand stages"
 #endif
-shared uvec4 coop_shared[COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_STAGES) / 16];
+shared uvec4 coop_shared[COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES) / 16];
 
 const uint kAThreadsPerRow = COOP_THREADS / COOP_TILE_M;
 const uint kAQuads = COOP_TILE_K / 8u / kAThreadsPerRow;  // uvec4s of A (per part) per invocation per step
@@ -66,6 +82,7 @@ uint coop_load_w_depth() { return (gl_LocalInvocationIndex % 2u) * 32u; }
 uint coop_a_hi_at(uint stage) { return stage * kStageQuads; }
 uint coop_a_lo_at(uint stage) { return stage * kStageQuads + kATileQuads; }
 uint coop_w_at(uint stage) { return stage * kStageQuads + 2u * kATileQuads; }
+uint coop_w_lo_at(uint stage) { return coop_w_at(stage) + kWTileQuads; }
 
 void clear_coop_sums() {
   [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
@@ -91,10 +108,20 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
     lo[i] = SPLIT_A ? QuadsIn(a_lo_address).v[at + i] : uvec4(0u);
   }
 }
-// This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves.
+// This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves;
+// with kSplitW also what f16 left out of each (v - hi, exact in f16 for Q8_0's d * q where it is
+// not below f16's normal range).
 void store_w32(uint stage, vec4 v[8]) {
-  uint at = coop_w_at(stage) + coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
-  [[unroll]] for (uint i = 0u; i < 4u; ++i) coop_shared[at + i] = halves8(v[2u * i], v[2u * i + 1u]);
+  uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    uvec4 hi = halves8(v[2u * i], v[2u * i + 1u]);
+    coop_shared[coop_w_at(stage) + at + i] = hi;
+    if (kSplitW) {
+      vec4 lo_a = v[2u * i] - vec4(unpackHalf2x16(hi.x), unpackHalf2x16(hi.y));
+      vec4 lo_b = v[2u * i + 1u] - vec4(unpackHalf2x16(hi.z), unpackHalf2x16(hi.w));
+      coop_shared[coop_w_lo_at(stage) + at + i] = halves8(lo_a, lo_b);
+    }
+  }
 }
 // The stage the next step stores into, after this step's products: with one stage, a barrier
 // first so no subgroup still reads what the next stores overwrite.
@@ -110,6 +137,11 @@ uint coop_sub_m() { return (gl_SubgroupID / kBlocksN) * 32u; }
 uint coop_sub_n() { return (gl_SubgroupID % kBlocksN) * 32u; }
 void multiply_coop_tiles(uint stage) {
   uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
+  // COOP_PRECISE: this step's products in fresh accumulators, added to acc at the end.
+  fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> part[kRowsPerSubgroup][kColsPerSubgroup];
+  if (kPromote)
+    [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
+      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
   [[unroll]] for (uint k = 0u; k < COOP_TILE_K; k += lK) {
     fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a[kRowsPerSubgroup];
     fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a2[kRowsPerSubgroup];
@@ -119,15 +151,26 @@ void multiply_coop_tiles(uint stage) {
       if (SPLIT_A) coopMatLoadNV(a2[i], coop_shared, coop_a_lo_at(stage) + row, kRowQuads, false);
     }
     [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
-      fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> b;
+      fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> b, b2;
       // W rows are B's columns: column-major B from the row-major W tile.
-      coopMatLoadNV(b, coop_shared, coop_w_at(stage) + (sub_n + j * lN) * kRowQuads + k / 8u, kRowQuads, true);
+      uint w_row = (sub_n + j * lN) * kRowQuads + k / 8u;
+      coopMatLoadNV(b, coop_shared, coop_w_at(stage) + w_row, kRowQuads, true);
+      if (kSplitW) coopMatLoadNV(b2, coop_shared, coop_w_lo_at(stage) + w_row, kRowQuads, true);
       [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
-        acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
-        if (SPLIT_A) acc[i][j] = coopMatMulAddNV(a2[i], b, acc[i][j]);
+        if (kPromote) {
+          part[i][j] = coopMatMulAddNV(a[i], b, part[i][j]);
+          part[i][j] = coopMatMulAddNV(a2[i], b, part[i][j]);
+          if (kSplitW) part[i][j] = coopMatMulAddNV(a[i], b2, part[i][j]);
+        } else {
+          acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
+          if (SPLIT_A) acc[i][j] = coopMatMulAddNV(a2[i], b, acc[i][j]);
+        }
       }
     }
   }
+  if (kPromote)
+    [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
+      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) acc[i][j] = acc[i][j] + part[i][j];
 }
 // The sums into the C tile (over the operand stages); call with every invocation after a barrier
 // that follows the last products, then barrier() before coop_sum.

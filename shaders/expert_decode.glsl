@@ -36,8 +36,8 @@ void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_add
       uint b = u * step + lane;
       bool here = b < blocks && r < rows;
       uint block = (first_row + r) * blocks + (here ? b : 0u);
-      q[u][r] = here ? (PROBE == 2u || PROBE == 3u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
-      scale_words[u][r] = here ? (PROBE == 2u || PROBE == 3u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
+      q[u][r] = here ? QuadsIn(blocks_address).v[block] : uvec4(0u);
+      scale_words[u][r] = here ? WordsIn(scales_address).v[block >> 2] : 0u;
     }
   for (uint i = gl_LocalInvocationIndex; i < depth / 4u; i += EXPERT_WORKGROUP_SIZE)
     staged_input[(i / 8u) * kStagedBlockQuads + i % 8u] = Vec4sIn(input_address).v[input_offset / 4u + i];
@@ -51,13 +51,13 @@ void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_add
           uint b = base + u * step + lane;
           bool here = b < blocks && r < rows;
           uint block = (first_row + r) * blocks + (here ? b : 0u);
-          q[u][r] = here ? (PROBE == 2u || PROBE == 3u ? uvec4(block) : QuadsIn(blocks_address).v[block]) : uvec4(0u);
-          scale_words[u][r] = here ? (PROBE == 2u || PROBE == 3u ? 0x7F7F7F7Fu : WordsIn(scales_address).v[block >> 2]) : 0u;
+          q[u][r] = here ? QuadsIn(blocks_address).v[block] : uvec4(0u);
+          scale_words[u][r] = here ? WordsIn(scales_address).v[block >> 2] : 0u;
         }
     }
     [[unroll]] for (uint u = 0u; u < EXPERT_BATCH; ++u) {
       uint b = base + u * step + lane;
-      if (b >= blocks || PROBE == 1u) break;
+      if (b >= blocks) break;
       // Word by word (8 inputs at a time) across the rows, not the block's 32 inputs at once:
       // 8 registers of input live instead of 32, so more workgroups fit an SM and more weight
       // loads are in flight; each row's sum keeps the same order.

@@ -12,7 +12,6 @@ layout(push_constant) uniform Push { ExpertGemmArgs args; };
 #include "gemm_tile.glsl"
 
 void main() {
-  load_fp4_table();
   uint entry = gl_WorkGroupID.y * 3u;
   uint expert = WordsIn(args.tiles).v[entry];
   uint first_row = WordsIn(args.tiles).v[entry + 1u];

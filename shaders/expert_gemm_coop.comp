@@ -9,13 +9,13 @@
 #define COOP_TILE_M GEMM_TILE_M
 #define COOP_TILE_N COOP_EXPERT_TILE_N
 #define COOP_STAGES COOP_EXPERT_STAGES
+#define COOP_W_PARTS COOP_EXPERT_W_PARTS
 #define COOP_THREADS COOP_EXPERT_WORKGROUP_SIZE
 layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { ExpertGemmArgs args; };
 #include "coop_tile.glsl"
 
 void main() {
-  load_fp4_table();
   uint entry = gl_WorkGroupID.y * 3u;
   uint expert = WordsIn(args.tiles).v[entry];
   uint first_row = WordsIn(args.tiles).v[entry + 1u];

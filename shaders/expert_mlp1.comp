@@ -14,7 +14,6 @@
 layout(push_constant) uniform Push { ExpertMlp1Args args; };
 
 void main() {
-  load_fp4_table();
   uint groups_per_slot = (args.intermediate + EXPERT_OUTPUTS - 1u) / EXPERT_OUTPUTS;
   uint item = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
   uint slot = item / groups_per_slot;

@@ -14,7 +14,6 @@ shared uint order[kMaxExpertsPerToken];  // slots by increasing expert id
 shared float slot_weight[kMaxExpertsPerToken];
 
 void main() {
-  load_fp4_table();
   uint slot = gl_WorkGroupID.y;
   uint group_outputs = gl_NumSubgroups * EXPERT_OUTPUTS;
   uint d0 = (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * EXPERT_OUTPUTS;

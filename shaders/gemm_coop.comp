@@ -9,6 +9,7 @@
 #define COOP_TILE_M GEMM_TILE_M
 #define COOP_TILE_N GEMM_TILE_N
 #define COOP_STAGES COOP_DENSE_STAGES
+#define COOP_W_PARTS COOP_DENSE_W_PARTS
 #define COOP_THREADS COOP_WORKGROUP_SIZE
 layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { GemmArgs args; };
@@ -75,9 +76,9 @@ void main() {
     if (k0 + COOP_TILE_K < args.depth) {  // the next step's loads, in flight during the products
       uint next = k0 + COOP_TILE_K;
       load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, next, ahi, alo);
-      if (w_in && PROBE != 2u) load_raw_w(w_at + next, r, scale_word);
+      if (w_in) load_raw_w(w_at + next, r, scale_word);
     }
-    if (PROBE != 1u) multiply_coop_tiles(stage);
+    multiply_coop_tiles(stage);
     stage = coop_next_stage(stage);
   }
   barrier();  // the C tile lies over the stages the last products read

@@ -25,20 +25,17 @@ using uint = uint32_t;
 // ---- specialization constants (layout(constant_id = N)) ----
 #define SPEC_SUBGROUP_SIZE 0  // the device's subgroup size (every kernel)
 #define SPEC_ENCODING 1       // encoding of the dense matrix a kernel reads (ENC_*)
-#define SPEC_COOP_SPLIT 2     // cooperative-matrix GEMMs: A as two f16 parts (hi + lo), ~f32 accuracy
+#define SPEC_COOP_PRECISION 2 // cooperative-matrix GEMMs: COOP_FAST, COOP_SPLIT or COOP_PRECISE (coop_tile.glsl)
 #define SPEC_COOP_M 3         // cooperative-matrix shape the device lists (fp16 x fp16 + fp32)
 #define SPEC_COOP_N 4
 #define SPEC_COOP_K 5
-#define SPEC_FP4_DECODE 6     // MXFP4 codes decoded by a table of codes (0), f16 bit placement (1), a table of code pairs (2)
-#define SPEC_PROBE 7          // measuring only (GPTOSS_VK_PROBE): 1 skips the arithmetic, 2 the weight loads;
-                              // decode attention: 11 no value loads, 12 no key loads, 13 neither, 14 no range merge
-#define SPEC_EXPERT_OUTPUTS 8 // decode expert kernels: outputs per subgroup (mlp1: gate/up row pairs)
-#define SPEC_EXPERT_BATCH 9   // decode expert kernels: blocks per lane loaded before any is used
-#define SPEC_ATTENTION_GROUP 10     // decode attention: query heads per workgroup
-#define SPEC_ATTENTION_HEAD_DIM 11  // decode attention: head_dim
-#define SPEC_MATVEC_ROWS 12   // decode matvec: rows per subgroup
-#define SPEC_MATVEC_BATCH 13  // decode matvec: 8-value loads per lane and row in flight before any is used
-#define SPEC_ATTENTION_KEY_LANES 14  // decode attention: lanes per key in the score loop (1 or 2)
+#define SPEC_EXPERT_OUTPUTS 6 // decode expert kernels: outputs per subgroup (mlp1: gate/up row pairs)
+#define SPEC_EXPERT_BATCH 7   // decode expert kernels: blocks per lane loaded before any is used
+#define SPEC_ATTENTION_GROUP 8      // decode attention: query heads per workgroup
+#define SPEC_ATTENTION_HEAD_DIM 9   // decode attention: head_dim
+#define SPEC_MATVEC_ROWS 10   // decode matvec: rows per subgroup
+#define SPEC_MATVEC_BATCH 11  // decode matvec: 8-value loads per lane and row in flight before any is used
+#define SPEC_ATTENTION_KEY_LANES 12  // decode attention: lanes per key in the score loop (1 or 2)
 
 // Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
 // quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
@@ -57,8 +54,8 @@ ABI_CONST(uint, kMaxRouterHidden, 8192u);   // router: the input vector in share
 ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registers/shared memory
 ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
 ABI_CONST(uint, kAttentionSplits, 128u);    // decode attention: most key ranges (workgroups) per KV head the kernel holds
-ABI_CONST(uint, kDefaultAttentionSplits, 32u);  // ... and the most the launcher uses (GPTOSS_VK_ATTN_SPLITS overrides)
-ABI_CONST(uint, kDefaultAttentionHeads, 2u);    // decode attention: most query heads per workgroup beyond one range (GPTOSS_VK_ATTN_HEADS overrides)
+ABI_CONST(uint, kDefaultAttentionSplits, 32u);  // ... and the most the launcher uses (VulkanTuning::attention_splits overrides)
+ABI_CONST(uint, kDefaultAttentionHeads, 2u);    // decode attention: most query heads per workgroup beyond one range (VulkanTuning::attention_heads overrides)
 ABI_CONST(uint, kMaxAttentionGroupValues, 2048u);  // attention: (heads / kv_heads) * head_dim
 ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in registers
 
@@ -82,10 +79,19 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define COOP_DENSE_STAGES 1
 #define COOP_EXPERT_STAGES 1
 // Bytes of shared memory a cooperative tile uses (the launcher checks them against the device's
-// maxComputeSharedMemorySize): per stage, 2 A parts + W rows of COOP_TILE_K halves + a skew quad.
-#define COOP_SHARED_BYTES(M, N, STAGES) ((STAGES) * (2 * (M) + (N)) * (COOP_TILE_K / 8 + 1) * 16)
-// Decode matvec (SPEC_MATVEC_ROWS / SPEC_MATVEC_BATCH; GPTOSS_VK_MATVEC="rows,batch" overrides
-// them to compare): rows per subgroup and loads per lane in flight per row.
+// maxComputeSharedMemorySize): per stage, 2 A parts + W_PARTS parts of W rows, COOP_TILE_K halves
+// and a skew quad per row.
+#define COOP_SHARED_BYTES(M, N, W_PARTS, STAGES) ((STAGES) * (2 * (M) + (W_PARTS) * (N)) * (COOP_TILE_K / 8 + 1) * 16)
+// W parts of the tiles: the dense one holds Q8_0's d * q as f16 hi + lo for COOP_PRECISE; MXFP4's
+// values (the expert tile's) are exact in f16.
+#define COOP_DENSE_W_PARTS 2
+#define COOP_EXPERT_W_PARTS 1
+// The cooperative GEMMs' precision (SPEC_COOP_PRECISION, VulkanTuning::gemm_precision).
+ABI_CONST(uint, COOP_FAST, 0u);
+ABI_CONST(uint, COOP_SPLIT, 1u);
+ABI_CONST(uint, COOP_PRECISE, 2u);
+// Decode matvec (SPEC_MATVEC_ROWS / SPEC_MATVEC_BATCH; VulkanTuning::matvec_rows/matvec_loads
+// override them to compare): rows per subgroup and loads per lane in flight per row.
 #define MATVEC_WORKGROUP_SIZE 256  // its subgroups share one staged x
 #define MATVEC_DEFAULT_ROWS 2
 #define MATVEC_DEFAULT_BATCH 4
@@ -93,22 +99,22 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define MATVEC_GROUPS_PER_SM 2     // workgroups of the matvec one multiprocessor holds at once (119 registers on the H100)
 // Rows x loads per lane that keep the one-wave shapes within MATVEC_GROUPS_PER_SM workgroups per
 // multiprocessor: BF16 with 3 rows and 4 loads took 138 registers on the H100 (one workgroup per
-// multiprocessor: qkv's 214 workgroups in two waves), with 3 loads 126 (HF tg128 @ d4096 +2.7%,
-// run 94). matvec_int_dot takes 66-94 at 4 loads; with 3 the Q8_0 GGUF lost 1.6% (run 94).
+// multiprocessor: qkv's 214 workgroups in two waves), with 3 loads 126 (a260c29). matvec_int_dot
+// takes 66-94 at 4 loads and keeps them: with 3 the Q8_0 GGUF measured slower.
 #define MATVEC_WAVE_LOADS 9
 #define MATVEC_INT_DOT_WAVE_LOADS (MATVEC_WAVE_ROWS * MATVEC_DEFAULT_BATCH)
 // Workgroups of decode attention (DECODE_ATTENTION_SIZE invocations) one multiprocessor holds at
 // once (Kernels::decode_attention_resident; at most 128 registers for two: two workgroups' 65536),
 // by the KV cache's encoding and the lanes per key, as the H100's driver compiles them: one lane
-// per key 152 registers with an f32 cache, 125 with f16; two lanes per key 128 and 97 (run 95).
+// per key 152 registers with an f32 cache, 125 with f16; two lanes per key 128 and 97 (8f1ad56).
 // Kernels::attention_wave_splits fills the device with them.
 #define DECODE_ATTENTION_GROUPS_PER_SM 1         // f32 cache, one lane per key
 #define DECODE_ATTENTION_F16_GROUPS_PER_SM 2     // f16 cache, one lane per key
 #define DECODE_ATTENTION_PAIRED_GROUPS_PER_SM 2  // two lanes per key, either cache
 #define MATVEC_MAX_ROWS 8          // the most either the launcher accepts
 #define MATVEC_MAX_BATCH 16
-// Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; GPTOSS_VK_EXPERT
-// overrides them to compare): outputs per subgroup and blocks per lane loaded before any is used
+// Decode expert kernels (SPEC_EXPERT_OUTPUTS / SPEC_EXPERT_BATCH, per kernel; VulkanTuning's
+// mlp1_*/mlp2_* override them to compare): outputs per subgroup and blocks per lane loaded before any is used
 // (3 x 32 lanes covers a 2880-wide row of gpt-oss in one batch).
 #define EXPERT_WORKGROUP_SIZE 256
 #define EXPERT_MLP1_OUTPUTS 2
@@ -196,7 +202,7 @@ struct AttentionDecodeArgs {
   uint splits;  // workgroup rows: the most ranges the kernel cuts the keys into
   float scale;
   float concentration;
-  uint range_keys;  // the fewest keys a range has (DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE)
+  uint range_keys;  // the fewest keys a range has (DECODE_ATTENTION_SIZE, or VulkanTuning::attention_range)
   uint group;       // query heads per KV head (SPEC_ATTENTION_GROUP: per workgroup, a divisor of it)
   uint max_keys;    // the most keys at the step's position this dispatch is made for (beyond, it returns)
 };

@@ -3,7 +3,7 @@
 // every workgroup from x itself (x is small and cached), so the norm costs no dispatch of its own.
 // Each subgroup owns ROWS_PER_SUBGROUP rows; its lanes read 8 values (16 bytes of BF16) at a time at
 // consecutive addresses, LOADS_PER_ROW such reads per row in flight, one subgroupAdd per row. Both
-// are specialization constants (GPTOSS_VK_MATVEC): few rows per subgroup make more workgroups for
+// are specialization constants (VulkanTuning::matvec_rows/matvec_loads): few rows per subgroup make more workgroups for
 // the small projections (qkv: 5120 rows), which are latency-bound where the unembedding is not.
 //
 // Order of work, for latency: each lane issues its first weight loads, then the workgroup stages

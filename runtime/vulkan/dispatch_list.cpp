@@ -1,7 +1,6 @@
 #include "runtime/vulkan/dispatch_list.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -68,41 +67,11 @@ namespace {
 // earlier compute or transfer write (the source side costs nothing extra) but names as its
 // destination only what the step itself does: a barrier whose destination includes the indirect
 // command read or transfers makes NVIDIA's driver drain and flush more than a compute-to-compute
-// barrier, and a decode step runs ~150 of them per token. GPTOSS_VK_BARRIERS=wide restores the one
-// catch-all barrier, to measure the difference.
+// barrier, and a decode step runs ~150 of them per token.
 struct StepAccess {
   VkPipelineStageFlags stages;
   VkAccessFlags access;
 };
-
-bool wide_barriers() {
-  const char* value = std::getenv("GPTOSS_VK_BARRIERS");
-  if (!value || !*value) return false;
-  if (std::string(value) == "wide") return true;
-  throw std::runtime_error(std::string("GPTOSS_VK_BARRIERS=") + value + ": the only value is 'wide'");
-}
-
-// GPTOSS_VK_SKIP=label,...: measuring only, wrong results. The steps whose label ("kernel.encoding/
-// tag", as profiles name them) or kernel name (before the '.' or '/') is listed are left out of
-// the recording, barrier included: a step's true cost in its chain is the time it takes away.
-std::vector<std::string> skipped_labels() {
-  std::vector<std::string> names;
-  const char* value = std::getenv("GPTOSS_VK_SKIP");
-  if (!value) return names;
-  std::string text(value);
-  for (size_t at = 0; at < text.size();) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    if (comma > at) names.push_back(text.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return names;
-}
-
-bool is_skipped(const std::vector<std::string>& skipped, const std::string& label) {
-  const std::string kernel = label.substr(0, std::min(label.find('.'), label.find('/')));
-  return std::find(skipped.begin(), skipped.end(), label) != skipped.end() ||
-         std::find(skipped.begin(), skipped.end(), kernel) != skipped.end();
-}
 
 }  // namespace
 
@@ -111,9 +80,7 @@ void DispatchList::record(VkCommandBuffer cb, VkQueryPool timestamps, uint32_t f
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT;
   const VkAccessFlags all_access = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                                    VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
-  const bool wide = wide_barriers();
   auto needs = [&](const Step& step) -> StepAccess {
-    if (wide) return {all_stages, all_access};
     switch (step.kind) {
       case Kind::Dispatch:
         if (step.indirect)
@@ -141,16 +108,9 @@ void DispatchList::record(VkCommandBuffer cb, VkQueryPool timestamps, uint32_t f
                  {all_stages, all_access});
   if (timestamps) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, first_query);
   const Pipeline* bound = nullptr;
-  const auto skipped = skipped_labels();
-  const auto step_labels = skipped.empty() ? std::vector<std::string>{} : labels();
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
-    if (!skipped.empty() && is_skipped(skipped, step_labels[i])) {
-      if (timestamps)
-        vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, first_query + 1 + static_cast<uint32_t>(i));
-      continue;
-    }
-    if (i > 0) barrier_before(wide ? all_stages : writers, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, needs(step));
+    if (i > 0) barrier_before(writers, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, needs(step));
     switch (step.kind) {
       case Kind::Dispatch:
         if (step.pipeline != bound) {

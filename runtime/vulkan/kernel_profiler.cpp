@@ -7,14 +7,13 @@
 
 namespace gptoss::vk {
 
-std::unique_ptr<KernelProfiler> KernelProfiler::from_environment(const Context& ctx, uint32_t queries) {
-  const char* flag = std::getenv("GPTOSS_VK_PROFILE");
-  if (!flag || std::string(flag).empty() || std::string(flag) == "0") return nullptr;
-  if (!ctx.info().compute_timestamps) {
-    std::fprintf(stderr, "GPTOSS_VK_PROFILE: %s cannot write timestamps on its compute queue\n", ctx.info().name.c_str());
-    return nullptr;
-  }
-  return std::make_unique<KernelProfiler>(ctx, queries, std::string(flag) == "submit" ? Scope::Submits : Scope::Steps);
+std::unique_ptr<KernelProfiler> KernelProfiler::create(const Context& ctx, uint32_t queries,
+                                                       runtime::VulkanTuning::Profile profile) {
+  using Profile = runtime::VulkanTuning::Profile;
+  if (profile == Profile::Off) return nullptr;
+  if (!ctx.info().compute_timestamps)
+    throw std::runtime_error("profiling kernels: " + ctx.info().name + " cannot write timestamps on its compute queue");
+  return std::make_unique<KernelProfiler>(ctx, queries, profile == Profile::Submits ? Scope::Submits : Scope::Steps);
 }
 
 KernelProfiler::KernelProfiler(const Context& ctx, uint32_t queries, Scope scope)

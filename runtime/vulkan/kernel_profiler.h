@@ -1,16 +1,17 @@
 #pragma once
-// GPU time per kernel, from timestamps written after every step of the recorded command buffers.
-// Enabled by GPTOSS_VK_PROFILE=1 in the environment (gptoss-run --engine vulkan then prints the
-// table on stderr at exit); off, it costs nothing. The steps are separated by barriers, so each
-// step's time is its own execution plus the barrier drain before it. GPTOSS_VK_PROFILE=submit
-// times each command buffer as a whole instead (two timestamps per submit, so the per-step
-// timestamps' own cost, ~7% of decode on the H100, is not in it): the GPU's time per token, which
-// against the wall time per token says how long the GPU waits on the host between submits.
+// GPU time per kernel, from timestamps written after every step of the recorded command buffers
+// (VulkanTuning::Profile::Steps; the tools' --profile prints the table the engine's diagnostics()
+// give); off, it costs nothing. The steps are separated by barriers, so each step's time is its own
+// execution plus the barrier drain before it. Profile::Submits times each command buffer as a
+// whole instead (two timestamps per submit, so the per-step timestamps' own cost, several percent
+// of decode, is not in it): the GPU's time per token, which against the wall time per token says
+// how long the GPU waits on the host between submits.
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/engine.h"
 #include "runtime/vulkan/dispatch_list.h"
 #include "runtime/vulkan/vulkan_context.h"
 
@@ -19,9 +20,9 @@ namespace gptoss::vk {
 class KernelProfiler {
  public:
   enum class Scope { Steps, Submits };
-  // Null when GPTOSS_VK_PROFILE is unset (or 0) or the queue cannot write timestamps; Submits
-  // for GPTOSS_VK_PROFILE=submit, Steps for any other value.
-  static std::unique_ptr<KernelProfiler> from_environment(const Context& ctx, uint32_t queries);
+  // Null for Profile::Off; throws std::runtime_error when the device's compute queue cannot write
+  // timestamps.
+  static std::unique_ptr<KernelProfiler> create(const Context& ctx, uint32_t queries, runtime::VulkanTuning::Profile profile);
   KernelProfiler(const Context& ctx, uint32_t queries, Scope scope = Scope::Steps);
   ~KernelProfiler();
   KernelProfiler(const KernelProfiler&) = delete;

@@ -1,8 +1,6 @@
 #include "runtime/vulkan/kernels.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -42,91 +40,90 @@ std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
 }  // namespace
 
 namespace {
-// Whether environment variable `name` is set to something (an empty value counts as unset).
-bool set_in_environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value && *value;
+// A tuning field's value: `value` where set (non-zero), within 1 .. most, else an error naming the
+// field; `fallback` where it is 0.
+uint32_t tuned(uint32_t value, uint32_t fallback, const char* field, uint32_t most) {
+  if (value == 0) return fallback;
+  if (value > most)
+    throw std::invalid_argument(std::string("VulkanTuning::") + field + " " + std::to_string(value) +
+                                " is outside 1.." + std::to_string(most));
+  return value;
 }
 
-// The comma-separated numbers of environment variable `name`: the knobs that compare kernel
-// shapes on a device without rebuilding (docs/vulkan-engine.md). `defaults` where it is unset or
-// empty; otherwise exactly defaults.size() numbers, the i-th within 1 .. most[i], or an error
-// naming the variable and what it expects.
-std::vector<uint32_t> numbers_from_environment(const char* name, const char* expected,
-                                               std::vector<uint32_t> defaults, const std::vector<uint32_t>& most) {
-  const char* value = std::getenv(name);
-  if (!value || !*value) return defaults;
-  const std::string_view text(value);
-  std::vector<uint32_t> numbers;
-  bool ok = true;
-  for (size_t at = 0; ok && at <= text.size();) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    uint32_t n = 0;
-    const auto [end, error] = std::from_chars(text.data() + at, text.data() + comma, n);
-    ok = error == std::errc{} && end == text.data() + comma && numbers.size() < most.size() && n >= 1 &&
-         n <= most[numbers.size()];
-    numbers.push_back(n);
-    at = comma + 1;
-  }
-  if (!ok || numbers.size() != most.size()) {
-    std::string bounds;
-    for (uint32_t m : most) bounds += (bounds.empty() ? "1.." : ",1..") + std::to_string(m);
-    throw std::invalid_argument(std::string(name) + "=" + value + ": expected " + expected + " within " + bounds);
-  }
-  return numbers;
+// A group of tuning fields set together or not at all: their values, or `fallback`.
+std::vector<uint32_t> tuned_group(const std::vector<uint32_t>& values, std::vector<uint32_t> fallback,
+                                  const char* fields, const std::vector<uint32_t>& most) {
+  const bool any = std::any_of(values.begin(), values.end(), [](uint32_t v) { return v != 0; });
+  if (!any) return fallback;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i] == 0 || values[i] > most[i]) {
+      std::string bounds;
+      for (uint32_t m : most) bounds += (bounds.empty() ? "1.." : ",1..") + std::to_string(m);
+      throw std::invalid_argument(std::string("VulkanTuning::") + fields + " are set together, within " + bounds);
+    }
+  return values;
 }
 
-Kernels::ExpertShape expert_shape_from_environment() {
+Kernels::ExpertShape expert_shape_of(const runtime::VulkanTuning& t) {
   const Kernels::ExpertShape d;
-  const auto v = numbers_from_environment("GPTOSS_VK_EXPERT", "mlp1_outputs,mlp1_batch,mlp2_outputs,mlp2_batch",
-                                          {d.mlp1_outputs, d.mlp1_batch, d.mlp2_outputs, d.mlp2_batch},
-                                          {EXPERT_MAX_OUTPUTS, EXPERT_MAX_BATCH, EXPERT_MAX_OUTPUTS, EXPERT_MAX_BATCH});
+  const auto v = tuned_group({t.mlp1_outputs, t.mlp1_batch, t.mlp2_outputs, t.mlp2_batch},
+                             {d.mlp1_outputs, d.mlp1_batch, d.mlp2_outputs, d.mlp2_batch},
+                             "mlp1_outputs, mlp1_batch, mlp2_outputs and mlp2_batch",
+                             {EXPERT_MAX_OUTPUTS, EXPERT_MAX_BATCH, EXPERT_MAX_OUTPUTS, EXPERT_MAX_BATCH});
   return {v[0], v[1], v[2], v[3]};
 }
 
-std::optional<Kernels::MatvecShape> matvec_shape_from_environment() {
-  if (!set_in_environment("GPTOSS_VK_MATVEC")) return std::nullopt;
-  const Kernels::MatvecShape d;
-  const auto v = numbers_from_environment("GPTOSS_VK_MATVEC", "rows_per_subgroup,loads_per_row", {d.rows, d.batch},
-                                          {MATVEC_MAX_ROWS, MATVEC_MAX_BATCH});
+std::optional<Kernels::MatvecShape> matvec_shape_of(const runtime::VulkanTuning& t) {
+  if (t.matvec_rows == 0 && t.matvec_loads == 0) return std::nullopt;
+  const auto v = tuned_group({t.matvec_rows, t.matvec_loads}, {}, "matvec_rows and matvec_loads",
+                             {MATVEC_MAX_ROWS, MATVEC_MAX_BATCH});
   return Kernels::MatvecShape{v[0], v[1]};
 }
 
-// Decode's Q8_0 products through integer dot products: where the device says its packed signed
-// 4x8-bit form is accelerated (elsewhere, as on lavapipe, it may be emulated slower than the float
-// decoding); GPTOSS_VK_INT_DOT=1 wherever the device has it (how the tests run it on lavapipe), 0 never.
-bool integer_dot_from_environment(const DeviceInfo& info) {
-  const char* value = std::getenv("GPTOSS_VK_INT_DOT");
-  if (!value) return info.integer_dot_product && info.integer_dot_product_accelerated;
-  const std::string_view v(value);
-  if (v != "0" && v != "1")
-    throw std::invalid_argument(std::string("GPTOSS_VK_INT_DOT=") + value + ": expected 0 or 1");
-  return v == "1" && info.integer_dot_product;
-}
-
-uint32_t probe() {
-  const char* value = std::getenv("GPTOSS_VK_PROBE");
-  return value ? static_cast<uint32_t>(std::atoi(value)) : 0u;
+// Decode's Q8_0 products through integer dot products: Auto where the device says its packed
+// signed 4x8-bit form is accelerated (elsewhere, as on lavapipe, it may be emulated slower than the
+// float decoding); On wherever the device has it (how the tests run it on lavapipe); Off never.
+bool integer_dot_of(const runtime::VulkanTuning& t, const DeviceInfo& info) {
+  switch (t.integer_dot) {
+    case runtime::VulkanTuning::IntegerDot::On: return info.integer_dot_product;
+    case runtime::VulkanTuning::IntegerDot::Off: return false;
+    case runtime::VulkanTuning::IntegerDot::Auto: break;
+  }
+  return info.integer_dot_product && info.integer_dot_product_accelerated;
 }
 }  // namespace
 
-Kernels::Kernels(const Context& ctx)
+Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
     : ctx_(ctx),
-      expert_shape_(expert_shape_from_environment()),
-      matvec_shape_(matvec_shape_from_environment()),
-      integer_dot_product_(integer_dot_from_environment(ctx.info())) {}
+      expert_shape_(expert_shape_of(tuning)),
+      matvec_shape_(matvec_shape_of(tuning)),
+      integer_dot_product_(integer_dot_of(tuning, ctx.info())),
+      split_cap_(tuned(tuning.attention_splits, abi::kDefaultAttentionSplits, "attention_splits", abi::kAttentionSplits)),
+      fixed_splits_(tuning.attention_splits != 0),
+      heads_asked_(tuned(tuning.attention_heads, abi::kDefaultAttentionHeads, "attention_heads",
+                         abi::kMaxAttentionGroupValues)),
+      fixed_heads_(tuning.attention_heads != 0),
+      range_keys_(tuned(tuning.attention_range, DECODE_ATTENTION_SIZE, "attention_range", DECODE_ATTENTION_SIZE)),
+      key_lanes_asked_(tuned(tuning.attention_key_lanes, 2, "attention_key_lanes", 2)),
+      gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
-static_assert(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_STAGES) <= 49152 &&
-                  COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_STAGES) <= 49152,
+static_assert(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES) <= 49152 &&
+                  COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES) <= 49152,
               "cooperative GEMM tiles over 48 KiB of shared memory");
+
+static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
+                  static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Split) == abi::COOP_SPLIT &&
+                  static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Precise) == abi::COOP_PRECISE,
+              "VulkanTuning::GemmPrecision and the shaders' COOP_* differ");
 
 bool Kernels::cooperative() const {
   // The cooperative tiles' shared memory is fixed at build time; a device that allows less per
   // workgroup (NVIDIA: 48 KiB) would fail pipeline creation, so it takes the portable kernels.
-  constexpr uint32_t shared_bytes = std::max(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_STAGES),
-                                             COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_STAGES));
+  constexpr uint32_t shared_bytes =
+      std::max(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES),
+               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES));
   return !force_portable_ && ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32 &&
          shared_bytes <= ctx_.info().max_shared_memory;
 }
@@ -166,12 +163,10 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
     const bool mlp2 = shader == "expert_mlp2";
     const uint32_t specialization[] = {ctx_.info().subgroup_size,
                                        encoding.value_or(0),
-                                       ctx_.split_cooperative_inputs() ? 1u : 0u,
+                                       gemm_precision_,
                                        shape.m,
                                        shape.n,
                                        shape.k,
-                                       ctx_.fp4_decode(),
-                                       probe(),
                                        mlp2 ? expert_shape_.mlp2_outputs : expert_shape_.mlp1_outputs,
                                        mlp2 ? expert_shape_.mlp2_batch : expert_shape_.mlp1_batch,
                                        attention.heads,
@@ -237,41 +232,13 @@ std::optional<uint32_t> cache_encoding(const Kernels::AttentionShape& s) {
 }
 }  // namespace
 
-// Read once: the engine sizes its scratch by them.
-uint32_t Kernels::attention_split_cap() {
-  static const uint32_t cap = numbers_from_environment("GPTOSS_VK_ATTN_SPLITS", "the most key ranges per KV head",
-                                                       {abi::kDefaultAttentionSplits}, {abi::kAttentionSplits})[0];
-  return cap;
-}
-
-namespace {
-uint32_t attention_heads_asked() {
-  static const uint32_t most = numbers_from_environment("GPTOSS_VK_ATTN_HEADS", "the most query heads per workgroup",
-                                                        {abi::kDefaultAttentionHeads}, {abi::kMaxAttentionGroupValues})[0];
-  return most;
-}
-}  // namespace
-
-bool Kernels::attention_heads_from_environment() {
-  attention_heads_asked();  // checks the value where it is set
-  return set_in_environment("GPTOSS_VK_ATTN_HEADS");
-}
-
 uint32_t Kernels::largest_divisor_within(uint32_t group, uint32_t most) {
   uint32_t heads = std::max<uint32_t>(1, std::min(group, most));
   while (group % heads != 0) --heads;
   return heads;
 }
 
-uint32_t Kernels::attention_heads_per_workgroup(uint32_t group) {
-  return largest_divisor_within(group, attention_heads_asked());
-}
-
-uint32_t Kernels::attention_range_keys() {
-  static const uint32_t keys = numbers_from_environment("GPTOSS_VK_ATTN_RANGE", "the fewest keys per range",
-                                                        {DECODE_ATTENTION_SIZE}, {DECODE_ATTENTION_SIZE})[0];
-  return keys;
-}
+uint32_t Kernels::attention_heads_per_workgroup(uint32_t group) const { return largest_divisor_within(group, heads_asked_); }
 
 uint32_t Kernels::decode_attention_resident(const AttentionShape& s) const {
   if (attention_key_lanes(s) == 2) return DECODE_ATTENTION_PAIRED_GROUPS_PER_SM;
@@ -279,19 +246,17 @@ uint32_t Kernels::decode_attention_resident(const AttentionShape& s) const {
 }
 
 uint32_t Kernels::attention_key_lanes(const AttentionShape& s) const {
-  static const uint32_t asked =
-      numbers_from_environment("GPTOSS_VK_ATTN_KEY_LANES", "lanes per key", {2}, {2})[0];
   // A key row's 16-byte words (f16 rows in 8-byte quads where head_dim is not a multiple of 8)
   // split evenly over the lanes, and a subgroup's block keeps a multiple of 4 keys.
   const uint32_t words = s.cache_encoding == abi::ENC_F16 && s.head_dim % 8 == 0 ? s.head_dim / 8 : s.head_dim / 4;
   const bool fits = ctx_.info().subgroup_shuffle && words % 2 == 0 && (ctx_.info().subgroup_size / 2) % 4 == 0;
-  return asked == 2 && fits ? 2 : 1;
+  return key_lanes_asked_ == 2 && fits ? 2 : 1;
 }
 
-uint32_t Kernels::decode_attention_splits(const AttentionShape& s) {
+uint32_t Kernels::decode_attention_splits(const AttentionShape& s) const {
   const uint32_t keys = s.window ? std::min(s.window, s.slots) : s.slots;
   // Ranges of at least attention_range_keys() keys, at most the cap.
-  return std::clamp<uint32_t>(ceil_div(keys, attention_range_keys()), 1, attention_split_cap());
+  return std::clamp<uint32_t>(ceil_div(keys, range_keys_), 1, split_cap_);
 }
 
 uint32_t Kernels::attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits,
@@ -300,7 +265,7 @@ uint32_t Kernels::attention_wave_splits(uint32_t columns, uint32_t multiprocesso
   return std::clamp<uint32_t>(multiprocessors * resident / columns, 1, splits);
 }
 
-uint64_t Kernels::decode_attention_partials(const AttentionShape& s) {
+uint64_t Kernels::decode_attention_partials(const AttentionShape& s) const {
   return uint64_t{s.heads} * decode_attention_splits(s) * (s.head_dim + 2);
 }
 
@@ -310,9 +275,9 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
   check_attention_shape("attention_decode", s);
   const uint32_t group = s.heads / s.kv_heads;
   const uint32_t per_workgroup = part.heads_per_workgroup ? part.heads_per_workgroup : attention_heads_per_workgroup(group);
-  // GPTOSS_VK_ATTN_SPLITS, where set, is the cap as given; else the ranges fill the device once.
+  // VulkanTuning::attention_splits, where set, is the cap as given; else the ranges fill the device once.
   const uint32_t resident = decode_attention_resident(s);
-  const uint32_t splits = set_in_environment("GPTOSS_VK_ATTN_SPLITS")
+  const uint32_t splits = fixed_splits_
                               ? decode_attention_splits(s)
                               : attention_wave_splits(s.heads / per_workgroup, ctx_.info().multiprocessors,
                                                       decode_attention_splits(s), resident);
@@ -323,12 +288,12 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
           limit("workgroup columns", s.heads / per_workgroup, ">", kCounters));
   const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
                                       sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
-                                      splits, s.scale,         s.concentration, attention_range_keys(), group,
+                                      splits, s.scale,         s.concentration, range_keys_, group,
                                       part.max_keys};
   const AttentionConstants constants{per_workgroup, s.head_dim, attention_key_lanes(s)};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
-                                                     : std::clamp<uint32_t>(ceil_div(part.max_keys, attention_range_keys()), 1, splits);
+                                                     : std::clamp<uint32_t>(ceil_div(part.max_keys, range_keys_), 1, splits);
   list.dispatch(pipeline("attention_decode", sizeof args, cache_encoding(s), constants), args, s.heads / per_workgroup, rows);
 }
 

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <utility>
 
+#include "runtime/engine.h"
 #include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/dispatch_list.h"
 #include "runtime/vulkan/vulkan_context.h"
@@ -24,7 +25,9 @@ using Address = uint64_t;
 
 class Kernels {
  public:
-  explicit Kernels(const Context& ctx);
+  // `tuning`'s kernel shapes and switches (runtime/engine.h); throws std::invalid_argument naming
+  // a field outside the limits its kernel is written for.
+  explicit Kernels(const Context& ctx, const runtime::VulkanTuning& tuning = {});
   const Context& context() const { return ctx_; }
 
   // x[t] = table row tokens[t], t < count.
@@ -49,30 +52,30 @@ class Kernels {
   // many workgroups per KV head as the layer's most keys (its window, or its cache slots) fill, at
   // most the cap; the kernel uses as many as the keys at the step's position fill. Merged with the
   // sinks into target.
-  static uint32_t decode_attention_splits(const AttentionShape& shape);
-  static uint32_t attention_split_cap();  // kDefaultAttentionSplits, or GPTOSS_VK_ATTN_SPLITS
+  uint32_t decode_attention_splits(const AttentionShape& shape) const;
+  uint32_t attention_split_cap() const { return split_cap_; }  // kDefaultAttentionSplits, or the tuning's
   // The ranges a dispatch of `columns` workgroups per range row uses: at most `splits`, and where
   // the device says how many multiprocessors it has, no more rows than fill them once (`resident`
   // workgroups each at the kernel's registers: DECODE_ATTENTION_*GROUPS_PER_SM): a second wave
-  // repeats a workgroup's whole chain of loads and merges (8 ranges instead of 17 at 4096 keys: +6%
-  // tokens/s on the H100, run 36; with an f16 cache 8 instead of 4: +2.8%, run 54).
+  // repeats a workgroup's whole chain of loads and merges (faster on the H100 with either cache
+  // type: 1d04c87, 51b6520).
   static uint32_t attention_wave_splits(uint32_t columns, uint32_t multiprocessors, uint32_t splits,
                                         uint32_t resident = 1);
-  static uint32_t attention_range_keys();  // DECODE_ATTENTION_SIZE, or GPTOSS_VK_ATTN_RANGE
-  // Lanes per key in decode attention's score loop: 2 (GPTOSS_VK_ATTN_KEY_LANES=1 takes one) where
-  // the device shuffles within subgroups and the shape splits evenly, else 1. Two lanes hold half a
-  // key row each, so a row in flight takes half the registers: with an f32 cache two workgroups fit
-  // an SM instead of one (HF tg128 @ d4096 315.0-317.7 -> 327.6-331.1 tokens/s on the H100, run 95).
+  uint32_t attention_range_keys() const { return range_keys_; }  // DECODE_ATTENTION_SIZE, or the tuning's
+  // Lanes per key in decode attention's score loop: 2 (the tuning may ask for one) where the device
+  // shuffles within subgroups and the shape splits evenly, else 1. Two lanes hold half a key row
+  // each, so a row in flight takes half the registers: with an f32 cache two workgroups fit an SM
+  // instead of one (8f1ad56).
   uint32_t attention_key_lanes(const AttentionShape& shape) const;
   // Decode attention's workgroups per multiprocessor at its registers (DECODE_ATTENTION_*GROUPS_PER_SM).
   uint32_t decode_attention_resident(const AttentionShape& shape) const;
   // Query heads per workgroup of a KV head's `group`: the largest divisor of the group within
-  // GPTOSS_VK_ATTN_HEADS, or within kDefaultAttentionHeads (the engine's shape beyond one range).
-  static uint32_t attention_heads_per_workgroup(uint32_t group);
-  static bool attention_heads_from_environment();  // GPTOSS_VK_ATTN_HEADS is set
+  // the tuning's attention_heads, or within kDefaultAttentionHeads (the engine's shape beyond one range).
+  uint32_t attention_heads_per_workgroup(uint32_t group) const;
+  bool attention_heads_fixed() const { return fixed_heads_; }  // the tuning sets attention_heads
   // The largest divisor of a KV head's `group` of query heads that is at most `most`.
   static uint32_t largest_divisor_within(uint32_t group, uint32_t most);
-  static uint64_t decode_attention_partials(const AttentionShape& shape);  // floats
+  uint64_t decode_attention_partials(const AttentionShape& shape) const;  // floats
   // Query heads per workgroup (0: attention_heads_per_workgroup) and the most keys at the step's
   // position the dispatch is made for (its rows of ranges; beyond them it returns at once).
   struct AttentionPart {
@@ -156,7 +159,7 @@ class Kernels {
   struct MatvecShape {
     uint32_t rows = MATVEC_DEFAULT_ROWS, batch = MATVEC_DEFAULT_BATCH;
   };
-  // The shape of the matvec of a matrix of `rows` in `encoding`: GPTOSS_VK_MATVEC where set, else
+  // The shape of the matvec of a matrix of `rows` in `encoding`: the tuning's where set, else
   // matvec_shape_for(rows, ...) on this device with the loads its decoding leaves room for.
   MatvecShape matvec_shape(uint32_t rows, uint32_t encoding = abi::ENC_BF16) const;
   // Rows per subgroup: the fewest from MATVEC_DEFAULT_ROWS up to MATVEC_WAVE_ROWS whose workgroups
@@ -170,8 +173,7 @@ class Kernels {
                                       uint32_t wave_loads = MATVEC_WAVE_LOADS);
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
-  // The Q8_0 decode products through integer dot products (matvec_int_dot) where the device says
-  // they are accelerated; GPTOSS_VK_INT_DOT=1 wherever it has them, 0 the float decoding (matvec).
+  // The Q8_0 decode products through integer dot products (matvec_int_dot): VulkanTuning::integer_dot.
   bool integer_dot_product() const { return integer_dot_product_; }
   // Whether a matvec of weights in `encoding` takes matvec_int_dot.
   bool matvec_int_dot(uint32_t encoding) const { return encoding == abi::ENC_Q8_0 && integer_dot_product_; }
@@ -196,8 +198,15 @@ class Kernels {
   const Context& ctx_;
   bool force_portable_ = false;
   ExpertShape expert_shape_;
-  std::optional<MatvecShape> matvec_shape_;  // GPTOSS_VK_MATVEC
+  std::optional<MatvecShape> matvec_shape_;  // the tuning's matvec_rows, matvec_loads
   bool integer_dot_product_;
+  uint32_t split_cap_;
+  bool fixed_splits_;
+  uint32_t heads_asked_;
+  bool fixed_heads_;
+  uint32_t range_keys_;
+  uint32_t key_lanes_asked_;
+  uint32_t gemm_precision_;  // abi::COOP_* (VulkanTuning::GemmPrecision in the same order)
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 

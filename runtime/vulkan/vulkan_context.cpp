@@ -186,7 +186,7 @@ std::vector<DeviceInfo> Context::list_devices() {
   return infos;
 }
 
-std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
+std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index, ContextOptions options) {
   std::unique_ptr<Context> ctx(new Context());
   Instance instance;
   const auto devices = instance.devices();
@@ -221,12 +221,7 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
     throw std::runtime_error("Vulkan: " + info.name + " lacks bufferDeviceAddress, which the engine's kernels need");
   if (!info.subgroup_arithmetic)
     throw std::runtime_error("Vulkan: " + info.name + " lacks subgroup arithmetic in compute shaders, which the engine's kernels need");
-  const char* no_coopmat = std::getenv("GPTOSS_VK_NO_COOPMAT");
-  ctx->coopmat_disabled_ = no_coopmat && std::string(no_coopmat) != "0";
-  const char* split = std::getenv("GPTOSS_VK_COOP_SPLIT");
-  ctx->coopmat_split_ = !split || std::string(split) != "0";
-  const char* fp4 = std::getenv("GPTOSS_VK_FP4");
-  ctx->fp4_decode_ = fp4 && std::string(fp4) == "table" ? 0u : 1u;
+  ctx->coopmat_disabled_ = !options.cooperative_matrix;
   vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &ctx->memory_);
 
   const float priority = 1.0f;
@@ -263,8 +258,7 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index) {
   }
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  const char* stats = std::getenv("GPTOSS_VK_PIPELINE_STATS");
-  if (stats && std::string(stats) != "0" &&
+  if (options.pipeline_statistics &&
       has_extension(ctx->physical_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
     executable.pipelineExecutableInfo = VK_TRUE;
     *chain_end = &executable;

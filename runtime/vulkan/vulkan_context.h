@@ -94,7 +94,7 @@ class Pipeline {
   uint32_t push_bytes() const { return push_bytes_; }
   const std::string& name() const { return name_; }
   // The driver's statistics of the compiled kernel (registers, spills, shared memory...) as
-  // "name=value" pairs, when the context captures them (GPTOSS_VK_PIPELINE_STATS=1 and
+  // "name=value" pairs, when the context captures them (ContextOptions::pipeline_statistics and
   // VK_KHR_pipeline_executable_properties); empty otherwise.
   std::string statistics() const;
 
@@ -107,6 +107,14 @@ class Pipeline {
   VkPipeline pipeline_ = VK_NULL_HANDLE;
 };
 
+// Without `cooperative_matrix` the cooperative-matrix kernels are off (the portable ones run:
+// VulkanTuning::cooperative_matrix); `pipeline_statistics` captures the driver's statistics of
+// every pipeline where the device can (VulkanTuning::pipeline_statistics).
+struct ContextOptions {
+  bool cooperative_matrix = true;
+  bool pipeline_statistics = false;
+};
+
 class Context {
  public:
   // Every physical device the Vulkan loader offers, in its order (the indices --device takes).
@@ -114,7 +122,8 @@ class Context {
   // Device `device_index`, or, without one, a discrete GPU when there is one, else the first
   // device with a compute queue. Throws std::runtime_error with the reason when none is usable
   // (no compute queue, no buffer device addresses, no subgroup arithmetic).
-  static std::unique_ptr<Context> create(std::optional<uint32_t> device_index = std::nullopt);
+  static std::unique_ptr<Context> create(std::optional<uint32_t> device_index = std::nullopt,
+                                         ContextOptions options = {});
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -127,16 +136,9 @@ class Context {
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const;
   // Bytes of device memory the live Buffers of this context hold.
   uint64_t allocated_bytes() const { return allocated_.load(); }
-  // GPTOSS_VK_NO_COOPMAT=1 in the environment turns the cooperative-matrix kernels off (the
-  // portable ones run instead), to compare the two on one device.
+  // The device has cooperative matrices and Options::cooperative_matrix left them on.
   bool use_cooperative_matrix() const { return info_.cooperative_matrix.has_value() && !coopmat_disabled_; }
-  // Cooperative-matrix GEMMs feed A as two f16 parts (hi + lo: about f32 accuracy, twice the
-  // products); GPTOSS_VK_COOP_SPLIT=0 feeds one f16 part.
-  bool split_cooperative_inputs() const { return coopmat_split_; }
   bool captures_pipeline_statistics() const { return pipeline_statistics_; }
-  // How kernels decode MXFP4 codes (shaders/common.glsl FP4_*): 1, f16 bit placement (default);
-  // GPTOSS_VK_FP4=table (0) to compare.
-  uint32_t fp4_decode() const { return fp4_decode_; }
 
   // Records with `record`, submits once and waits (set-up work and tests).
   void run_once(const std::function<void(VkCommandBuffer)>& record) const;
@@ -155,9 +157,7 @@ class Context {
   VkPhysicalDeviceMemoryProperties memory_{};
   DeviceInfo info_;
   bool coopmat_disabled_ = false;
-  bool coopmat_split_ = true;
   bool pipeline_statistics_ = false;
-  uint32_t fp4_decode_ = 1;
   mutable std::atomic<uint64_t> allocated_{0};
   friend class Buffer;
 };

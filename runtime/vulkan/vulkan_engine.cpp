@@ -97,8 +97,8 @@ struct VulkanEngine::Device {
   // range on every layer (position + 1 <= attention_range_keys()), Long beyond. A decode step's
   // command buffer holds those of its position's reach.
   enum class AttentionReach { Short, Long };
-  static AttentionReach reach_at(uint64_t position) {
-    return position + 1 <= Kernels::attention_range_keys() ? AttentionReach::Short : AttentionReach::Long;
+  AttentionReach reach_at(uint64_t position) const {
+    return position + 1 <= kernels->attention_range_keys() ? AttentionReach::Short : AttentionReach::Long;
   }
   // The host writes the next submit's tokens and step state to host-visible staging; the command
   // buffer's first step copies them to device memory, so kernels never read across the bus.
@@ -117,7 +117,8 @@ struct VulkanEngine::Device {
   // the observer's stage copies.
   std::unique_ptr<Buffer> logits, logits_readback, stages;
   uint32_t logits_rows = 0, stage_rows = 0;
-  std::unique_ptr<KernelProfiler> profiler;  // GPTOSS_VK_PROFILE=1
+  runtime::VulkanTuning tuning;
+  std::unique_ptr<KernelProfiler> profiler;  // tuning.profile
 
   struct Recorded {
     VkCommandBuffer cb = VK_NULL_HANDLE;
@@ -134,7 +135,6 @@ struct VulkanEngine::Device {
   ~Device() {
     if (!ctx) return;
     vkDeviceWaitIdle(ctx->device());
-    if (profiler) std::fprintf(stderr, "Vulkan kernel times on %s:\n%s", ctx->info().name.c_str(), profiler->report().c_str());
     profiler.reset();
     if (fence) vkDestroyFence(ctx->device(), fence, nullptr);
     free_recorded();
@@ -294,7 +294,7 @@ void VulkanEngine::Device::allocate_scratch() {
   uint64_t shared_floats =
       std::max<uint64_t>(Kernels::expert_mlp2_partials(c.hidden_size, c.experts_per_token), 2 * ARGMAX_GROUPS);
   for (uint32_t l = 0; l < c.num_layers; ++l)
-    shared_floats = std::max(shared_floats, Kernels::decode_attention_partials(shape_of(l)));
+    shared_floats = std::max(shared_floats, kernels->decode_attention_partials(shape_of(l)));
   shared_partials = floats(shared_floats);
   // The largest GEMM input: tokens x hidden, x q_rows, or tokens * k x intermediate (in halves).
   const uint64_t halves = n * std::max({uint64_t{c.hidden_size}, uint64_t{c.q_rows()}, k * c.intermediate_size});
@@ -339,19 +339,16 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
     kernels->attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(),
                               inv_freq->address(), step->address(), w.sinks->address(), attn->address(), shared, part);
   };
-  if (Kernels::attention_heads_from_environment()) return attend({0, UINT32_MAX});  // one shape, to compare
+  if (kernels->attention_heads_fixed()) return attend({0, UINT32_MAX});  // one shape, to compare
   // A decode step's command buffer holds one shape per layer, by its position's reach. Short (the
   // keys fit one range): one query head per workgroup, eight times the workgroups of a KV head's,
-  // each with an eighth of the work (the kernel's chain is latency, not bandwidth: +15% tokens/s at
-  // 128 tokens on the H100, docs/vulkan-engine.md; two heads there: 343.3 against 355.0, run 59).
-  // Long: on every layer workgroups of up to two query heads, each reading its KV head's cache once
-  // for them, in as many ranges as fill the device once (Kernels::attention_wave_splits): at 4096
-  // keys two heads in 4 ranges beat four in 8 by 5% (run 41); and the sliding layers, their window
-  // full, take two heads too: tg128 @ d4096 328.4 against 322.8 with one (f16 cache), 318.2 against
-  // 309.7 (f32; run 59, one process each; an A/B of two processes each against the previous two
-  // dispatches per layer: +0.7% with f32, within noise with f16, run 61). The short shape still
-  // bounds its keys (past them it returns), so it never computes at a position it was not made for.
-  const uint32_t group = shape.heads / shape.kv_heads, short_keys = Kernels::attention_range_keys();
+  // each with an eighth of the work: the kernel's chain is latency-bound, not bandwidth-bound, so
+  // more and shorter workgroups finish sooner. Long: on every layer workgroups of up to two query
+  // heads, each reading its KV head's cache once for them, in as many ranges as fill the device
+  // once (Kernels::attention_wave_splits); the sliding layers, their window full, take two heads
+  // too (51b6520 and the measurements in its notes). The short shape still bounds its keys (past
+  // them it returns), so it never computes at a position it was not made for.
+  const uint32_t group = shape.heads / shape.kv_heads, short_keys = kernels->attention_range_keys();
   if (reach == AttentionReach::Short) return attend({1, short_keys});
   attend({Kernels::largest_divisor_within(group, abi::kDefaultAttentionHeads), UINT32_MAX});
 }
@@ -476,7 +473,7 @@ const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, 
   auto& r = recorded[key];
   if (r.cb) return r;
   const DispatchList list = build(count, rows, observed, greedy, reach);
-  if (!profiler) profiler = KernelProfiler::from_environment(*ctx, 64 + 16 * config.num_layers);
+  if (!profiler) profiler = KernelProfiler::create(*ctx, 64 + 16 * config.num_layers, tuning.profile);
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   info.commandPool = ctx->command_pool();
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -492,26 +489,15 @@ const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, 
 
 // Polls the fence for up to kSpin (20 ms) before sleeping in vkWaitForFences: a decode step takes a
 // few milliseconds, and a sleeping wait wakes tens of microseconds after the GPU is done, which the
-// next step's submit waits for (tg128 348 -> 357 tokens/s, tg128 @ d4096 304 -> 313 on the H100,
-// run 49; CUDA's default synchronization spins too). Longer work (a prefill chunk) sleeps after
-// that. GPTOSS_VK_WAIT=block sleeps at once, =spin never does (to compare).
+// next step's submit waits for (e435c95 measured the gain; CUDA's default synchronization spins
+// too). Longer work (a prefill chunk) sleeps after that.
 void VulkanEngine::Device::wait_for(VkFence done) const {
-  enum class Wait { SpinThenBlock, Spin, Block };
-  static const Wait mode = [] {
-    const std::string value = std::getenv("GPTOSS_VK_WAIT") ? std::getenv("GPTOSS_VK_WAIT") : "";
-    if (value.empty()) return Wait::SpinThenBlock;
-    if (value == "spin") return Wait::Spin;
-    if (value == "block") return Wait::Block;
-    throw std::invalid_argument("GPTOSS_VK_WAIT=" + value + ": expected spin or block");
-  }();
   constexpr auto kSpin = std::chrono::milliseconds(20);
-  if (mode != Wait::Block) {
-    const auto deadline = std::chrono::steady_clock::now() + kSpin;
-    VkResult status;
-    while ((status = vkGetFenceStatus(ctx->device(), done)) == VK_NOT_READY)
-      if (mode == Wait::SpinThenBlock && std::chrono::steady_clock::now() > deadline) break;
-    if (status != VK_NOT_READY) return check(status, "vkGetFenceStatus");
-  }
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  VkResult status;
+  while ((status = vkGetFenceStatus(ctx->device(), done)) == VK_NOT_READY)
+    if (std::chrono::steady_clock::now() > deadline) break;
+  if (status != VK_NOT_READY) return check(status, "vkGetFenceStatus");
   check(vkWaitForFences(ctx->device(), 1, &done, VK_TRUE, UINT64_MAX), "vkWaitForFences");
 }
 
@@ -529,7 +515,10 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOpt
                            std::shared_ptr<Context> ctx)
     : device_(std::make_unique<Device>()) {
   Device& d = *device_;
-  d.ctx = ctx ? std::move(ctx) : std::shared_ptr<Context>(Context::create(options.device_index));
+  d.tuning = options.vulkan;
+  d.ctx = ctx ? std::move(ctx)
+              : std::shared_ptr<Context>(Context::create(
+                    options.device_index, {options.vulkan.cooperative_matrix, options.vulkan.pipeline_statistics}));
   d.config = model.config;
   const auto& c = d.config;
   d.eps = static_cast<float>(c.rms_norm_eps);
@@ -540,7 +529,7 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOpt
   const bool batched = Kernels::prefill_attention_supports(c.num_heads, c.num_kv_heads, c.head_dim);
   d.chunk = batched ? std::clamp<uint32_t>(options.prefill_chunk, 1, d.capacity) : 1;
   d.kv_cache = options.kv_cache;
-  d.kernels = std::make_unique<Kernels>(*d.ctx);
+  d.kernels = std::make_unique<Kernels>(*d.ctx, options.vulkan);
   d.check_memory(model);
   d.upload_weights(model);
   d.allocate_scratch();
@@ -549,7 +538,7 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOpt
   // Record the decode steps (both reaches where the context holds them) and a full prefill chunk
   // now: their launchers check every kernel's limits before the first token, and neither a
   // prompt's first chunk nor the step past the short reach waits for pipelines.
-  for (const uint64_t position : {uint64_t{0}, uint64_t{Kernels::attention_range_keys()}}) {
+  for (const uint64_t position : {uint64_t{0}, uint64_t{d.kernels->attention_range_keys()}}) {
     if (position >= d.capacity) break;
     d.get(1, LogitRows::Last, false, position);
     d.get(1, LogitRows::Last, false, position, true);
@@ -564,6 +553,18 @@ const DeviceInfo& VulkanEngine::device() const { return device_->ctx->info(); }
 std::string VulkanEngine::device_description() const { return device().name + " (" + device().driver + ")"; }
 uint64_t VulkanEngine::capacity() const { return device_->capacity; }
 uint64_t VulkanEngine::device_memory_bytes() const { return device_->ctx->allocated_bytes(); }
+
+std::string VulkanEngine::diagnostics() const {
+  const Device& d = *device_;
+  std::string out;
+  if (d.profiler) out += "Vulkan kernel times on " + d.ctx->info().name + ":\n" + d.profiler->report();
+  if (d.tuning.pipeline_statistics) {
+    const std::string stats = d.kernels->pipeline_statistics();
+    out += stats.empty() ? "pipeline statistics: " + d.ctx->info().name + " does not report them\n"
+                         : "pipeline statistics:\n" + stats;
+  }
+  return out;
+}
 
 uint32_t VulkanEngine::run_forward_greedy(std::span<const uint32_t> tokens) {
   Device& d = *device_;

@@ -43,6 +43,8 @@ class VulkanEngine final : public runtime::Engine {
   uint64_t capacity() const override;
   void reset() override { position_ = 0; }
   uint64_t device_memory_bytes() const override;
+  // The kernel profile (VulkanTuning::profile) and the pipelines' statistics, as asked.
+  std::string diagnostics() const override;
 
  private:
   void run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,

@@ -71,6 +71,8 @@ BenchResult sample_result() {
   r.device = "NVIDIA H100 (NVIDIA 580.1)";
   r.device_memory_bytes = 1ull << 30;
   r.kv_cache = "f16";
+  r.variant = "portable";
+  r.tuning = "coopmat=off";
   r.test = {TestKind::Prefill, 100, 7};
   r.decode_output = "logits";
   r.test_time = "2026-11-24T00:00:00Z";
@@ -97,6 +99,8 @@ TEST(BenchReport, JsonHasLlamaBenchFieldsAndEverySample) {
   EXPECT_EQ(j["engine"], "vulkan");
   EXPECT_EQ(j["type_k"], "f16");
   EXPECT_EQ(j["type_v"], "f16");
+  EXPECT_EQ(j["variant"], "portable");
+  EXPECT_EQ(j["tuning"], "coopmat=off");
   // A whole document, streamed or not, is one array.
   const auto all = nlohmann::json::parse(render_all(OutputFormat::Json, {sample_result(), sample_result()}));
   ASSERT_EQ(all.size(), 2u);
@@ -150,12 +154,13 @@ TEST(BenchReport, MarkdownTableAsLlamaBench) {
   std::getline(in, header);
   std::getline(in, rule);
   std::getline(in, row);
-  for (const char* title : {"| model ", " size |", " params |", "| backend ", "| device ", " dev mem |", "| kv ", " test |", " t/s |"})
+  for (const char* title :
+       {"| model ", " size |", " params |", "| backend ", "| device ", " dev mem |", "| kv ", "| variant ", " test |", " t/s |"})
     EXPECT_NE(header.find(title), std::string::npos) << title << " in " << header;
-  EXPECT_EQ(std::count(rule.begin(), rule.end(), '|'), 10);
+  EXPECT_EQ(std::count(rule.begin(), rule.end(), '|'), 11);
   EXPECT_NE(rule.find("-:"), std::string::npos);  // numbers right-aligned
   for (const char* cell : {"| gpt-oss 21B Q8_0 + MXFP4 ", " 3.00 GiB |", " 20.91 B |", "| Vulkan ", " 1.00 GiB |", "| f16 |",
-                           " pp100 @ d7 |", " 75.00 ± 35.36 |"})
+                           "| portable ", " pp100 @ d7 |", " 75.00 ± 35.36 |"})
     EXPECT_NE(row.find(cell), std::string::npos) << cell << " in " << row;
   // Cells are padded to the header's widths (in characters: "±" is one).
   auto characters = [](const std::string& s) { return std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }); };

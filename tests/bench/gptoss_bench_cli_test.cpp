@@ -38,6 +38,15 @@ bool vulkan_usable() {
   return false;
 }
 
+// Each (arguments, message): gptoss-bench refuses the arguments with exit status 2 and the message.
+void expect_refusals(const std::vector<std::pair<std::string, std::string>>& refusals) {
+  for (const auto& [arguments, message] : refusals) {
+    const auto r = run_command("(" + bench() + " " + arguments + " -q 2>&1 >/dev/null)");
+    EXPECT_EQ(r.exit_code, 2) << arguments;
+    EXPECT_NE(r.output.find(message), std::string::npos) << arguments << ": " << r.output;
+  }
+}
+
 // The samples of every test, the counts asked for, the model's counts.
 void expect_json_results(const nlohmann::json& results, const std::vector<std::string>& tests, size_t repetitions,
                          const std::string& engine) {
@@ -126,6 +135,27 @@ TEST(GptossBenchCli, VulkanOnTheDevice) {
   }
 }
 
+// Models x KV cache types x variants in one process, each result naming its kv, variant and tuning.
+TEST(GptossBenchCli, EveryCombinationOfCachesAndVariantsIsOneNamedResult) {
+  if (!vulkan_usable()) GTEST_SKIP() << "no usable Vulkan device: install Mesa's lavapipe (mesa-vulkan-drivers)";
+  const auto r = run_stdout("synth:a -p 4 -n 0 -r 1 -o json --kv-cache f32,f16 --no-coopmat --variant base: "
+                            "--variant ranges:attention_splits=4,int_dot=off");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto results = nlohmann::json::parse(r.output);
+  ASSERT_EQ(results.size(), 4u) << r.output;
+  const std::pair<const char*, const char*> expected[] = {{"f32", "base"}, {"f32", "ranges"}, {"f16", "base"}, {"f16", "ranges"}};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(results[i]["type_k"], expected[i].first);
+    EXPECT_EQ(results[i]["variant"], expected[i].second);
+    // The options' tuning under every variant, the variant's keys on top.
+    EXPECT_EQ(results[i]["tuning"], i % 2 == 0 ? "coopmat=off" : "coopmat=off,int_dot=off,attention_splits=4");
+  }
+  expect_refusals({{"synth:a --variant nameless -p 4 -n 0 -r 1", "--variant nameless: expected NAME:KEYS"},
+                   {"synth:a --variant a:x=1 -p 4 -n 0 -r 1", "unknown key x"},
+                   {"synth:a --variant a: --variant a: -p 4 -n 0 -r 1", "--variant a is given twice"},
+                   {"synth:a --engine cpu --variant a:", "--variant sets how the Vulkan engine computes"}});
+}
+
 TEST(GptossBenchCli, AFailingEngineIsAClearErrorAndTheDocumentStillParses) {
   // No Vulkan driver at all: the engine cannot be made.
   const auto no_driver = run_command("(VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json " + bench() +
@@ -136,19 +166,14 @@ TEST(GptossBenchCli, AFailingEngineIsAClearErrorAndTheDocumentStillParses) {
   const auto document = run_stdout("synth:a --engine cpu -p 4 -n 0 -r 1 -o json -m synth:7b");
   EXPECT_EQ(document.exit_code, 2);
   EXPECT_EQ(nlohmann::json::parse(document.output).size(), 1u) << document.output;  // synth:a's result, then the error
-  for (const auto& [arguments, message] : std::vector<std::pair<std::string, std::string>>{
-           {"synth:7b", "unknown model spec \"synth:7b\""},
+  expect_refusals({{"synth:7b", "unknown model spec \"synth:7b\""},
            {"synth:a --engine cpu --device 0", "--device picks a Vulkan device"},
            {"synth:a --engine cpu -d 131000", "the largest test needs 131512 positions"},
            {"synth:a --engine cpu -p 0 -n 0", "no test to run"},
            {"synth:a --engine cpu -r 0", "-r 0 runs no repetition"},
            {"synth:a --engine cpu -n 0 --greedy", "--greedy changes decode tests"},
            {"synth:a --engine cpu --save out.txt", "--save out.txt: the file name must end in .md, .json or .csv"},
-           {"--engine cpu", "give a model"}}) {
-    const auto r = run_command("(" + bench() + " " + arguments + " -q 2>&1 >/dev/null)");
-    EXPECT_EQ(r.exit_code, 2) << arguments;
-    EXPECT_NE(r.output.find(message), std::string::npos) << arguments << ": " << r.output;
-  }
+           {"--engine cpu", "give a model"}});
 }
 
 }  // namespace

@@ -97,17 +97,27 @@ TEST_P(VulkanEngineParity, EveryStageMatchesTheCpuEngine) {
 
 INSTANTIATE_TEST_SUITE_P(GoldenPrompts, VulkanEngineParity, ::testing::Values("harmony", "long"));
 
-// The golden Q8_0 GGUF: every dense matrix is Q8_0 on the device, decoded inside the kernels.
-TEST(VulkanEngineQ8, GoldenQ8GgufMatchesTheCpuEngine) {
+// The golden Q8_0 GGUF: every dense matrix is Q8_0 on the device, decoded inside the kernels; its
+// decode products as the device's default takes them and through integer dot products wherever the
+// device has them (lavapipe has them, not accelerated: by default it decodes to floats).
+class VulkanEngineQ8 : public ::testing::TestWithParam<runtime::VulkanTuning::IntegerDot> {
+ protected:
+  runtime::EngineOptions options() const {
+    runtime::EngineOptions o;
+    o.max_context = 64;
+    o.vulkan.integer_dot = GetParam();
+    return o;
+  }
+};
+
+TEST_P(VulkanEngineQ8, GoldenQ8GgufMatchesTheCpuEngine) {
   GOLDENS_OR_SKIP();
   VULKAN_OR_SKIP();
   const auto model = load_model(*goldens / "a" / "model-q8_0.gguf");
   ASSERT_EQ(model.get(TensorRole::AttnQ, 0).dtype, DType::Q8_0);
   const auto ids = golden_prompt_ids(*goldens, "harmony");
   cpu::CpuEngine cpu_engine(model);
-  runtime::EngineOptions options;
-  options.max_context = 64;
-  vk::VulkanEngine vulkan_engine(model, options, ctx);
+  vk::VulkanEngine vulkan_engine(model, options(), ctx);
   Stages cpu_stages, vk_stages;
   const auto cpu_logits = run_traced(cpu_engine, ids, cpu_stages);
   const auto vk_logits = run_traced(vulkan_engine, ids, vk_stages);
@@ -121,18 +131,15 @@ TEST(VulkanEngineQ8, GoldenQ8GgufMatchesTheCpuEngine) {
 }
 
 // Decode steps of the Q8_0 GGUF (one token through the cache: its dense products in the decode
-// matvec, through integer dot products where the device's default or GPTOSS_VK_INT_DOT=1 takes
-// them; ctest runs this suite again with it) against the CPU engine's rows.
-TEST(VulkanEngineQ8, DecodeStepsMatchTheCpuEngine) {
+// matvec) against the CPU engine's rows.
+TEST_P(VulkanEngineQ8, DecodeStepsMatchTheCpuEngine) {
   GOLDENS_OR_SKIP();
   VULKAN_OR_SKIP();
   const auto model = load_model(*goldens / "a" / "model-q8_0.gguf");
   const auto ids = golden_prompt_ids(*goldens, "long");
   ASSERT_GE(ids.size(), 12u);
   cpu::CpuEngine cpu_engine(model);
-  runtime::EngineOptions options;
-  options.max_context = 64;
-  vk::VulkanEngine engine(model, options, ctx);
+  vk::VulkanEngine engine(model, options(), ctx);
   const size_t vocab = engine.vocab_size(), prompt = 6;
   const auto cpu_all = cpu_engine.forward(ids, runtime::LogitRows::All);  // row t predicts t + 1
   EXPECT_TRUE(engine.forward(std::span(ids).first(prompt), runtime::LogitRows::None).empty());
@@ -142,6 +149,10 @@ TEST(VulkanEngineQ8, DecodeStepsMatchTheCpuEngine) {
     EXPECT_LE(max_abs_diff(decoded, logit_row(cpu_all, prompt + step, vocab)), 1e-3f) << "decode step " << step;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(IntegerDot, VulkanEngineQ8,
+                         ::testing::Values(runtime::VulkanTuning::IntegerDot::Auto, runtime::VulkanTuning::IntegerDot::On),
+                         [](const auto& p) { return p.param == runtime::VulkanTuning::IntegerDot::On ? "on" : "auto"; });
 
 TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
   GOLDENS_OR_SKIP();
@@ -181,14 +192,18 @@ TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
 // position: while the keys fit attention_range_keys() and beyond. Steps on either side of the
 // edge (a full layer's keys from 254 to 259) against the CPU engine: a step past the edge run with
 // the short shape's recording would leave a full layer's attention output unwritten (that shape
-// returns beyond its keys).
-TEST(VulkanEngineKvCache, DecodeStepsAcrossTheEdgeOfTheShortAttentionShape) {
+// returns beyond its keys). With the default lanes per key in decode attention and with one.
+class VulkanEngineAttentionEdge : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(VulkanEngineAttentionEdge, DecodeStepsAcrossTheEdgeOfTheShortAttentionShape) {
   GOLDENS_OR_SKIP();
   VULKAN_OR_SKIP();
   auto& engines = preset_a_engines(ctx);
-  auto& engine = engines.vulkan;
+  runtime::EngineOptions options;
+  options.vulkan.attention_key_lanes = GetParam();
+  vk::VulkanEngine engine(engines.model, options, ctx);
   const auto prompt = golden_prompt_ids(*goldens, "random");
-  const size_t edge = vk::Kernels::attention_range_keys(), first = edge - 3, steps = 6, vocab = engine.vocab_size();
+  const size_t edge = vk::Kernels(*ctx).attention_range_keys(), first = edge - 3, steps = 6, vocab = engine.vocab_size();
   std::vector<uint32_t> ids;
   while (ids.size() < first + steps) ids.push_back(prompt[ids.size() % prompt.size()]);
   engines.cpu.reset();
@@ -210,6 +225,9 @@ TEST(VulkanEngineKvCache, DecodeStepsAcrossTheEdgeOfTheShortAttentionShape) {
   const auto row = logit_row(cpu_rows, steps - 1, vocab);
   EXPECT_EQ(token, static_cast<uint32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
 }
+
+INSTANTIATE_TEST_SUITE_P(KeyLanes, VulkanEngineAttentionEdge, ::testing::Values(0u, 1u),
+                         [](const auto& p) { return p.param == 0 ? std::string("defaults") : "one_lane_per_key"; });
 
 // An f16 KV cache (EngineOptions::kv_cache): the Vulkan engine against the CPU engine with the same
 // cache. Both round every key and value to f16 as they store it, so they agree far more closely than

@@ -1,5 +1,5 @@
-// KernelProfiler (GPTOSS_VK_PROFILE): per step, each labelled step of a command buffer gets its own
-// time; per submit (GPTOSS_VK_PROFILE=submit), the command buffer as a whole gets one.
+// KernelProfiler (VulkanTuning::profile): per step, each labelled step of a command buffer gets its
+// own time; per submit, the command buffer as a whole gets one.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,6 +8,9 @@
 
 #include "runtime/vulkan/kernel_profiler.h"
 #include "runtime/vulkan/kernels.h"
+#include "runtime/vulkan/vulkan_engine.h"
+#include "convert/model_io.h"
+#include "tests/test_support.h"
 #include "tests/vulkan/vulkan_test_support.h"
 
 namespace gptoss::test {
@@ -55,31 +58,41 @@ TEST(VulkanProfiler, StepsTimeEachLabelledStepAndSubmitsTheWholeCommandBuffer) {
       EXPECT_EQ(labels, std::vector<std::string>{"test submit"});
       EXPECT_NEAR(total_ms(report, "test submit", 3), all, 1e-3) << report;
     }
-    EXPECT_EQ(std::getenv("GPTOSS_VK_PROFILE"), nullptr);  // the scope came from the constructor alone
   }
   vk::KernelProfiler too_small(*ctx, 2, Scope::Steps);  // two steps need three timestamps
   EXPECT_THROW(too_small.record(VK_NULL_HANDLE, list, "test "), std::logic_error);
 }
 
-TEST(VulkanProfiler, EnvironmentChoosesTheScope) {
+TEST(VulkanProfiler, TheTuningChoosesTheScope) {
+  VULKAN_OR_SKIP();
+  using Profile = runtime::VulkanTuning::Profile;
+  EXPECT_EQ(vk::KernelProfiler::create(*ctx, 4, Profile::Off), nullptr);
+  if (!ctx->info().compute_timestamps) {
+    EXPECT_THROW(vk::KernelProfiler::create(*ctx, 4, Profile::Steps), std::runtime_error);
+    GTEST_SKIP() << ctx->info().name << " writes no timestamps on its compute queue";
+  }
+  EXPECT_EQ(vk::KernelProfiler::create(*ctx, 4, Profile::Steps)->scope(), Scope::Steps);
+  EXPECT_EQ(vk::KernelProfiler::create(*ctx, 4, Profile::Submits)->scope(), Scope::Submits);
+}
+
+// The engine's diagnostics: the profile's table when asked, nothing otherwise.
+TEST(VulkanProfiler, EngineDiagnosticsHoldTheProfileWhenAsked) {
   VULKAN_OR_SKIP();
   if (!ctx->info().compute_timestamps) GTEST_SKIP() << ctx->info().name << " writes no timestamps on its compute queue";
-  struct Case {
-    const char* value;
-    bool on;
-    Scope scope;
-  };
-  for (const Case& c : {Case{"1", true, Scope::Steps}, Case{"submit", true, Scope::Submits}, Case{"0", false, Scope::Steps},
-                        Case{"", false, Scope::Steps}}) {
-    SCOPED_TRACE(std::string("GPTOSS_VK_PROFILE=") + c.value);
-    setenv("GPTOSS_VK_PROFILE", c.value, 1);
-    const auto profiler = vk::KernelProfiler::from_environment(*ctx, 4);
-    unsetenv("GPTOSS_VK_PROFILE");
-    ASSERT_EQ(profiler != nullptr, c.on);
-    if (profiler) {
-      EXPECT_EQ(profiler->scope(), c.scope);
-    }
-  }
+  const auto model = load_model(preset_a_checkpoint() / "hf");
+  const uint32_t ids[] = {1, 2, 3};
+  runtime::EngineOptions options;
+  options.max_context = 8;
+  vk::VulkanEngine quiet(model, options, ctx);
+  quiet.forward(ids);
+  EXPECT_EQ(quiet.diagnostics(), "");
+  options.vulkan.profile = runtime::VulkanTuning::Profile::Steps;
+  vk::VulkanEngine profiled(model, options, ctx);
+  profiled.forward(ids);
+  const std::string report = profiled.diagnostics();
+  EXPECT_NE(report.find("Vulkan kernel times on " + ctx->info().name), std::string::npos) << report;
+  EXPECT_GT(total_ms(report, "all", 0), 0.0) << report;
+  EXPECT_NE(report.find("| prefill embed"), std::string::npos) << report;
 }
 
 }  // namespace

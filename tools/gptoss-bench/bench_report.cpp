@@ -48,6 +48,8 @@ nlohmann::ordered_json result_json(const BenchResult& r) {
   j["device_memory_bytes"] = r.device_memory_bytes;
   j["type_k"] = r.kv_cache;  // llama-bench's names; one type for both here
   j["type_v"] = r.kv_cache;
+  j["variant"] = r.variant;
+  j["tuning"] = r.tuning;
   j["load_seconds"] = r.load_seconds;
   j["test"] = r.test.name();
   j["n_prompt"] = r.test.n_prompt();
@@ -80,7 +82,8 @@ struct Column {
 };
 constexpr Column kColumns[] = {{"model", 30, false}, {"size", 10, true},    {"params", 10, true},
                                {"backend", 7, false}, {"device", 40, false}, {"dev mem", 10, true},
-                               {"kv", 3, false},      {"test", 15, true},   {"t/s", 20, true}};
+                               {"kv", 3, false},      {"variant", 10, false}, {"test", 15, true},
+                               {"t/s", 20, true}};
 
 std::string printf_string(const char* format, double value) {
   char buffer[64];
@@ -114,7 +117,8 @@ std::string markdown_row(const BenchResult& r) {
                         r.device_memory_bytes
                             ? printf_string("%.2f GiB", static_cast<double>(r.device_memory_bytes) / kGiB)
                             : "-",
-                        r.kv_cache, r.test.name(), printf_string("%.2f", rate.mean) + " ± " + printf_string("%.2f", rate.stddev)});
+                        r.kv_cache, r.variant.empty() ? "-" : r.variant, r.test.name(),
+                        printf_string("%.2f", rate.mean) + " ± " + printf_string("%.2f", rate.stddev)});
 }
 
 std::string markdown_header() {

@@ -14,6 +14,7 @@
 #include "formats/core/atomic_file.h"
 #include "runtime/engine.h"
 #include "tools/common/cli_options.h"
+#include "tools/common/vulkan_options.h"
 #include "tools/common/tool_main.h"
 #include "tools/gptoss-bench/bench_report.h"
 #include "tools/gptoss-bench/bench_tests.h"
@@ -36,6 +37,10 @@ constexpr const char* kDescription =
     "t/s is the mean ± sample standard deviation of the runs' tokens per second. Tokens are ids from\n"
     "a fixed-seed generator over the vocabulary. -p, -n, -d take lists (-p 512,1024 or -p 512 -p 1024);\n"
     "0 skips that kind of test. Tests run for every depth: prefill tests first, then decode tests.\n"
+    "Several models, KV cache types (--kv-cache f32,f16) and Vulkan variants (--variant NAME:KEYS, the\n"
+    "keys of --tuning on top of the options: --variant portable:coopmat=off --variant splits8:attention_splits=8;\n"
+    "NAME: alone is the options' engine) run in one process, every combination, each result named by\n"
+    "its kv, variant and tuning.\n"
     "\n"
     "size: bytes of the model's tensors in the encoding it holds them in. params: elements of every\n"
     "tensor, an MXFP4 expert tensor counting 2 parameters per byte of blocks and none for its scales\n"
@@ -49,8 +54,11 @@ struct Options {
   std::vector<std::string> models;
   std::vector<uint64_t> prompt_sizes = {512}, gen_sizes = {128}, depths = {0};
   uint32_t repetitions = 5;
-  std::string engine = "vulkan", output = "md", kv_cache = "f32";
+  std::string engine = "vulkan", output = "md";
+  std::vector<std::string> kv_caches = {"f32"};
+  std::vector<std::string> variants;  // NAME:KEYS (--variant); none: the options' tuning alone
   std::optional<uint32_t> device;
+  gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...
   std::vector<std::string> saves;
   bool no_warmup = false, greedy = false, quiet = false;
 };
@@ -107,16 +115,41 @@ std::vector<std::pair<std::string, OutputFormat>> save_files(const Options& o) {
   return files;
 }
 
-void check_options(const Options& o, const std::vector<BenchTest>& tests) {
+void check_options(const CLI::App& app, const Options& o, const std::vector<BenchTest>& tests) {
   if (o.models.empty()) throw std::invalid_argument("give a model (MODEL... or -m MODEL)");
   if (tests.empty()) throw std::invalid_argument("no test to run: -p and -n are all 0");
   if (o.repetitions == 0) throw std::invalid_argument("-r 0 runs no repetition: give -r 1 or more");
   gptoss::refuse_device_unless_vulkan(o.device, o.engine);
+  gptoss::refuse_vulkan_options_unless_vulkan(app, o.engine == "vulkan");
   const bool any_decode = std::any_of(tests.begin(), tests.end(), [](const BenchTest& t) { return t.kind == TestKind::Decode; });
   if (o.greedy && !any_decode) throw std::invalid_argument("--greedy changes decode tests and -n 0 runs none");
+  if (!o.variants.empty() && o.engine != "vulkan")
+    throw std::invalid_argument("--variant sets how the Vulkan engine computes, and --engine is " + o.engine);
 }
 
-void bench_model(const Options& o, const std::string& path, const std::vector<BenchTest>& tests, Outputs& outputs) {
+// A --variant's name and its tuning (the options' tuning with its keys on top).
+struct Variant {
+  std::string name;
+  gptoss::runtime::VulkanTuning tuning;
+};
+std::vector<Variant> variants_of(const Options& o) {
+  if (o.variants.empty()) return {{"", o.vulkan}};
+  std::vector<Variant> all;
+  for (const auto& text : o.variants) {
+    const size_t colon = text.find(':');
+    if (colon == 0 || colon == std::string::npos)
+      throw std::invalid_argument("--variant " + text + ": expected NAME:KEYS (NAME: for the options' engine)");
+    Variant v{text.substr(0, colon), o.vulkan};
+    gptoss::apply_tuning(text.substr(colon + 1), v.tuning);
+    for (const auto& other : all)
+      if (other.name == v.name) throw std::invalid_argument("--variant " + v.name + " is given twice");
+    all.push_back(std::move(v));
+  }
+  return all;
+}
+
+void bench_model(const Options& o, const std::string& path, const std::string& kv_cache, const Variant& variant,
+                 const std::vector<BenchTest>& tests, Outputs& outputs) {
   const EngineKind kind = *gptoss::runtime::engine_kind_from_name(o.engine);
   const auto model = gptoss::load_model(path);
   const auto summary = summarize_model(model);
@@ -125,12 +158,14 @@ void bench_model(const Options& o, const std::string& path, const std::vector<Be
     throw std::invalid_argument("the largest test needs " + std::to_string(positions) + " positions (-d + -p or -n) and " +
                                 path + " holds " + std::to_string(model.config.max_position_embeddings));
   progress(o, path + ": " + summary.type + ", " + format_double("%.2f GiB", static_cast<double>(summary.size_bytes) / (1u << 30)) +
-                  "; making the " + o.engine + " engine for " + std::to_string(positions) + " positions");
+                  "; making the " + o.engine + " engine for " + std::to_string(positions) + " positions, " + kv_cache +
+                  " KV cache" + (variant.name.empty() ? "" : ", variant " + variant.name));
 
   gptoss::runtime::EngineOptions engine_options;
   engine_options.max_context = positions;
   engine_options.device_index = o.device;
-  engine_options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
+  if (kind == EngineKind::Vulkan) engine_options.vulkan = variant.tuning;
+  engine_options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(kv_cache);
   std::unique_ptr<gptoss::runtime::Engine> engine;
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -155,7 +190,9 @@ void bench_model(const Options& o, const std::string& path, const std::vector<Be
     r.engine = o.engine;
     r.backend = kind == EngineKind::Vulkan ? "Vulkan" : "CPU";
     r.device = engine->device_description();
-    r.kv_cache = o.kv_cache;
+    r.kv_cache = kv_cache;
+    r.variant = variant.name;
+    r.tuning = kind == EngineKind::Vulkan ? gptoss::tuning_text(variant.tuning) : "";
     r.cpu_info = cpu_info;
     r.load_seconds = load_seconds;
     r.test = test;
@@ -173,6 +210,7 @@ void bench_model(const Options& o, const std::string& path, const std::vector<Be
     r.device_memory_bytes = engine->device_memory_bytes();
     outputs.add(std::move(r));
   }
+  std::fputs(engine->diagnostics().c_str(), stderr);
 }
 
 }  // namespace
@@ -191,9 +229,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(gptoss::runtime::engine_kind_names()))
       ->capture_default_str();
   app.add_option("--device", o.device, "Vulkan device index (gptoss-run --list-devices lists them)");
-  app.add_option("--kv-cache", o.kv_cache, "the KV cache's type, keys and values alike: f32 or f16 (llama.cpp's -ctk/-ctv)")
+  gptoss::add_vulkan_options(app, o.vulkan);
+  app.add_option("--kv-cache", o.kv_caches,
+                 "the KV cache's types, keys and values alike: f32, f16 or both (f32,f16; llama.cpp's -ctk/-ctv)")
+      ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()))
       ->capture_default_str();
+  app.add_option("--variant", o.variants, "NAME:KEYS, a Vulkan variant to run too (repeatable; see above)");
   app.add_option("-o,--output", o.output, "format on stdout: md, json or csv")
       ->check(CLI::IsMember(output_format_names()))
       ->capture_default_str();
@@ -207,9 +250,12 @@ int main(int argc, char** argv) {
   return gptoss::report_errors("gptoss-bench", [&] {
     try {
       const auto tests = plan_tests(o.prompt_sizes, o.gen_sizes, o.depths);
-      check_options(o, tests);
+      check_options(app, o, tests);
       outputs.emplace(*output_format_from_name(o.output), save_files(o));
-      for (const auto& path : o.models) bench_model(o, path, tests, *outputs);
+      const auto variants = variants_of(o);
+      for (const auto& path : o.models)
+        for (const auto& kv_cache : o.kv_caches)
+          for (const auto& variant : variants) bench_model(o, path, kv_cache, variant, tests, *outputs);
       outputs->finish();
       return 0;
     } catch (const std::exception&) {

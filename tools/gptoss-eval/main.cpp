@@ -22,6 +22,7 @@
 #include "runtime/parity/trace_file.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/common/cli_options.h"
+#include "tools/common/vulkan_options.h"
 #include "tools/common/progress_bar.h"
 #include "tools/common/tool_main.h"
 #include "verify/canonical_digest.h"
@@ -63,6 +64,7 @@ struct Options {
   std::string kv_cache = "f32", reference_kv_cache;  // the candidates' KV cache type, the reference's (default: the same)
   uint32_t ctx = 512;
   std::optional<uint32_t> chunks, device;
+  gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...: every Vulkan engine of the run
   unsigned threads = 0;
   int level = 1;
   bool json_output = false;
@@ -91,6 +93,7 @@ void refuse_unhonoured(const CLI::App& app, const Options& o) {
   }
   const bool any_vulkan = o.engine_name == "vulkan" || o.reference_engine_name == "vulkan";
   if (o.device && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add --engine vulkan");
+  gptoss::refuse_vulkan_options_unless_vulkan(app, any_vulkan);
   if (o.save_logits.empty()) refuse_if_given(app, {"--level"}, "sets the zstd level of --save-logits");
 }
 
@@ -155,7 +158,10 @@ std::unique_ptr<gptoss::runtime::Engine> make_engine(const std::string& kind, co
   gptoss::runtime::EngineOptions options;
   options.max_context = o.ctx;
   options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(kv_cache);
-  if (engine_kind == EngineKind::Vulkan) options.device_index = o.device;  // the CPU engine takes none
+  if (engine_kind == EngineKind::Vulkan) {  // the CPU engine takes neither
+    options.device_index = o.device;
+    options.vulkan = o.vulkan;
+  }
   return gptoss::runtime::make_engine(engine_kind, m.model, options);
 }
 
@@ -243,6 +249,8 @@ int evaluate(const Options& o) {
   request.progress = [&](uint64_t done, uint64_t total) { bar.update(done, total); };
   const auto result = gptoss::eval::evaluate(request);
   bar.finish();
+  if (reference) std::fputs(reference->diagnostics().c_str(), stderr);
+  for (const auto& c : candidates) std::fputs(c->diagnostics().c_str(), stderr);
   if (writer) writer->commit();
 
   const double tokens_per_second = static_cast<double>(plan.evaluated_tokens()) / result.seconds;
@@ -333,6 +341,7 @@ int main(int argc, char** argv) {
   app.add_option("--reference-engine", o.reference_engine_name, "the reference's engine (default: --engine)")
       ->check(CLI::IsMember(engines));
   app.add_option("--device", o.device, "Vulkan device index (gptoss-run --list-devices)");
+  gptoss::add_vulkan_options(app, o.vulkan);
   app.add_option("--kv-cache", o.kv_cache, "the candidates' KV cache type: f32 or f16")
       ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()))
       ->capture_default_str();

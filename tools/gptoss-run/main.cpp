@@ -20,6 +20,7 @@
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "tools/common/cli_options.h"
+#include "tools/common/vulkan_options.h"
 #include "tools/common/tool_main.h"
 #include "tools/gptoss-run/generation.h"
 #include "tools/gptoss-run/token_display.h"
@@ -74,6 +75,7 @@ struct Options {
   bool json_output = false, no_default_stops = false, no_harmony = false, raw = false, show_reasoning = false;
   bool no_system = false, list_devices = false;
   std::optional<uint32_t> device;
+  gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...
   std::string kv_cache = "f32";  // every engine's KV cache type (--kv-cache)
   std::vector<std::string> parity_models;
   std::string refs_path, refs_prompt;
@@ -111,10 +113,12 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
                     "(gptoss-run MODEL --trace FILE --engine E) and compare them with gptoss-eval --compare-traces");
     const bool any_vulkan = std::count(o.parity_engines.begin(), o.parity_engines.end(), "vulkan") > 0;
     if (o.device && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add vulkan to --engines");
+    gptoss::refuse_vulkan_options_unless_vulkan(app, any_vulkan);
     return;
   }
   refuse_if_given(app, {"--decode-steps"}, "applies to --parity (and --engines); generation decodes with -n N");
   gptoss::refuse_device_unless_vulkan(o.device, o.engine_name);
+  gptoss::refuse_vulkan_options_unless_vulkan(app, o.engine_name == "vulkan");
   if (o.sampling.temperature <= 0)
     refuse_if_given(app, {"--top-k", "--top-p", "--min-p", "--seed"},
                     "has no effect under greedy decoding (--temperature 0, the default): give --temperature T > 0");
@@ -181,13 +185,18 @@ int parity(const Options& o) {
     for (const auto& name : o.parity_engines) {
       gptoss::runtime::EngineOptions options;
       options.max_context = std::max<size_t>(ids.size() + o.decode_steps, 1);
-      if (engine_kind(name) == EngineKind::Vulkan) options.device_index = o.device;  // --device: the vulkan column
+      if (engine_kind(name) == EngineKind::Vulkan) {  // --device and the tuning: the vulkan column
+        options.device_index = o.device;
+        options.vulkan = o.vulkan;
+      }
       options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
       const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
+      const auto print_diagnostics = [&] { std::fputs(engine->diagnostics().c_str(), stderr); };
       const std::string run_label = gptoss::engine_label(name, o.kv_cache) + ": " + label;
       traces.push_back(gptoss::parity::trace_engine(*engine, ids, run_label));
       if (o.decode_steps > 0)
         steps.push_back(gptoss::parity::trace_decode_steps(*engine, traces.back(), o.decode_steps, step_tokens, run_label));
+      print_diagnostics();
     }
   }
   if (!reference) {
@@ -281,8 +290,13 @@ int generate(const Options& o) {
   gptoss::runtime::EngineOptions options;
   options.max_context = prompt.size() + o.max_tokens;
   options.device_index = o.device;
+  if (engine_kind(o.engine_name) == EngineKind::Vulkan) options.vulkan = o.vulkan;
   options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
   const auto engine = gptoss::runtime::make_engine(engine_kind(o.engine_name), model, options);
+  struct PrintDiagnostics {  // at the end, however generation ends
+    const gptoss::runtime::Engine& engine;
+    ~PrintDiagnostics() { std::fputs(engine.diagnostics().c_str(), stderr); }
+  } print_diagnostics{*engine};
   if (engine->kind() == EngineKind::Vulkan) std::fprintf(stderr, "vulkan: %s\n", engine->device_description().c_str());
   // Prompt ids outside the vocabulary: Engine::forward refuses them, naming the id and its position.
 
@@ -392,6 +406,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(engines))
       ->capture_default_str();
   app.add_option("--device", o.device, "Vulkan device index (see --list-devices)");
+  gptoss::add_vulkan_options(app, o.vulkan);
   app.add_option("--kv-cache", o.kv_cache, "the KV cache's type, keys and values alike: f32 or f16 (half the memory)")
       ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()))
       ->capture_default_str();

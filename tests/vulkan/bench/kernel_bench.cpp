@@ -1,8 +1,8 @@
 // vulkan_kernel_bench: every engine kernel alone at the gpt-oss-20b shapes, timed with GPU
 // timestamps (median of repeated dispatches, weights rotated through copies larger than the L2 so
 // decode kernels read memory), with achieved TFLOP/s or GB/s, and each pipeline's register/spill
-// statistics where the driver reports them (GPTOSS_VK_PIPELINE_STATS=1). A measuring tool for
-// kernel work, not a test: ctest does not run it. Usage: vulkan_kernel_bench [repeats [sections]],
+// statistics where the driver reports them (--pipeline-stats). A measuring tool for kernel work,
+// not a test: ctest does not run it. Usage: vulkan_kernel_bench [repeats [sections]] [--tuning ...],
 // sections a comma list of prefill, decode (matvec: its dense products alone), attention, stream,
 // floor, hot (default the first three): a shape sweep times only the kernels it changes; stream and
 // floor time the bytes decode attention (stream) and the other decode kernels (floor) read, read
@@ -25,6 +25,7 @@
 #include "runtime/vulkan/kernels.h"
 #include "shaders/kernel_abi.h"
 #include "tests/vulkan/shaders/test_shader_registry.h"
+#include "tools/common/vulkan_options.h"
 
 namespace vk = gptoss::vk;
 using gptoss::DType;
@@ -157,11 +158,17 @@ struct StreamRead {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const uint32_t repeats = argc > 1 ? static_cast<uint32_t>(std::atoi(argv[1])) : 20;
-  const std::string sections = argc > 2 ? argv[2] : "prefill,decode,attention";
+  CLI::App app{"every engine kernel alone at the gpt-oss-20b shapes (see the source's first lines)"};
+  uint32_t repeats = 20;
+  std::string sections = "prefill,decode,attention";
+  gptoss::runtime::VulkanTuning tuning;
+  app.add_option("repeats", repeats, "timed dispatches per kernel")->capture_default_str();
+  app.add_option("sections", sections, "prefill, decode, attention, stream, floor, hot (comma list)")->capture_default_str();
+  gptoss::add_vulkan_options(app, tuning);
+  CLI11_PARSE(app, argc, argv);
   const auto timed = [&](const char* section) { return sections.find(section) != std::string::npos; };
-  auto ctx = vk::Context::create();
-  vk::Kernels kernels(*ctx);
+  auto ctx = vk::Context::create(std::nullopt, {tuning.cooperative_matrix, tuning.pipeline_statistics});
+  vk::Kernels kernels(*ctx, tuning);
   Bench bench{*ctx, kernels, repeats};
   std::printf("%s (%s), subgroup %u, cooperative matrix %s, integer dot product %s%s\n", ctx->info().name.c_str(),
               ctx->info().driver.c_str(), ctx->info().subgroup_size, kernels.cooperative() ? "on" : "off",
@@ -400,7 +407,7 @@ int main(int argc, char** argv) {
       for (uint32_t window : {0u, 128u}) {
         if (!timed("attention")) break;
         const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f, cache};
-        auto partials = device_floats(*ctx, std::vector<float>(vk::Kernels::decode_attention_partials(shape)));
+        auto partials = device_floats(*ctx, std::vector<float>(kernels.decode_attention_partials(shape)));
         auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
         double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
           kernels.attention_decode(l, shape, qkv->address(), kcs[i % 8]->address(), vcs[i % 8]->address(), f->address(),
@@ -422,10 +429,10 @@ int main(int argc, char** argv) {
       const vk::Kernels::AttentionShape full{64, 8, 64, 0, slots, 0.125f, 1.0f, vk::abi::ENC_F16};
       const uint32_t columns = 64 / vk::abi::kDefaultAttentionHeads;
       const uint32_t splits = vk::Kernels::attention_wave_splits(columns, ctx->info().multiprocessors,
-                                                                 vk::Kernels::decode_attention_splits(full),
+                                                                 kernels.decode_attention_splits(full),
                                                                  kernels.decode_attention_resident(full));
-      const uint32_t ranges = std::min(splits, (position + 1 + vk::Kernels::attention_range_keys() - 1) /
-                                                   vk::Kernels::attention_range_keys());
+      const uint32_t ranges = std::min(splits, (position + 1 + kernels.attention_range_keys() - 1) /
+                                                   kernels.attention_range_keys());
       for (const uint32_t groups : {columns * ranges, sms, 4 * sms}) {
         const double us = stream->time(bench, kcs, vcs, quads, groups);
         report(("stream f16 K+V @" + std::to_string(position) + ", " + std::to_string(groups) + " groups").c_str(), us,
