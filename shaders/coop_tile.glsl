@@ -109,17 +109,20 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
   }
 }
 // This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves;
-// with kSplitW also what f16 left out of each (v - hi, exact in f16 for Q8_0's d * q where it is
-// not below f16's normal range).
+// with kSplitW as hi (each value cut to f16's 11 significant bits by a mask, as split_halves cuts
+// A: exact in f16 within its normal range) and lo = v - hi (at most 8 significant bits of Q8_0's
+// d * q: exact in f16). The mask, not a round trip through packHalf2x16: NVIDIA's compiler folds
+// unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.
 void store_w32(uint stage, vec4 v[8]) {
   uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-    uvec4 hi = halves8(v[2u * i], v[2u * i + 1u]);
-    coop_shared[coop_w_at(stage) + at + i] = hi;
     if (kSplitW) {
-      vec4 lo_a = v[2u * i] - vec4(unpackHalf2x16(hi.x), unpackHalf2x16(hi.y));
-      vec4 lo_b = v[2u * i + 1u] - vec4(unpackHalf2x16(hi.z), unpackHalf2x16(hi.w));
-      coop_shared[coop_w_lo_at(stage) + at + i] = halves8(lo_a, lo_b);
+      vec4 h0 = uintBitsToFloat(floatBitsToUint(v[2u * i]) & uvec4(0xFFFFE000u));
+      vec4 h1 = uintBitsToFloat(floatBitsToUint(v[2u * i + 1u]) & uvec4(0xFFFFE000u));
+      coop_shared[coop_w_at(stage) + at + i] = halves8(h0, h1);
+      coop_shared[coop_w_lo_at(stage) + at + i] = halves8(v[2u * i] - h0, v[2u * i + 1u] - h1);
+    } else {
+      coop_shared[coop_w_at(stage) + at + i] = halves8(v[2u * i], v[2u * i + 1u]);
     }
   }
 }
