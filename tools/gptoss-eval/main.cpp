@@ -28,7 +28,6 @@
 
 namespace {
 
-using gptoss::engine_label;
 using gptoss::model_label;
 using gptoss::refuse_if_given;
 using gptoss::runtime::EngineKind;
@@ -190,6 +189,10 @@ int evaluate(const Options& o) {
 
   const std::string reference_engine = o.reference_engine_name.empty() ? o.engine_name : o.reference_engine_name;
   const std::string reference_kv_cache = o.reference_kv_cache.empty() ? o.kv_cache : o.reference_kv_cache;
+  auto engine_label = [](const std::string& engine, const std::string& kv_cache) {
+    return gptoss::runtime::engine_label(*gptoss::runtime::engine_kind_from_name(engine),
+                                         *gptoss::runtime::kv_cache_type_from_name(kv_cache));
+  };
   const std::string reference_label = engine_label(reference_engine, reference_kv_cache);
   const std::string candidate_label = engine_label(o.engine_name, o.kv_cache);
   gptoss::eval::EvaluationRequest request;

@@ -184,7 +184,7 @@ int parity(const Options& o) {
       if (engine_kind(name) == EngineKind::Vulkan) options.device_index = o.device;  // --device: the vulkan column
       options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
       const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
-      const std::string run_label = gptoss::engine_label(name, o.kv_cache) + ": " + label;
+      const std::string run_label = gptoss::runtime::engine_label(engine_kind(name), options.kv_cache) + ": " + label;
       traces.push_back(gptoss::parity::trace_engine(*engine, ids, run_label));
       if (o.decode_steps > 0)
         steps.push_back(gptoss::parity::trace_decode_steps(*engine, traces.back(), o.decode_steps, step_tokens, run_label));
