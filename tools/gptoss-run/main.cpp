@@ -16,6 +16,7 @@
 #include "runtime/engine.h"
 #include "runtime/harmony/harmony_messages.h"
 #include "runtime/parity/activation_trace.h"
+#include "runtime/parity/parity_run.h"
 #include "runtime/parity/trace_file.h"
 #include "runtime/sampler/sampler.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -160,47 +161,22 @@ int list_devices(bool json_output) {
 // ---- --parity ----
 
 int parity(const Options& o) {
-  std::optional<gptoss::parity::Trace> reference;
-  std::vector<uint32_t> ids;
+  gptoss::parity::ParityRequest request;
   if (!o.refs_path.empty()) {
     if (o.refs_prompt.empty()) throw std::invalid_argument("--refs needs --refs-prompt NAME");
-    const auto refs = gptoss::SafetensorsFile::open(o.refs_path);
-    reference = gptoss::parity::trace_from_refs(refs, o.refs_prompt, &ids);
+    request.reference = gptoss::parity::trace_from_refs(gptoss::SafetensorsFile::open(o.refs_path), o.refs_prompt, &request.prompt);
   } else if (!o.prompt_tokens.empty()) {
-    ids = gptoss::run::parse_token_list(o.prompt_tokens);
+    request.prompt = gptoss::run::parse_token_list(o.prompt_tokens);
   } else {
     throw std::invalid_argument("--parity needs --prompt-tokens or --refs");
   }
-  std::vector<gptoss::parity::Trace> traces, steps;
-  std::vector<uint32_t> step_tokens;  // the first run's greedy choices, fed to every run
-  std::vector<std::string> all = {o.model_path};
-  all.insert(all.end(), o.parity_models.begin(), o.parity_models.end());
-  for (const auto& path : all) {
-    const auto model = gptoss::load_model(path);
-    const std::string label = model_label(path);
-    for (const auto& name : o.parity_engines) {
-      gptoss::runtime::EngineOptions options;
-      options.max_context = std::max<size_t>(ids.size() + o.decode_steps, 1);
-      if (engine_kind(name) == EngineKind::Vulkan) options.device_index = o.device;  // --device: the vulkan column
-      options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
-      const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
-      const std::string run_label = gptoss::runtime::engine_label(engine_kind(name), options.kv_cache) + ": " + label;
-      traces.push_back(gptoss::parity::trace_engine(*engine, ids, run_label));
-      if (o.decode_steps > 0)
-        steps.push_back(gptoss::parity::trace_decode_steps(*engine, traces.back(), o.decode_steps, step_tokens, run_label));
-    }
-  }
-  if (!reference) {
-    reference = traces.front();
-    traces.erase(traces.begin());
-  }
-  std::printf("%zu prompt tokens\n%s", ids.size(), gptoss::parity::parity_table(*reference, traces).c_str());
-  if (!steps.empty()) {
-    const auto first = std::move(steps.front());
-    steps.erase(steps.begin());
-    std::printf("\n%zu decode steps after the prompt, every run fed %s's greedy tokens\n%s", first.stages.size(),
-                first.label.c_str(), gptoss::parity::decode_table(first, step_tokens, steps).c_str());
-  }
+  request.models = {o.model_path};
+  request.models.insert(request.models.end(), o.parity_models.begin(), o.parity_models.end());
+  for (const auto& name : o.parity_engines) request.engines.push_back(engine_kind(name));
+  request.options.device_index = o.device;  // the Vulkan runs'
+  request.options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
+  request.decode_steps = o.decode_steps;
+  std::fputs(gptoss::parity::parity_report(gptoss::parity::run_parity(request)).c_str(), stdout);
   return 0;
 }
 
