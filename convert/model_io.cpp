@@ -51,6 +51,10 @@ ModelFormat detect_input_format(const fs::path& path) {
                      "not a GGUF file, a model.bin or a safetensors checkpoint (unknown leading bytes)");
 }
 
+std::string model_label(const fs::path& path) {
+  return format_name(detect_input_format(path)) + " " + path.filename().string();
+}
+
 std::vector<fs::path> model_files(const fs::path& model_path) {
   if (is_synth_spec(model_path)) return {};  // generated as it is read: no files
   std::vector<fs::path> files;

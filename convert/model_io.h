@@ -25,6 +25,8 @@ std::optional<ModelFormat> detect_file_format(const std::filesystem::path& file)
 // Detects a folder as a safetensors checkpoint, a file by detect_file_format (FormatError naming
 // the magic when it is none of ours), a model spec by its name.
 ModelFormat detect_input_format(const std::filesystem::path& path);
+// "GGUF model-q8_0.gguf": the format and the file name, as tables and traces label a model.
+std::string model_label(const std::filesystem::path& path);
 
 // All files of a model: the shards of a safetensors checkpoint as its reader finds them
 // (find_checkpoint_shards) and the folder's *.json files, a GGUF and its split siblings, or a

@@ -21,6 +21,11 @@ const std::vector<std::string>& kv_cache_type_names() {
   return names;
 }
 
+std::string engine_label(EngineKind kind, KvCacheType kv_cache) {
+  const std::string engine(engine_kind_name(kind));
+  return kv_cache == KvCacheType::F32 ? engine : engine + " (" + std::string(kv_cache_type_name(kv_cache)) + " KV cache)";
+}
+
 std::string_view engine_kind_name(EngineKind kind) { return kKindNames.name(kind); }
 std::optional<EngineKind> engine_kind_from_name(std::string_view name) { return kKindNames.from_name(name); }
 const std::vector<std::string>& engine_kind_names() {

@@ -119,6 +119,10 @@ struct VulkanTuning {
   friend bool operator==(const VulkanTuning&, const VulkanTuning&) = default;
 };
 
+// "vulkan", or "vulkan (f16 KV cache)" where the cache is not the default f32: how tables, JSON and
+// traces name an engine.
+std::string engine_label(EngineKind kind, KvCacheType kv_cache);
+
 struct EngineOptions {
   // Positions the KV cache holds at most: forward refuses more. The Vulkan engine allocates them up
   // front; the CPU engine grows its cache as tokens arrive. Clamped to max_position_embeddings.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "runtime/tokenizer/tokenizer.h"
 #include "verify/sha256.h"
 
 namespace gptoss::eval {
@@ -39,6 +40,26 @@ std::string tokenizer_digest(const TokenizerData& tokenizer) {
     add_text(tokenizer.tokens[id]);
   }
   return hash.finish_hex();
+}
+
+TextTokens tokenize_text(std::span<const TokenizerData* const> tokenizers, std::span<const std::string> names,
+                         std::string_view text) {
+  TextTokens out;
+  std::optional<size_t> first;
+  for (size_t i = 0; i < tokenizers.size(); ++i) {
+    if (!tokenizers[i]) continue;
+    const std::string digest = tokenizer_digest(*tokenizers[i]);
+    if (!first) {
+      first = i;
+      out.tokenizer_digest = digest;
+    } else if (digest != out.tokenizer_digest) {
+      throw std::invalid_argument(names[i] + ": its tokenizer differs from " + names[*first] +
+                                  "'s (ordinary tokens or pre-tokenizer), so the text would not be the same tokens");
+    }
+  }
+  if (!first) throw std::invalid_argument("no model has a tokenizer to turn the text into tokens");
+  out.ids = Tokenizer(*tokenizers[*first]).encode(text, /*allow_special=*/false);
+  return out;
 }
 
 std::string sha256_of(std::span<const uint8_t> bytes) { return sha256_hex(bytes); }

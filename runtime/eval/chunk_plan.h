@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "convert/tokenizer_data.h"
@@ -36,6 +37,17 @@ ChunkPlan plan_chunks(size_t token_count, uint32_t ctx, std::optional<uint32_t> 
 // token's bytes in id order. Special tokens are left out: the text is encoded without them, and
 // formats keep different sets (model.bin keeps 16 of 21).
 std::string tokenizer_digest(const TokenizerData& tokenizer);
+
+// The text's ids (special tokens written in it as plain text) with the tokenizer that every model
+// holding one agrees on (tokenizer_digest), and that digest. `tokenizers[i]` is model i's (null:
+// none) and `names[i]` names it in the refusals: std::invalid_argument when two tokenizers differ
+// or no model has one.
+struct TextTokens {
+  std::vector<uint32_t> ids;
+  std::string tokenizer_digest;
+};
+TextTokens tokenize_text(std::span<const TokenizerData* const> tokenizers, std::span<const std::string> names,
+                         std::string_view text);
 
 // SHA-256 of the bytes, lowercase hex.
 std::string sha256_of(std::span<const uint8_t> bytes);

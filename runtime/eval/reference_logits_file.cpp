@@ -10,6 +10,7 @@
 #include "formats/core/float16.h"
 #include "formats/core/json_value.h"
 #include "formats/core/mapped_file.h"
+#include "verify/canonical_digest.h"
 
 namespace gptoss::eval {
 namespace {
@@ -197,12 +198,70 @@ void ReferenceLogitsReader::expect_end() const {
                            std::to_string(header_.scored_positions()) + " records the header promises");
 }
 
-void ReferenceLogitsReader::require(const std::string& field, const std::string& in_file, const std::string& in_run,
-                                    const std::string& what) const {
-  if (in_file == in_run) return;
-  throw_format_error(path_, field, std::nullopt,
-                     "the file holds the reference's distributions for " + what + " " + in_file + ", this run has " +
-                         in_run + ": refusing to compare against it");
+void ReferenceLogitsReader::require_compatible(const ReferenceLogitsHeader& run) const {
+  eval::require_compatible(path_, header_, run);
+}
+
+// ---- what makes a file this run's reference ----
+
+namespace {
+
+using Header = ReferenceLogitsHeader;
+// The file's value and the run's, as a refusal shows them: equal when they agree.
+using Shown = std::pair<std::string, std::string>;
+
+std::string shown(const std::string& value) { return value; }
+std::string shown(uint32_t value) { return std::to_string(value); }
+template <auto Field>
+Shown value_of(const Header& file, const Header& run) {
+  return {shown(file.*Field), shown(run.*Field)};
+}
+Shown ids_of(const Header& file, const Header& run) {
+  return file.tokens == run.tokens ? Shown{} : Shown{"other token ids", "these"};
+}
+
+struct CompatibilityRule {
+  const char* field;  // the header's JSON field, as the refusal names it
+  const char* what;   // the refusal's words for the value
+  Shown (*values)(const Header& file, const Header& run);
+};
+// In the order checked: the cheap and telling differences before the model's digest.
+constexpr CompatibilityRule kCompatibility[] = {
+    {"text.sha256", "the text with SHA-256", value_of<&Header::text_sha256>},
+    {"tokenizer.digest", "the tokenizer with digest", value_of<&Header::tokenizer_digest>},
+    {"chunking.ctx", "--ctx", value_of<&Header::ctx>},
+    {"chunking.chunks", "--chunks", value_of<&Header::chunks>},
+    {"model.vocab_size", "a vocabulary of", value_of<&Header::vocab_size>},
+    {"tokens", "the text as", ids_of},
+    {"model.digest", "the model with canonical digest", value_of<&Header::model_digest>},
+};
+
+}  // namespace
+
+void require_compatible(const std::string& path, const ReferenceLogitsHeader& file, const ReferenceLogitsHeader& run) {
+  for (const auto& rule : kCompatibility) {
+    const auto [in_file, in_run] = rule.values(file, run);
+    if (in_file != in_run)
+      throw_format_error(path, rule.field, std::nullopt,
+                         std::string("the file holds the reference's distributions for ") + rule.what + " " + in_file +
+                             ", this run has " + in_run + ": refusing to compare against it");
+  }
+}
+
+ReferenceLogitsHeader run_header(const CanonicalModel& reference, const std::string& source,
+                                 const std::string& tokenizer_digest, std::string_view text, const ChunkPlan& plan,
+                                 std::vector<uint32_t> tokens) {
+  ReferenceLogitsHeader h;
+  h.model_digest = model_digest(canonical_digests(reference));
+  h.model_source = source;
+  h.vocab_size = reference.config.vocab_size;
+  h.tokenizer_digest = tokenizer_digest;
+  h.text_sha256 = sha256_of({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+  h.text_bytes = text.size();
+  h.ctx = plan.ctx;
+  h.chunks = plan.chunks;
+  h.tokens = std::move(tokens);
+  return h;
 }
 
 }  // namespace gptoss::eval

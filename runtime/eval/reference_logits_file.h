@@ -25,9 +25,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "formats/core/atomic_file.h"
+#include "convert/canonical_model.h"
 #include "formats/core/zstd_frames.h"
 #include "runtime/eval/chunk_plan.h"
 #include "runtime/eval/distribution_math.h"
@@ -61,6 +63,20 @@ struct ReferenceRecord {
 // The record of one position's logits (uncompressed); `summary` is summarize_row(logits).
 std::vector<uint8_t> encode_reference_record(std::span<const float> logits, const RowSummary& summary, uint32_t next_token);
 
+// This run's header: the reference model (its canonical digest and vocabulary, and `source`, the
+// path it was loaded from), the tokenizer, the text and its chunking, and the ids evaluated. What
+// --save-logits writes (with the engine and device that compute it) and what a file compared
+// against must hold.
+ReferenceLogitsHeader run_header(const CanonicalModel& reference, const std::string& source,
+                                 const std::string& tokenizer_digest, std::string_view text, const ChunkPlan& plan,
+                                 std::vector<uint32_t> tokens);
+
+// FormatError naming `path` and the field unless the file at `path`, of header `file`, holds the
+// distributions of `run`: the same text, tokenizer, chunking, vocabulary size, ids and model,
+// checked in that order (the first that differs is named, with both values). What computed the
+// distributions (engine, device) and where the model was loaded from do not matter.
+void require_compatible(const std::string& path, const ReferenceLogitsHeader& file, const ReferenceLogitsHeader& run);
+
 class ReferenceLogitsWriter {
  public:
   // Writes the header now; the file appears at commit() only (AtomicFileWriter).
@@ -92,9 +108,8 @@ class ReferenceLogitsReader {
   // FormatError when bytes follow the last record.
   void expect_end() const;
 
-  // FormatError naming `field` unless the file's value equals this run's.
-  void require(const std::string& field, const std::string& in_file, const std::string& in_run,
-               const std::string& what) const;
+  // FormatError unless this file holds the distributions `run` would compute (require_compatible).
+  void require_compatible(const ReferenceLogitsHeader& run) const;
 
  private:
   std::string path_;

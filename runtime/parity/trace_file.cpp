@@ -178,4 +178,22 @@ std::string trace_comparison_table(const TraceFile& a, const TraceFile& b, const
   return out.str();
 }
 
+nlohmann::ordered_json trace_comparison_json(const TraceFile& a, const TraceFile& b, const TraceComparison& c) {
+  auto side = [](const TraceFile& t) -> nlohmann::ordered_json {
+    return {{"label", t.trace.label}, {"engine", t.header.engine}, {"device", t.header.device},
+            {"model_digest", t.header.model_digest}};
+  };
+  nlohmann::ordered_json j;
+  j["a"] = side(a);
+  j["b"] = side(b);
+  j["tolerance"] = c.tolerance;
+  j["stages"] = nlohmann::ordered_json::array();
+  for (const auto& d : c.stages)
+    j["stages"].push_back({{"stage", d.stage}, {"in_both", d.in_both}, {"rows", d.rows}, {"cols", d.cols},
+                           {"largest", d.largest}, {"max_abs_diff", d.max_abs_diff}, {"relative", d.relative},
+                           {"worst_position", d.worst_row}, {"worst_column", d.worst_col}, {"parts", d.parts}});
+  j["first_parting"] = c.first_parting ? nlohmann::ordered_json(c.stages[*c.first_parting].stage) : nlohmann::ordered_json();
+  return j;
+}
+
 }  // namespace gptoss::parity

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/parity/activation_trace.h"
 
 namespace gptoss::parity {
@@ -56,5 +58,8 @@ struct TraceComparison {
 // Refuses (std::invalid_argument) traces of different prompts: their stages are not comparable.
 TraceComparison compare_traces(const TraceFile& a, const TraceFile& b, double tolerance);
 std::string trace_comparison_table(const TraceFile& a, const TraceFile& b, const TraceComparison& comparison);
+// The same as one JSON object: each trace's label, engine, device and model digest, the tolerance,
+// every stage's difference, and the first stage that parts (null when none).
+nlohmann::ordered_json trace_comparison_json(const TraceFile& a, const TraceFile& b, const TraceComparison& comparison);
 
 }  // namespace gptoss::parity

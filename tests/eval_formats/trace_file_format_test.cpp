@@ -81,6 +81,39 @@ TEST(TraceFileFormat, ComparisonNamesTheFirstStageBeyondTheTolerance) {
   EXPECT_NEAR(c.stages[2].relative, 0.5 / c.stages[2].largest, 1e-6);
 }
 
+// The comparison as JSON (gptoss-eval --compare-traces --json): both traces named, every stage's
+// difference with its position, the first stage that parts (null when none).
+TEST(TraceFileFormat, ComparisonJsonNamesBothTracesAndEveryStage) {
+  TraceFile a{{"digest-a", "m", "cpu", "CPU (f32)", {1, 2, 3}}, fabricated()};
+  for (auto& stage : a.trace.stages) stage.values[1] = 1.0f;
+  auto b = a;
+  b.header = {"digest-b", "m", "vulkan", "a GPU", {1, 2, 3}};
+  b.trace.label = "vulkan: model";
+  b.trace.stages[2].values[5] += 0.5f;
+  const auto c = compare_traces(a, b, 1e-3);
+  const auto j = trace_comparison_json(a, b, c);
+  EXPECT_EQ(j["a"], nlohmann::ordered_json::parse(
+                        R"j({"label": "cpu: model", "engine": "cpu", "device": "CPU (f32)", "model_digest": "digest-a"})j"));
+  EXPECT_EQ(j["b"], nlohmann::ordered_json::parse(
+                        R"j({"label": "vulkan: model", "engine": "vulkan", "device": "a GPU", "model_digest": "digest-b"})j"));
+  EXPECT_EQ(j["tolerance"], 1e-3);
+  ASSERT_EQ(j["stages"].size(), 4u);
+  const auto& parted = j["stages"][2];
+  EXPECT_EQ(parted["stage"], "final norm");
+  EXPECT_EQ(parted["in_both"], true);
+  EXPECT_EQ(parted["rows"], 3);
+  EXPECT_EQ(parted["cols"], 8);
+  EXPECT_EQ(parted["largest"], c.stages[2].largest);
+  EXPECT_EQ(parted["max_abs_diff"], c.stages[2].max_abs_diff);
+  EXPECT_EQ(parted["relative"], c.stages[2].relative);
+  EXPECT_EQ(parted["worst_position"], 0);
+  EXPECT_EQ(parted["worst_column"], 5);
+  EXPECT_EQ(parted["parts"], true);
+  EXPECT_EQ(j["stages"][1]["parts"], false);
+  EXPECT_EQ(j["first_parting"], "final norm");
+  EXPECT_TRUE(trace_comparison_json(a, a, compare_traces(a, a, 1e-3))["first_parting"].is_null());
+}
+
 TEST(TraceFileFormat, RefusesDamagedFiles) {
   test::TempDir dir;
   write_trace_file(dir / "t.trace", {"d", "m", "cpu", "x", {1}}, fabricated());

@@ -111,6 +111,16 @@ CanonicalModel with_vocabulary(const CanonicalModel& model, uint32_t rows) {
   return cut;
 }
 
+std::vector<uint32_t> sample_tokens(size_t n, uint32_t vocab) {
+  std::vector<uint32_t> ids;
+  uint32_t s = 12345;
+  for (size_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    ids.push_back((s >> 8) % vocab);
+  }
+  return ids;
+}
+
 ModelStatistics measure_statistics(const CanonicalModel& model, const std::vector<uint32_t>& tokens, bool routers) {
   ModelStatistics result;
   const auto full = parity::trace_model(runtime::EngineKind::Cpu, model, tokens, "full");

@@ -1,8 +1,8 @@
 #pragma once
 // What a synthesized model's forward pass looks like, measured with the CPU engine: the residual
 // stream after every layer and what every router does with it. For the scales of the TrainedLike
-// statistics (convert/synthesize.h): the CI test checks them on a small shape, a disabled test
-// prints docs/eval.md's table at the 20b widths.
+// statistics (convert/synthesize.h): the CI test checks them on a small shape, the tool
+// bench/synth_statistics_widths prints docs/eval.md's table at the 20b widths.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +37,9 @@ CanonicalModel with_vocabulary(const CanonicalModel& model, uint32_t rows);
 
 // Runs `tokens` through the model on the CPU engine (f32); with `routers`, once more per layer
 // (up to that layer's attention) for the router statistics.
+// `n` ids below `vocab`, the same on every run (a fixed linear congruential sequence).
+std::vector<uint32_t> sample_tokens(size_t n, uint32_t vocab);
+
 ModelStatistics measure_statistics(const CanonicalModel& model, const std::vector<uint32_t>& tokens, bool routers = true);
 std::string statistics_table(const ModelStatistics& s);
 

@@ -1,9 +1,6 @@
 #include "tools/common/cli_options.h"
 
-#include <filesystem>
 #include <stdexcept>
-
-#include "convert/model_io.h"
 
 namespace gptoss {
 
@@ -16,14 +13,6 @@ void refuse_device_unless_vulkan(const std::optional<uint32_t>& device, const st
   if (device && engine_name != "vulkan")
     throw std::invalid_argument("--device picks a Vulkan device and the " + engine_name +
                                 " engine runs on the CPU: add --engine vulkan");
-}
-
-std::string engine_label(const std::string& engine, const std::string& kv_cache) {
-  return kv_cache == "f32" ? engine : engine + " (" + kv_cache + " KV cache)";
-}
-
-std::string model_label(const std::string& path) {
-  return format_name(detect_input_format(path)) + " " + std::filesystem::path(path).filename().string();
 }
 
 }  // namespace gptoss

@@ -1,7 +1,6 @@
 #pragma once
 // What the tools that load a model and run an engine (gptoss-run, gptoss-eval, gptoss-bench) share
-// on the command line: refusing options the chosen mode cannot honour, and naming a model in
-// tables and traces.
+// on the command line: refusing options the chosen mode cannot honour.
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -17,12 +16,5 @@ void refuse_if_given(const CLI::App& app, std::initializer_list<const char*> nam
 // --device N with an engine that is not the Vulkan one: "--device picks a Vulkan device and the
 // cpu engine runs on the CPU: add --engine vulkan".
 void refuse_device_unless_vulkan(const std::optional<uint32_t>& device, const std::string& engine_name);
-
-// "vulkan", or "vulkan (f16 KV cache)" where the cache is not the default f32: how tables and JSON
-// name an engine.
-std::string engine_label(const std::string& engine, const std::string& kv_cache);
-
-// "GGUF model-q8_0.gguf": the format and file name, as tables and traces label a model.
-std::string model_label(const std::string& path);
 
 }  // namespace gptoss

@@ -1,13 +1,18 @@
 #pragma once
 // The generate loop of gptoss-run: prefill the prompt, then sample and decode one token at a
-// time through the KV cache until a stop token or the budget, timing both phases.
+// time through the KV cache until a stop token or the budget, timing both phases; what it starts
+// from, the prompt's ids and the stop tokens; and the whole generation mode, from loading the model
+// to the files it writes.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/engine.h"
 #include "runtime/sampler/sampler.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace gptoss::run {
 
@@ -35,5 +40,63 @@ GenerationResult generate(runtime::Engine& engine, sampling::Sampler& sampler, c
 
 // "1,2, 3" -> {1, 2, 3}; throws std::invalid_argument naming the bad item.
 std::vector<uint32_t> parse_token_list(const std::string& text);
+
+// The prompt as gptoss-run's options give it.
+struct PromptSpec {
+  std::string text;    // -p: a harmony conversation's user message, or with no_harmony encoded as is
+  std::string tokens;  // --prompt-tokens ID,ID,...: the ids themselves (text then unused)
+  bool no_harmony = false;
+  // The harmony conversation: the system message's reasoning effort ("low", "medium", "high") and
+  // date, or no system message; developer instructions.
+  std::string effort = "medium", date, developer;
+  bool no_system = false;
+};
+// The prompt's ids: given directly, the text as is (special tokens written in it recognised), or a
+// harmony conversation ready for the assistant's completion. `tokenizer` may be null for ids only.
+std::vector<uint32_t> prompt_ids(const PromptSpec& spec, const Tokenizer* tokenizer);
+
+// `extra`, then unless `no_defaults` the model's EOS and harmony's <|return|> and <|call|>.
+std::vector<uint32_t> stop_tokens(std::vector<uint32_t> extra, bool no_defaults, const GptOssConfig& config,
+                                  const Tokenizer* tokenizer);
+
+
+// gptoss-run's generation mode as its options ask for it.
+struct GenerationSetup {
+  std::string model_path, engine = "cpu", kv_cache = "f32";  // engine_kind_names, kv_cache_type_names
+  std::optional<uint32_t> device;
+  runtime::VulkanTuning vulkan;  // the Vulkan engine's (--profile, --no-coopmat, --tuning ...)
+  PromptSpec prompt;
+  uint64_t max_tokens = 128;
+  sampling::SamplingParams sampling;
+  std::vector<uint32_t> extra_stops;
+  bool no_default_stops = false;
+  bool raw = false, show_reasoning = false;  // how the output is shown (TokenDisplay)
+  std::string dump_logits, trace;            // files to write ("": none)
+};
+
+struct GenerationReport {
+  std::string engine, device;
+  uint32_t vocab_size = 0;
+  std::vector<uint32_t> prompt;
+  GenerationResult result;
+  std::optional<std::string> text;  // the generated tokens as text, where there is a tokenizer
+  struct Harmony {
+    std::string final, analysis;
+    std::vector<std::string> problems;
+  };
+  std::optional<Harmony> harmony;  // the output parsed as harmony, where the prompt was a conversation
+  std::string dump_logits, trace;  // the files written ("": none)
+  std::string diagnostics;         // the engine's (Engine::diagnostics): what --profile measured
+
+  double prompt_tokens_per_second() const { return static_cast<double>(prompt.size()) / result.prompt_seconds; }
+  double generation_tokens_per_second() const {  // 0 without generated tokens
+    return result.tokens.empty() ? 0.0 : static_cast<double>(result.tokens.size()) / result.generation_seconds;
+  }
+};
+
+// Loads the model, makes the engine, renders the prompt, generates and writes --dump-logits and
+// --trace. `show` receives the output's text as it streams (TokenDisplay); notices (the Vulkan
+// device, an unusable tokenizer) go to stderr.
+GenerationReport run_generation(const GenerationSetup& setup, const std::function<void(const std::string&)>& show);
 
 }  // namespace gptoss::run

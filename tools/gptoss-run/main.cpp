@@ -1,34 +1,25 @@
 // gptoss-run: generate with a GPT-OSS model in any format on any engine (the CPU reference engine
 // in f32 or f64, the Vulkan engine), compare engines and formats stage by stage (--parity), or
-// list the Vulkan devices. Each mode is one function below; options a mode cannot honour are
-// refused before anything is loaded.
+// list the Vulkan devices. Each mode is one function below that hands the work to its library
+// (tools/gptoss-run/generation.h, runtime/parity/parity_run.h) and prints what comes back; options
+// a mode cannot honour are refused before anything is loaded.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
-#include <optional>
 
-#include "convert/model_io.h"
-#include "formats/core/atomic_file.h"
 #include "runtime/engine.h"
-#include "runtime/harmony/harmony_messages.h"
-#include "runtime/parity/activation_trace.h"
-#include "runtime/parity/trace_file.h"
-#include "runtime/sampler/sampler.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "runtime/parity/parity_run.h"
 #include "tools/common/cli_options.h"
 #include "tools/common/vulkan_options.h"
 #include "tools/common/tool_main.h"
 #include "tools/gptoss-run/generation.h"
-#include "tools/gptoss-run/token_display.h"
-#include "verify/canonical_digest.h"
+#include "tools/gptoss-run/run_report.h"
 
 namespace {
 
-using gptoss::model_label;
 using gptoss::refuse_if_given;
 using gptoss::runtime::EngineKind;
 
@@ -67,16 +58,8 @@ constexpr const char* kDescription =
     "option without harmony rendering, --device on the CPU engine, ...) is an error.";
 
 struct Options {
-  std::string model_path, prompt_text, prompt_tokens, dump_logits, trace_path, engine_name = "cpu", effort = "medium";
-  std::string developer, date;
-  uint64_t max_tokens = 128;
-  gptoss::sampling::SamplingParams sampling;
-  std::vector<uint32_t> extra_stops;
-  bool json_output = false, no_default_stops = false, no_harmony = false, raw = false, show_reasoning = false;
-  bool no_system = false, list_devices = false;
-  std::optional<uint32_t> device;
-  gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...
-  std::string kv_cache = "f32";  // every engine's KV cache type (--kv-cache)
+  gptoss::run::GenerationSetup gen;  // MODEL, the engine, the prompt: generation's, and --parity's too
+  bool json_output = false, list_devices = false;
   std::vector<std::string> parity_models;
   std::string refs_path, refs_prompt;
   std::vector<std::string> parity_engines = {"cpu"};
@@ -100,7 +83,7 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
                     "cannot be combined with --list-devices, which only lists the Vulkan devices");
     return;
   }
-  if (o.model_path.empty()) throw std::invalid_argument("give a model (MODEL or -m MODEL), or --list-devices");
+  if (o.gen.model_path.empty()) throw std::invalid_argument("give a model (MODEL or -m MODEL), or --list-devices");
   if (!o.refs_prompt.empty() && o.refs_path.empty()) throw std::invalid_argument("--refs-prompt needs --refs FILE");
   if (parity) {
     refuse_if_given(app, kGenerationOptions,
@@ -112,27 +95,27 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
                     "records one run, and --parity runs several: trace each run on its own "
                     "(gptoss-run MODEL --trace FILE --engine E) and compare them with gptoss-eval --compare-traces");
     const bool any_vulkan = std::count(o.parity_engines.begin(), o.parity_engines.end(), "vulkan") > 0;
-    if (o.device && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add vulkan to --engines");
+    if (o.gen.device && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add vulkan to --engines");
     gptoss::refuse_vulkan_options_unless_vulkan(app, any_vulkan);
     return;
   }
   refuse_if_given(app, {"--decode-steps"}, "applies to --parity (and --engines); generation decodes with -n N");
-  gptoss::refuse_device_unless_vulkan(o.device, o.engine_name);
-  gptoss::refuse_vulkan_options_unless_vulkan(app, o.engine_name == "vulkan");
-  if (o.sampling.temperature <= 0)
+  gptoss::refuse_device_unless_vulkan(o.gen.device, o.gen.engine);
+  gptoss::refuse_vulkan_options_unless_vulkan(app, o.gen.engine == "vulkan");
+  if (o.gen.sampling.temperature <= 0)
     refuse_if_given(app, {"--top-k", "--top-p", "--min-p", "--seed"},
                     "has no effect under greedy decoding (--temperature 0, the default): give --temperature T > 0");
-  if (!o.prompt_tokens.empty()) {
+  if (!o.gen.prompt.tokens.empty()) {
     refuse_if_given(app, {"--no-harmony", "--raw", "--show-reasoning"},
                     "applies to -p TEXT; --prompt-tokens output is always shown raw");
     refuse_if_given(app, kHarmonyOptions, "applies to a harmony conversation rendered from -p TEXT, not to --prompt-tokens");
-  } else if (o.no_harmony) {
+  } else if (o.gen.prompt.no_harmony) {
     refuse_if_given(app, kHarmonyOptions, "applies to a harmony conversation, and --no-harmony encodes -p TEXT as is");
     refuse_if_given(app, {"--show-reasoning"}, "shows harmony's analysis channel, and --no-harmony output is raw");
-  } else if (o.raw) {
+  } else if (o.gen.raw) {
     refuse_if_given(app, {"--show-reasoning"}, "is implied by --raw, which shows every token");
   }
-  if (o.max_tokens == 0)
+  if (o.gen.max_tokens == 0)
     refuse_if_given(app, {"--temperature", "--top-k", "--top-p", "--min-p", "--seed", "--stop-token", "--no-default-stops"},
                     "has no effect with --max-tokens 0 (prompt only)");
 }
@@ -141,235 +124,55 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
 
 int list_devices(bool json_output) {
   const auto devices = gptoss::runtime::list_vulkan_devices();
-  if (json_output) {
-    nlohmann::ordered_json all = nlohmann::ordered_json::array();
-    for (const auto& d : devices)
-      all.push_back({{"index", d.index}, {"name", d.name}, {"type", d.type}, {"driver", d.driver},
-                     {"memory_bytes", d.memory_bytes}, {"subgroup_size", d.subgroup_size},
-                     {"max_storage_buffer_range", d.max_storage_buffer_range}, {"usable", d.usable},
-                     {"integer_dot_product", d.integer_dot_product}});
-    std::cout << all.dump() << "\n";
-    return 0;
-  }
-  if (devices.empty()) std::printf("no Vulkan device\n");
-  for (const auto& d : devices)
-    std::printf("%u: %s (%s; %s), %.1f GiB device memory, subgroup %u, storage-buffer range %.1f GiB, integer dot "
-                "products %s%s\n",
-                d.index, d.name.c_str(), d.type.c_str(), d.driver.c_str(), static_cast<double>(d.memory_bytes) / (1u << 30),
-                d.subgroup_size, static_cast<double>(d.max_storage_buffer_range) / (1u << 30),
-                d.integer_dot_product.c_str(), d.usable ? "" : " (no compute queue: unusable)");
+  if (json_output)
+    std::cout << gptoss::run::devices_json(devices).dump() << "\n";
+  else
+    std::fputs(gptoss::run::devices_text(devices).c_str(), stdout);
   return 0;
 }
 
 // ---- --parity ----
 
 int parity(const Options& o) {
-  std::optional<gptoss::parity::Trace> reference;
-  std::vector<uint32_t> ids;
+  gptoss::parity::ParityRequest request;
   if (!o.refs_path.empty()) {
     if (o.refs_prompt.empty()) throw std::invalid_argument("--refs needs --refs-prompt NAME");
-    const auto refs = gptoss::SafetensorsFile::open(o.refs_path);
-    reference = gptoss::parity::trace_from_refs(refs, o.refs_prompt, &ids);
-  } else if (!o.prompt_tokens.empty()) {
-    ids = gptoss::run::parse_token_list(o.prompt_tokens);
+    request.reference = gptoss::parity::trace_from_refs(gptoss::SafetensorsFile::open(o.refs_path), o.refs_prompt, &request.prompt);
+  } else if (!o.gen.prompt.tokens.empty()) {
+    request.prompt = gptoss::run::parse_token_list(o.gen.prompt.tokens);
   } else {
     throw std::invalid_argument("--parity needs --prompt-tokens or --refs");
   }
-  std::vector<gptoss::parity::Trace> traces, steps;
-  std::vector<uint32_t> step_tokens;  // the first run's greedy choices, fed to every run
-  std::vector<std::string> all = {o.model_path};
-  all.insert(all.end(), o.parity_models.begin(), o.parity_models.end());
-  for (const auto& path : all) {
-    const auto model = gptoss::load_model(path);
-    const std::string label = model_label(path);
-    for (const auto& name : o.parity_engines) {
-      gptoss::runtime::EngineOptions options;
-      options.max_context = std::max<size_t>(ids.size() + o.decode_steps, 1);
-      if (engine_kind(name) == EngineKind::Vulkan) {  // --device and the tuning: the vulkan column
-        options.device_index = o.device;
-        options.vulkan = o.vulkan;
-      }
-      options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
-      const auto engine = gptoss::runtime::make_engine(engine_kind(name), model, options);
-      const auto print_diagnostics = [&] { std::fputs(engine->diagnostics().c_str(), stderr); };
-      const std::string run_label = gptoss::engine_label(name, o.kv_cache) + ": " + label;
-      traces.push_back(gptoss::parity::trace_engine(*engine, ids, run_label));
-      if (o.decode_steps > 0)
-        steps.push_back(gptoss::parity::trace_decode_steps(*engine, traces.back(), o.decode_steps, step_tokens, run_label));
-      print_diagnostics();
-    }
-  }
-  if (!reference) {
-    reference = traces.front();
-    traces.erase(traces.begin());
-  }
-  std::printf("%zu prompt tokens\n%s", ids.size(), gptoss::parity::parity_table(*reference, traces).c_str());
-  if (!steps.empty()) {
-    const auto first = std::move(steps.front());
-    steps.erase(steps.begin());
-    std::printf("\n%zu decode steps after the prompt, every run fed %s's greedy tokens\n%s", first.stages.size(),
-                first.label.c_str(), gptoss::parity::decode_table(first, step_tokens, steps).c_str());
-  }
+  request.models = {o.gen.model_path};
+  request.models.insert(request.models.end(), o.parity_models.begin(), o.parity_models.end());
+  for (const auto& name : o.parity_engines) request.engines.push_back(engine_kind(name));
+  request.options.device_index = o.gen.device;  // the Vulkan runs'
+  request.options.vulkan = o.gen.vulkan;
+  request.options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.gen.kv_cache);
+  request.decode_steps = o.decode_steps;
+  const auto result = gptoss::parity::run_parity(request);
+  std::fputs(gptoss::parity::parity_report(result).c_str(), stdout);
+  std::fputs(result.diagnostics.c_str(), stderr);
   return 0;
 }
 
 // ---- generation (and the prompt's logits with --dump-logits) ----
 
-std::optional<gptoss::Tokenizer> usable_tokenizer(const gptoss::CanonicalModel& model, const Options& o) {
-  std::optional<gptoss::Tokenizer> tokenizer;
-  if (model.tokenizer) {
-    try {
-      tokenizer.emplace(*model.tokenizer);
-    } catch (const std::exception& e) {
-      if (!o.prompt_text.empty()) throw;
-      std::cerr << "gptoss-run: the model's tokenizer is unusable, showing token ids: " << e.what() << "\n";
-    }
-  }
-  if (!o.prompt_text.empty() && !tokenizer)
-    throw std::invalid_argument("-p needs a tokenizer and " + o.model_path + " has none; use --prompt-tokens");
-  return tokenizer;
-}
-
-gptoss::harmony::ReasoningEffort effort_from_name(const std::string& name) {
-  if (name == "low") return gptoss::harmony::ReasoningEffort::Low;
-  if (name == "high") return gptoss::harmony::ReasoningEffort::High;
-  return gptoss::harmony::ReasoningEffort::Medium;
-}
-
-// The prompt's ids: given directly, the text as is (--no-harmony), or a harmony conversation.
-std::vector<uint32_t> prompt_ids(const Options& o, const gptoss::Tokenizer* tokenizer) {
-  if (!o.prompt_tokens.empty()) return gptoss::run::parse_token_list(o.prompt_tokens);
-  if (o.no_harmony) return tokenizer->encode(o.prompt_text, /*allow_special=*/true);
-  gptoss::harmony::SystemContent system;
-  system.reasoning_effort = effort_from_name(o.effort);
-  if (!o.date.empty()) system.conversation_start_date = o.date;
-  std::vector<gptoss::harmony::Message> messages;
-  if (!o.no_system) messages.push_back(gptoss::harmony::Message::system(system));
-  if (!o.developer.empty()) {
-    gptoss::harmony::DeveloperContent content;
-    content.instructions = o.developer;
-    messages.push_back(gptoss::harmony::Message::developer(content));
-  }
-  messages.push_back(gptoss::harmony::Message::user(o.prompt_text));
-  return gptoss::harmony::render_conversation_for_completion_tokens(*tokenizer, messages);
-}
-
-std::vector<uint32_t> stop_tokens(const Options& o, const gptoss::CanonicalModel& model, const gptoss::Tokenizer* tokenizer) {
-  std::vector<uint32_t> stops = o.extra_stops;
-  if (o.no_default_stops) return stops;
-  if (model.config.eos_token_id) stops.push_back(*model.config.eos_token_id);
-  if (tokenizer)
-    for (const char* special : {"<|return|>", "<|call|>"})
-      if (auto id = tokenizer->special_id(special)) stops.push_back(*id);
-  return stops;
-}
-
-void write_logits(const std::filesystem::path& path, const std::vector<float>& logits) {
-  gptoss::AtomicFileWriter out(path);
-  for (float v : logits) out.write_f32(v);  // little-endian whatever the host
-  out.commit();
-}
-
-const char* stop_reason_name(gptoss::sampling::StopReason reason) {
-  switch (reason) {
-    case gptoss::sampling::StopReason::StopToken: return "stop_token";
-    case gptoss::sampling::StopReason::MaxTokens: return "max_tokens";
-    case gptoss::sampling::StopReason::None: break;
-  }
-  return "none";
-}
-
 int generate(const Options& o) {
-  if (o.prompt_tokens.empty() && o.prompt_text.empty())
-    throw std::invalid_argument("give a prompt: -p TEXT or --prompt-tokens ID,ID,...");
-  const auto model = gptoss::load_model(o.model_path);
-  const auto tokenizer = usable_tokenizer(model, o);
-  const gptoss::Tokenizer* tok = tokenizer ? &*tokenizer : nullptr;
-  const auto prompt = prompt_ids(o, tok);
-
-  gptoss::runtime::EngineOptions options;
-  options.max_context = prompt.size() + o.max_tokens;
-  options.device_index = o.device;
-  if (engine_kind(o.engine_name) == EngineKind::Vulkan) options.vulkan = o.vulkan;
-  options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.kv_cache);
-  const auto engine = gptoss::runtime::make_engine(engine_kind(o.engine_name), model, options);
-  struct PrintDiagnostics {  // at the end, however generation ends
-    const gptoss::runtime::Engine& engine;
-    ~PrintDiagnostics() { std::fputs(engine.diagnostics().c_str(), stderr); }
-  } print_diagnostics{*engine};
-  if (engine->kind() == EngineKind::Vulkan) std::fprintf(stderr, "vulkan: %s\n", engine->device_description().c_str());
-  // Prompt ids outside the vocabulary: Engine::forward refuses them, naming the id and its position.
-
-  const bool harmony = !o.prompt_text.empty() && !o.no_harmony;
-  const auto mode = !tok ? gptoss::run::DisplayMode::Ids
-                    : harmony && !o.raw ? gptoss::run::DisplayMode::Harmony
-                                        : gptoss::run::DisplayMode::Raw;
-  gptoss::run::TokenDisplay display(mode, tok, o.show_reasoning);
-  auto print = [&](const std::string& text) {
+  const auto report = gptoss::run::run_generation(o.gen, [&](const std::string& text) {
     if (o.json_output || text.empty()) return;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-  };
-
-  gptoss::run::GenerationRequest request;
-  request.prompt = prompt;
-  request.max_tokens = o.max_tokens;
-  request.stop.stop_tokens = stop_tokens(o, model, tok);
-  std::vector<float> prompt_logits;
-  if (!o.dump_logits.empty() || !o.trace_path.empty()) request.prompt_logits = &prompt_logits;
-  std::optional<gptoss::parity::TraceRecorder> recorder;
-  if (!o.trace_path.empty()) {
-    recorder.emplace(o.engine_name + ": " + model_label(o.model_path));
-    request.prefill_observer = recorder->observer();
-  }
-  request.on_token = [&](uint32_t id) { print(display.push(id)); };
-  gptoss::sampling::Sampler sampler(o.sampling);
-  const auto result = gptoss::run::generate(*engine, sampler, request);
-  print(display.finish());
-  if (!o.dump_logits.empty()) write_logits(o.dump_logits, prompt_logits);
-  if (recorder) {
-    recorder->add_logits(std::move(prompt_logits), prompt.size(), engine->vocab_size(), 0);
-    const gptoss::parity::TraceHeader header{gptoss::model_digest(gptoss::canonical_digests(model)), o.model_path,
-                                             o.engine_name, engine->device_description(), prompt};
-    gptoss::parity::write_trace_file(o.trace_path, header, recorder->take());
-  }
-
-  const double prompt_rate = static_cast<double>(prompt.size()) / result.prompt_seconds;
-  const double generation_rate =
-      result.tokens.empty() ? 0.0 : static_cast<double>(result.tokens.size()) / result.generation_seconds;
+  });
   if (o.json_output) {
-    nlohmann::ordered_json j;
-    j["engine"] = o.engine_name;
-    j["device"] = engine->device_description();
-    j["vocab_size"] = engine->vocab_size();
-    j["prompt_tokens"] = prompt;
-    j["tokens"] = result.tokens;
-    if (tok) j["text"] = gptoss::run::decode_for_display(*tok, result.tokens);
-    if (auto& parser = display.parser()) {
-      j["final"] = parser->text_of_channel("final");
-      j["analysis"] = parser->text_of_channel("analysis");
-      j["harmony_problems"] = parser->problems();
-    }
-    j["stop_reason"] = stop_reason_name(result.stop);
-    j["prompt_seconds"] = result.prompt_seconds;
-    j["generation_seconds"] = result.generation_seconds;
-    j["prompt_tokens_per_second"] = prompt_rate;
-    j["generation_tokens_per_second"] = generation_rate;
-    if (!o.dump_logits.empty()) j["dump_logits"] = o.dump_logits;
-    if (!o.trace_path.empty()) j["trace"] = o.trace_path;
-    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << gptoss::run::generation_json(report).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::fputs(report.diagnostics.c_str(), stderr);
     return 0;
   }
   std::printf("\n");
   std::fflush(stdout);
-  if (auto& parser = display.parser(); parser && !parser->problems().empty())
-    std::fprintf(stderr, "harmony: %zu problems parsing the output (e.g. %s); --raw shows every token\n",
-                 parser->problems().size(), parser->problems().front().c_str());
-  std::fprintf(stderr, "prompt: %zu tokens, %.1f tokens/s; generation: %zu tokens, %.1f tokens/s (stop: %s)\n",
-               prompt.size(), prompt_rate, result.tokens.size(), generation_rate, stop_reason_name(result.stop));
-  if (!o.dump_logits.empty())
-    std::fprintf(stderr, "wrote %zu x %u logits to %s\n", prompt.size(), engine->vocab_size(), o.dump_logits.c_str());
-  if (!o.trace_path.empty()) std::fprintf(stderr, "wrote the trace of the prompt's forward pass to %s\n", o.trace_path.c_str());
+  std::fputs(gptoss::run::generation_summary(report).c_str(), stderr);
+  std::fputs(report.diagnostics.c_str(), stderr);
   return 0;
 }
 
@@ -379,35 +182,35 @@ int main(int argc, char** argv) {
   CLI::App app{kDescription};
   Options o;
   const auto& engines = gptoss::runtime::engine_kind_names();
-  app.add_option("model,-m,--model", o.model_path, "checkpoint folder, .safetensors, .gguf or model.bin");
-  auto* text_option = app.add_option("-p,--prompt", o.prompt_text, "prompt text (needs the model's tokenizer)");
-  app.add_option("--prompt-tokens", o.prompt_tokens, "prompt as token ids: ID,ID,...")->excludes(text_option);
-  app.add_option("-n,--max-tokens", o.max_tokens, "tokens to generate at most (0: prompt only)")->capture_default_str();
-  app.add_option("--temperature,--temp", o.sampling.temperature, "0 = greedy")->capture_default_str();
-  app.add_option("--top-k", o.sampling.top_k, "keep the K most likely tokens (0 = off)")->capture_default_str();
-  app.add_option("--top-p", o.sampling.top_p, "nucleus: smallest set with probability mass >= P (1 = off)")->capture_default_str();
-  app.add_option("--min-p", o.sampling.min_p, "keep tokens with p >= M * p_max (0 = off)")->capture_default_str();
-  app.add_option("-s,--seed", o.sampling.seed, "seed of the sampling generator")->capture_default_str();
-  app.add_option("--stop-token", o.extra_stops, "extra stop token id (repeatable)");
-  app.add_flag("--no-default-stops", o.no_default_stops, "do not stop at EOS, <|return|> or <|call|>");
-  app.add_option("--dump-logits", o.dump_logits, "write every prompt position's logits (see above)");
-  app.add_option("--trace", o.trace_path, "write every stage of the prompt's forward pass to FILE (see above)");
+  app.add_option("model,-m,--model", o.gen.model_path, "checkpoint folder, .safetensors, .gguf or model.bin");
+  auto* text_option = app.add_option("-p,--prompt", o.gen.prompt.text, "prompt text (needs the model's tokenizer)");
+  app.add_option("--prompt-tokens", o.gen.prompt.tokens, "prompt as token ids: ID,ID,...")->excludes(text_option);
+  app.add_option("-n,--max-tokens", o.gen.max_tokens, "tokens to generate at most (0: prompt only)")->capture_default_str();
+  app.add_option("--temperature,--temp", o.gen.sampling.temperature, "0 = greedy")->capture_default_str();
+  app.add_option("--top-k", o.gen.sampling.top_k, "keep the K most likely tokens (0 = off)")->capture_default_str();
+  app.add_option("--top-p", o.gen.sampling.top_p, "nucleus: smallest set with probability mass >= P (1 = off)")->capture_default_str();
+  app.add_option("--min-p", o.gen.sampling.min_p, "keep tokens with p >= M * p_max (0 = off)")->capture_default_str();
+  app.add_option("-s,--seed", o.gen.sampling.seed, "seed of the sampling generator")->capture_default_str();
+  app.add_option("--stop-token", o.gen.extra_stops, "extra stop token id (repeatable)");
+  app.add_flag("--no-default-stops", o.gen.no_default_stops, "do not stop at EOS, <|return|> or <|call|>");
+  app.add_option("--dump-logits", o.gen.dump_logits, "write every prompt position's logits (see above)");
+  app.add_option("--trace", o.gen.trace, "write every stage of the prompt's forward pass to FILE (see above)");
   app.add_flag("--json", o.json_output, "print one JSON object at the end instead of streaming text");
-  app.add_flag("--no-harmony", o.no_harmony, "plain completion: encode -p text as is");
-  app.add_flag("--raw", o.raw, "show every generated token as text, specials included");
-  app.add_flag("--show-reasoning", o.show_reasoning, "show the analysis channel too");
-  app.add_option("--reasoning-effort", o.effort, "harmony system message: low, medium or high")
+  app.add_flag("--no-harmony", o.gen.prompt.no_harmony, "plain completion: encode -p text as is");
+  app.add_flag("--raw", o.gen.raw, "show every generated token as text, specials included");
+  app.add_flag("--show-reasoning", o.gen.show_reasoning, "show the analysis channel too");
+  app.add_option("--reasoning-effort", o.gen.prompt.effort, "harmony system message: low, medium or high")
       ->check(CLI::IsMember({"low", "medium", "high"}))
       ->capture_default_str();
-  app.add_option("--developer", o.developer, "harmony developer instructions");
-  app.add_flag("--no-system", o.no_system, "harmony without a system message (as the golden prompts)");
-  app.add_option("--date", o.date, "harmony conversation start date (YYYY-MM-DD)");
-  app.add_option("--engine", o.engine_name, "cpu (f32 reference), cpu-f64 (the reference in double) or vulkan")
+  app.add_option("--developer", o.gen.prompt.developer, "harmony developer instructions");
+  app.add_flag("--no-system", o.gen.prompt.no_system, "harmony without a system message (as the golden prompts)");
+  app.add_option("--date", o.gen.prompt.date, "harmony conversation start date (YYYY-MM-DD)");
+  app.add_option("--engine", o.gen.engine, "cpu (f32 reference), cpu-f64 (the reference in double) or vulkan")
       ->check(CLI::IsMember(engines))
       ->capture_default_str();
-  app.add_option("--device", o.device, "Vulkan device index (see --list-devices)");
-  gptoss::add_vulkan_options(app, o.vulkan);
-  app.add_option("--kv-cache", o.kv_cache, "the KV cache's type, keys and values alike: f32 or f16 (half the memory)")
+  app.add_option("--device", o.gen.device, "Vulkan device index (see --list-devices)");
+  gptoss::add_vulkan_options(app, o.gen.vulkan);
+  app.add_option("--kv-cache", o.gen.kv_cache, "the KV cache's type, keys and values alike: f32 or f16 (half the memory)")
       ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()))
       ->capture_default_str();
   app.add_flag("--list-devices", o.list_devices, "list the Vulkan devices and exit (with --json: as JSON)");

@@ -1,0 +1,96 @@
+// The parity run over models x engines (gptoss-run --parity's library): which runs are made, in
+// which order and under which labels, that each is the prompt's prefill on its engine, that decode
+// steps feed every run the first run's tokens, and what the report prints.
+#include <gtest/gtest.h>
+
+#include "convert/model_io.h"
+#include "runtime/parity/parity_run.h"
+#include "runtime/sampler/sampler.h"
+#include "tests/test_support.h"
+
+namespace gptoss::parity {
+namespace {
+
+using runtime::EngineKind;
+const std::vector<uint32_t> kPrompt = {12194, 13225, 11, 2375};
+
+ParityRequest request_for(std::vector<std::filesystem::path> models, std::vector<EngineKind> engines) {
+  ParityRequest r;
+  r.models = std::move(models);
+  r.engines = std::move(engines);
+  r.prompt = kPrompt;
+  return r;
+}
+
+std::vector<std::string> labels(const std::vector<Trace>& traces) {
+  std::vector<std::string> all;
+  for (const auto& t : traces) all.push_back(t.label);
+  return all;
+}
+
+// Runs go model by model, each model on every engine in the order given; the first is the
+// reference, and decode steps feed every run its greedy tokens.
+TEST(ParityRun, EveryModelOnEveryEngineTheFirstRunTheReference) {
+  const auto& ck = test::preset_a_checkpoint();
+  auto request = request_for({ck / "hf", ck / "original"}, {EngineKind::CpuF64, EngineKind::Cpu});
+  request.decode_steps = 2;
+  const auto result = run_parity(request);
+  EXPECT_EQ(result.prompt_tokens, 4u);
+  EXPECT_EQ(result.reference.label, "cpu-f64: safetensors hf");
+  EXPECT_EQ(labels(result.runs), (std::vector<std::string>{"cpu: safetensors hf", "cpu-f64: safetensors original",
+                                                           "cpu: safetensors original"}));
+  // Each run is the prompt's prefill: every position of every stage, the logits' included.
+  ASSERT_EQ(result.runs.size(), 3u);
+  for (const auto* trace : {&result.reference, &result.runs[0], &result.runs[1], &result.runs[2]}) {
+    ASSERT_EQ(trace->stages.size(), 7u) << trace->label;  // embedding, 4 layers, final norm, logits
+    for (const auto& stage : trace->stages) {
+      EXPECT_EQ(stage.rows, 4u) << trace->label << " " << stage.name;
+      EXPECT_EQ(stage.first_row, 0u) << trace->label << " " << stage.name;
+    }
+  }
+  // The two layouts hold the same weights: the same engine gives the same bits.
+  for (size_t i = 0; i < 7; ++i)
+    EXPECT_EQ(result.reference.stages[i].values, result.runs[1].stages[i].values) << result.reference.stages[i].name;
+
+  // Decode steps: every run's, the first run's first, each step one row at its position.
+  EXPECT_EQ(labels(result.steps), (std::vector<std::string>{"cpu-f64: safetensors hf", "cpu: safetensors hf",
+                                                            "cpu-f64: safetensors original", "cpu: safetensors original"}));
+  ASSERT_EQ(result.step_tokens.size(), 2u);
+  for (const auto& run : result.steps) {
+    ASSERT_EQ(run.stages.size(), 2u) << run.label;
+    for (size_t i = 0; i < 2; ++i) EXPECT_EQ(run.stages[i].first_row, kPrompt.size() + i) << run.label;
+  }
+  // The tokens fed are the first run's choices: the argmax of its prompt's last logits, then of its step's.
+  const auto& logits = *result.reference.find("logits");
+  const std::span<const float> last(logits.values.data() + (logits.rows - 1) * logits.cols, logits.cols);
+  EXPECT_EQ(result.step_tokens[0], sampling::argmax(last));
+  EXPECT_EQ(result.step_tokens[1], sampling::argmax(result.steps[0].stages[0].values));
+  // The report: the prompt's table, then the steps under the first run's name.
+  EXPECT_EQ(parity_report(result),
+            "4 prompt tokens\n" + parity_table(result.reference, result.runs) +
+                "\n2 decode steps after the prompt, every run fed cpu-f64: safetensors hf's greedy tokens\n" +
+                decode_table(result.steps[0], result.step_tokens, {result.steps[1], result.steps[2], result.steps[3]}));
+}
+
+TEST(ParityRun, GoldenReferenceKeepsEveryRunAndTheKvCacheNamesTheEngine) {
+  auto request = request_for({test::preset_a_checkpoint() / "hf"}, {EngineKind::Cpu});
+  request.reference = Trace{"golden", {}};
+  request.options.kv_cache = runtime::KvCacheType::F16;
+  // A device index is for the Vulkan runs: the CPU engine, which refuses one, runs without it.
+  request.options.device_index = 0;
+  const auto result = run_parity(request);
+  EXPECT_EQ(result.reference.label, "golden");
+  EXPECT_EQ(labels(result.runs), (std::vector<std::string>{"cpu (f16 KV cache): safetensors hf"}));
+  // Without decode steps the report is the prompt's table alone.
+  EXPECT_EQ(parity_report(result), "4 prompt tokens\n" + parity_table(result.reference, result.runs));
+}
+
+TEST(ParityRun, DecodeStepsNeedARunToContinue) {
+  auto request = request_for({test::preset_a_checkpoint() / "hf"}, {EngineKind::Cpu});
+  request.reference = Trace{"golden", {}};
+  request.decode_steps = 2;
+  EXPECT_THROW(run_parity(request), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gptoss::parity
