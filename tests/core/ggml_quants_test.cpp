@@ -122,10 +122,17 @@ TEST(GgmlQuants, Q3KScalesUnpackAsPacked) {
   for (unsigned j = 0; j < 16; ++j) EXPECT_EQ(q::q3_k_scale(packed, j), scale[j]) << j;
 }
 
-TEST(GgmlQuants, Q4_0AndQ4_1NibbleOrder) {
+// An 18-byte block (Q4_0, IQ4_NL) of scale d whose byte j holds level j (low nibble, element j)
+// and level 15 - j (high nibble, element j + 16).
+std::vector<uint8_t> nibble_block(float d) {
   std::vector<uint8_t> b(18);
-  put_f16(b.data(), 0.5f);
+  put_f16(b.data(), d);
   for (unsigned j = 0; j < 16; ++j) b[2 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  return b;
+}
+
+TEST(GgmlQuants, Q4_0AndQ4_1NibbleOrder) {
+  const auto b = nibble_block(0.5f);
   auto v = decode(DType::Q4_0, b);
   for (int j = 0; j < 16; ++j) {
     EXPECT_EQ(v[j], f(j - 8) * 0.5f);
@@ -159,10 +166,7 @@ TEST(GgmlQuants, Q5FifthBitOfElementIIsBitIOfQh) {
 }
 
 TEST(GgmlQuants, Iq4NlAndIq4XsUseTheNonLinearLevels) {
-  std::vector<uint8_t> b(18);
-  put_f16(b.data(), 2.0f);
-  for (unsigned j = 0; j < 16; ++j) b[2 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
-  auto v = decode(DType::IQ4_NL, b);
+  auto v = decode(DType::IQ4_NL, nibble_block(2.0f));
   for (int j = 0; j < 16; ++j) {
     EXPECT_EQ(v[j], 2.0f * q::kIq4nlValues[j]);
     EXPECT_EQ(v[j + 16], 2.0f * q::kIq4nlValues[15 - j]);
