@@ -79,10 +79,13 @@ imatrix_entry() {  # name, number of values
 # type changes to F32 goes through ggml's type_traits[type].to_float (llama-quant.cpp,
 # llama_tensor_dequantize_impl), and "quantizing" to F32 copies those floats unchanged. The
 # experts are dequantized too: MXFP4's reference comes along.
-"$QUANTIZE" --imatrix "$WORK/ones.imatrix" "${OVERRIDES[@]}" "$WORK/input-f32.gguf" "$WORK/mixed.gguf" MXFP4_MOE 1 \
-  >"$WORK/quantize.log" 2>&1 || { cat "$WORK/quantize.log" >&2; exit 1; }
-"$QUANTIZE" --allow-requantize "$WORK/mixed.gguf" "$WORK/reference-f32.gguf" F32 1 \
-  >"$WORK/dequantize.log" 2>&1 || { cat "$WORK/dequantize.log" >&2; exit 1; }
+# Relative paths from inside the work folder: llama-quantize records the imatrix file's path in
+# the output's metadata (quantize.imatrix.file), and the output must not depend on where it ran.
+cd "$WORK"
+"$QUANTIZE" --imatrix ones.imatrix "${OVERRIDES[@]}" input-f32.gguf mixed.gguf MXFP4_MOE 1 \
+  >quantize.log 2>&1 || { cat quantize.log >&2; exit 1; }
+"$QUANTIZE" --allow-requantize mixed.gguf reference-f32.gguf F32 1 >dequantize.log 2>&1 || { cat dequantize.log >&2; exit 1; }
+cd - >/dev/null
 
 # The expected values: SHA-256 of each tensor's f32 bytes as llama.cpp wrote them.
 "$TOOLS/gptoss-verify" "$WORK/reference-f32.gguf" --write-manifest "$WORK/reference-f32.sha256" -j 1 >/dev/null
