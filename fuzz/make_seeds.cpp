@@ -21,7 +21,6 @@
 #include "convert/safetensors_model.h"
 #include "convert/tokenizer_json.h"
 #include "formats/core/float16.h"
-#include "formats/gguf/ggml_types.h"
 #include "formats/gguf/gguf_writer.h"
 #include "formats/modelbin/modelbin_writer.h"
 #include "formats/safetensors/safetensors_writer.h"

@@ -1,5 +1,6 @@
 #include "verify/declared_loss.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -28,7 +29,7 @@ double rounding_allowance(DType dtype, double magnitude, double block_amax) {
     case DType::BF16: return magnitude * 0x1p-8;
     case DType::F16: return magnitude * 0x1p-11 + 0x1p-25;
     case DType::Q8_0: return block_amax / 127 * (0.5 + 127 * 0x1p-11 + 1e-4) + 127 * 0x1p-25;
-    default: return 0;
+    default: return has_per_element_bound(dtype) ? 0 : INFINITY;  // the tensor-level ceiling applies
   }
 }
 
@@ -40,6 +41,22 @@ std::vector<double> block_maxima(const std::vector<float>& v) {
 }
 
 }  // namespace
+
+bool has_per_element_bound(DType dtype) {
+  return dtype_info(dtype).block_elements == 1 || dtype == DType::Q8_0;
+}
+
+double rms_error_ceiling(DType dtype) {
+  if (has_per_element_bound(dtype)) return 0;
+  const auto& info = dtype_info(dtype);
+  const double bits_per_weight = 8.0 * info.block_bytes / info.block_elements;
+  return std::min(0.9, 3 * std::exp2(1 - bits_per_weight));
+}
+
+double DeclaredLossMeasure::relative_rms_error() const {
+  if (sum_squared_reference > 0) return std::sqrt(sum_squared_error / sum_squared_reference);
+  return sum_squared_error > 0 ? INFINITY : 0;
+}
 
 DeclaredLossMeasure measure_declared_loss(const CanonicalTensor& a, const CanonicalTensor& b, uint64_t rows) {
   DeclaredLossMeasure m;
@@ -61,6 +78,8 @@ DeclaredLossMeasure measure_declared_loss(const CanonicalTensor& a, const Canoni
       }
       const double error = std::fabs(static_cast<double>(x[i]) - y[i]);
       m.max_abs_error = std::max(m.max_abs_error, error);
+      m.sum_squared_error += error * error;
+      m.sum_squared_reference += static_cast<double>(x[i]) * x[i];
       double allowance = 0;
       if (!same_encoding) {
         const double magnitude = std::max(std::fabs(x[i]), std::fabs(y[i]));

@@ -10,6 +10,14 @@
 //                                 127 2^-11 covers the scale's rounding to f16.
 // Either side may be the source (Q8_0 -> BF16 dequantizes and rounds again), so the allowances of
 // both sides add up. NaN is never a rounding.
+//
+// ggml's other quantizations (Q4_0 .. IQ1_M) have no such bound per element: their quantizers
+// search scales that clip outliers and, for the i-quants, snap groups of 8 to a lattice. Their
+// declared loss is the tensor's relative RMS error, sqrt(sum (a-b)^2 / sum a^2), up to
+// rms_error_ceiling of the type: 3 x 2^-(bpw-1) (bpw = bits per weight of the type), at most 0.9.
+// A uniform quantizer of b bits spread over +-3 sigma gives sqrt(3)/2 x 2^-(b-1) on Gaussian
+// weights, so the ceiling is about 3.5 times that; a tensor that is not an approximation of the
+// other at all (unrelated values of the same scale) gives about 1.4, all zeros 1.
 #include <cstdint>
 
 #include "convert/canonical_model.h"
@@ -23,7 +31,14 @@ struct DeclaredLossMeasure {
   uint64_t beyond = 0;       // elements whose error exceeds the allowance
   uint64_t first_beyond = 0;
   double first_beyond_error = 0, first_beyond_allowance = 0;
+  double sum_squared_error = 0, sum_squared_reference = 0;  // over the elements that are not NaN
+  double relative_rms_error() const;  // sqrt(sum_squared_error / sum_squared_reference)
 };
+
+// True for the encodings whose loss is bounded per element (above): exact, BF16, F16, Q8_0.
+bool has_per_element_bound(DType dtype);
+// The largest relative RMS error a tensor stored as `dtype` may have (0 for per-element types).
+double rms_error_ceiling(DType dtype);
 
 // Compares the first `rows` rows of two dense tensors with the same row length.
 DeclaredLossMeasure measure_declared_loss(const CanonicalTensor& a, const CanonicalTensor& b, uint64_t rows);

@@ -142,6 +142,12 @@ ModelComparison compare_models(const CanonicalModel& a, const CanonicalModel& b,
     const auto m = measure_declared_loss(ta, *tb, ta.spec.shape.size() == 1 ? 1 : rows);
     c.max_abs_error = m.max_abs_error;
     c.max_rel_error = m.max_reference > 0 ? m.max_abs_error / m.max_reference : m.max_abs_error;
+    c.relative_rms_error = m.relative_rms_error();
+    // A side in one of ggml's quantizations without a per-element bound declares its loss as a
+    // relative RMS error up to its type's ceiling.
+    const double ceiling = ta.dtype == tb->dtype ? 0 : std::max(rms_error_ceiling(ta.dtype), rms_error_ceiling(tb->dtype));
+    std::ostringstream rms;
+    if (ceiling > 0) rms << "relative RMS error " << c.relative_rms_error << " (" << dtype_name(has_per_element_bound(ta.dtype) ? tb->dtype : ta.dtype) << " allows " << ceiling << ")";
     const std::string vocabulary = vocab_rows ? "vocabulary rows " + std::to_string(ta.spec.shape[0]) + " vs " +
                                                     std::to_string(tb->spec.shape[0]) + ", the first " + std::to_string(rows) + " compared"
                                               : "";
@@ -154,9 +160,14 @@ ModelComparison compare_models(const CanonicalModel& a, const CanonicalModel& b,
         << "; first at element " << m.first_beyond << ": error " << m.first_beyond_error << ", allowed " << m.first_beyond_allowance;
       c.verdict = Verdict::Different;
       c.detail = d.str();
+    } else if (ceiling > 0 && !(c.relative_rms_error <= ceiling)) {
+      c.verdict = Verdict::Different;
+      c.detail = rms.str() + ": more than quantization gives";
     } else if (ta.dtype != tb->dtype || vocab_rows) {
       c.verdict = Verdict::LossyAsDeclared;
-      c.detail = ta.dtype != tb->dtype ? c.dtype_a + " vs " + c.dtype_b + ": every error within the rounding the encodings allow" : "";
+      c.detail = ceiling > 0               ? c.dtype_a + " vs " + c.dtype_b + ": " + rms.str()
+                 : ta.dtype != tb->dtype ? c.dtype_a + " vs " + c.dtype_b + ": every error within the rounding the encodings allow"
+                                         : "";
       if (vocab_rows) c.detail += (c.detail.empty() ? "" : "; ") + vocabulary;
     } else {
       c.verdict = Verdict::Different;
@@ -194,7 +205,8 @@ nlohmann::json ModelComparison::to_json() const {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& t : tensors)
     arr.push_back({{"name", t.name}, {"verdict", verdict_name(t.verdict)}, {"dtype_a", t.dtype_a}, {"dtype_b", t.dtype_b},
-                   {"max_abs_error", t.max_abs_error}, {"max_rel_error", t.max_rel_error}, {"detail", t.detail}});
+                   {"max_abs_error", t.max_abs_error}, {"max_rel_error", t.max_rel_error},
+                   {"relative_rms_error", t.relative_rms_error}, {"detail", t.detail}});
   return {{"tensors", arr}, {"config_differences", config_differences}, {"config_notes", config_notes},
           {"tokenizer_differences", tokenizer_differences}, {"model_digest_a", digest_a}, {"model_digest_b", digest_b},
           {"same", !any_different()}};

@@ -1,7 +1,8 @@
 #pragma once
 // "Do these two files hold the same weights?" Tensor by canonical tensor, after every format's
 // transforms are undone: identical, identical after a layout transform, lossy as declared
-// (Q8_0, vocabulary rows dropped by model.bin) with measured error, or different.
+// (BF16/F16 rounding, Q8_0, ggml's other quantizations, vocabulary rows dropped by model.bin) with
+// measured error, or different (verify/declared_loss.h says what each encoding allows).
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct TensorComparison {
   double max_abs_error = 0;
   double max_rel_error = 0;  // max |a-b| / max |a|
   std::string detail;
+  double relative_rms_error = 0;  // sqrt(sum (a-b)^2 / sum a^2) over the compared values
 };
 
 struct ModelComparison {

@@ -116,10 +116,12 @@ TensorValueStats tensor_stats(const CanonicalTensor& t) {
   return s;
 }
 
-// Byte index of element k in a tensor's stored encoding.
+// Byte index of element k in a tensor's stored encoding: of its quant in Q8_0, of its block in
+// the other block types (whose bits for one element are spread over the block).
 uint64_t element_byte(DType dtype, uint64_t k) {
   if (dtype == DType::Q8_0) return k / kQ8_0BlockElements * kQ8_0BlockBytes + 2 + k % kQ8_0BlockElements;
-  return dtype_byte_size(dtype, k).value_or(0);
+  const auto& info = dtype_info(dtype);
+  return k / info.block_elements * info.block_bytes;
 }
 
 std::string at_element(uint64_t k) { return " (first at element " + std::to_string(k) + ")"; }

@@ -11,12 +11,12 @@
 #include <stdexcept>
 
 #include "convert/dtype_convert.h"
+#include "formats/codecs/float_codec.h"
 #include "convert/gguf/gguf_names.h"
 #include "convert/gguf/gguf_sources.h"
 #include "convert/gguf/gguf_tokenizer.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/error.h"
-#include "formats/gguf/ggml_types.h"
 #include "formats/gguf/gguf_split.h"
 #include "formats/gguf/gguf_writer.h"
 
@@ -150,7 +150,7 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
   auto add = [&](const std::string& name, DType type, std::vector<uint64_t> ne, TensorSourcePtr source) {
     GgufTensorEntry e;
     e.name = name;
-    e.ggml_type = *ggml_type_of(type);
+    e.ggml_type = static_cast<uint32_t>(dtype_info(type).ggml_type);
     e.ne = std::move(ne);
     e.data = std::move(source);
     entries.push_back(std::move(e));
@@ -315,21 +315,22 @@ CanonicalModel load_gguf_model(const fs::path& path) {
     used.insert(name);
     return *ref;
   };
+  // Dense tensors keep their stored encoding: any the toolkit decodes (F32, F16, BF16 and ggml's
+  // quantizations); MXFP4 only for the experts.
   auto dense_type = [&](const GgufTensorRef& ref) {
     const auto& t = *ref.info;
-    if (!t.dtype || !(t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16 || t.dtype == DType::Q8_0))
+    if (!is_decodable(t.dtype) || t.dtype == DType::MXFP4)
       ref.file->fail(t.name, t.info_offset,
-                     "type " + std::string(t.type->name) +
-                         " is not supported for dense tensors (F32, F16, BF16 and Q8_0 are; re-quantize with llama-quantize)");
-    return *t.dtype;
+                     "type " + std::string(dtype_name(t.dtype)) + " is not supported for dense tensors");
+    return t.dtype;
   };
   auto mxfp4 = [&](const GgufTensorRef& ref) {
     if (ref.info->dtype != DType::MXFP4)
       ref.file->fail(ref.info->name, ref.info->info_offset,
-                     "experts must be MXFP4 (type 39), found " + std::string(ref.info->type->name));
+                     "experts must be MXFP4 (type 39), found " + std::string(dtype_name(ref.info->dtype)));
     return mapped(ref);
   };
-  bool any_q8 = false;
+  std::set<DType> quantized;  // the lossy dense encodings the file holds
 
   std::vector<CanonicalTensor> tensors;
   const auto specs = canonical_tensor_specs(c);
@@ -344,7 +345,7 @@ CanonicalModel load_gguf_model(const fs::path& path) {
         const TensorSpec& spec = spec_of(g.role, g.layer);
         const GgufTensorRef& ref = require(g.name, reversed(spec.shape));
         const DType type = dense_type(ref);
-        any_q8 |= type == DType::Q8_0;
+        if (dtype_info(type).block_elements > 1) quantized.insert(type);
         tensors.push_back({spec, type, mapped(ref), fs::path(ref.file->path()).filename().string() + ":" + g.name});
         break;
       }
@@ -375,7 +376,7 @@ CanonicalModel load_gguf_model(const fs::path& path) {
         const auto& gate = require(g.name, {I, E});
         const auto& up = require(gguf_expert_tensor_name(GgufTensorKind::UpExpsBias, g.layer), {I, E});
         const DType type = dense_type(gate);
-        if (type == DType::Q8_0 || dense_type(up) != type)
+        if (dtype_info(type).block_elements > 1 || dense_type(up) != type)
           gate.file->fail(g.name, gate.info->info_offset, "expert biases must be F32, F16 or BF16, both the same");
         tensors.push_back({spec_of(TensorRole::Mlp1Bias, g.layer), type,
                            make_interleaved_units(mapped(gate), mapped(up), dtype_info(type).block_bytes),
@@ -390,9 +391,12 @@ CanonicalModel load_gguf_model(const fs::path& path) {
   for (const auto& ref : files->tensors())
     if (!used.count(ref.info->name))
       model.notes.push_back("tensor " + ref.info->name + " is not part of gpt-oss and was ignored");
-  if (any_q8)
-    model.notes.push_back("dense tensors are Q8_0 in this GGUF: writing them as BF16 dequantizes and rounds them "
+  if (!quantized.empty()) {
+    std::string types;
+    for (DType t : quantized) types += (types.empty() ? "" : ", ") + std::string(dtype_name(t));
+    model.notes.push_back("dense tensors are " + types + " in this GGUF: writing them as BF16 dequantizes and rounds them "
                           "(lossy); F32 output keeps their values exactly");
+  }
   finalize_canonical_tensors(c, tensors, path.string());
   model.tensors = std::move(tensors);
   return model;

@@ -8,48 +8,44 @@
 #include <string>
 
 #include "formats/codecs/lanes.h"
-#include "formats/codecs/mxfp4.h"
 #include "formats/codecs/q8_0.h"
 #include "formats/core/float16.h"
 #include "formats/core/mapped_file.h"
 
 namespace gptoss {
 
-bool is_decodable(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64 || t == DType::Q8_0 ||
-         t == DType::MXFP4;
-}
+bool is_decodable(DType t) { return dtype_info(t).decode != nullptr; }
 
 bool is_encodable(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0; }
 
-// Four elements at a time (lanes.h), then the scalar code for the last few.
 void decode_to_f32(DType type, const uint8_t* in, size_t n, float* out) {
+  const DTypeInfo& info = dtype_info(type);
+  if (!info.decode) throw std::invalid_argument("cannot decode dtype " + std::string(info.name) + " to f32");
+  if (n % info.block_elements != 0)
+    throw std::invalid_argument(std::to_string(n) + " elements are not a whole number of " + std::string(info.name) +
+                                " blocks of " + std::to_string(info.block_elements));
+  info.decode(in, n / info.block_elements, out);
+}
+
+// Four elements at a time (lanes.h), then the scalar code for the last few.
+void decode_f32_values(const uint8_t* in, size_t n, float* out) { std::memcpy(out, in, n * 4); }
+
+void decode_f16_values(const uint8_t* in, size_t n, float* out) {
   using namespace lanes;
   size_t i = 0;
-  switch (type) {
-    case DType::F32:
-      std::memcpy(out, in, n * 4);
-      return;
-    case DType::F16:
-      for (; i + 4 <= n; i += 4) store(out + i, lanes::f16_to_f32(__builtin_convertvector(load<u16x4>(in + 2 * i), u32x4)));
-      for (; i < n; ++i) out[i] = f16_to_f32(load_u16(in + 2 * i));
-      return;
-    case DType::BF16:
-      for (; i + 4 <= n; i += 4) store(out + i, lanes::bf16_to_f32(__builtin_convertvector(load<u16x4>(in + 2 * i), u32x4)));
-      for (; i < n; ++i) out[i] = bf16_to_f32(load_u16(in + 2 * i));
-      return;
-    case DType::F64:
-      for (; i < n; ++i) out[i] = static_cast<float>(std::bit_cast<double>(load_u64(in + 8 * i)));
-      return;
-    case DType::Q8_0:
-      q8_0::dequantize(in, n / 32, out);
-      return;
-    case DType::MXFP4:
-      mxfp4::dequantize_ggml(in, n / 32, out);
-      return;
-    default:
-      throw std::invalid_argument("cannot decode dtype " + std::string(dtype_name(type)) + " to f32");
-  }
+  for (; i + 4 <= n; i += 4) store(out + i, lanes::f16_to_f32(__builtin_convertvector(load<u16x4>(in + 2 * i), u32x4)));
+  for (; i < n; ++i) out[i] = f16_to_f32(load_u16(in + 2 * i));
+}
+
+void decode_bf16_values(const uint8_t* in, size_t n, float* out) {
+  using namespace lanes;
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) store(out + i, lanes::bf16_to_f32(__builtin_convertvector(load<u16x4>(in + 2 * i), u32x4)));
+  for (; i < n; ++i) out[i] = bf16_to_f32(load_u16(in + 2 * i));
+}
+
+void decode_f64_values(const uint8_t* in, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(std::bit_cast<double>(load_u64(in + 8 * i)));
 }
 
 void encode_from_f32(DType type, const float* in, size_t n, uint8_t* out) {

@@ -1,6 +1,7 @@
 #pragma once
 // Decoding any float-valued dtype to f32 and encoding f32 to one, a whole number of blocks at a
-// time. This is the single place that knows how each float encoding maps to numbers.
+// time. The decoders are named in the DType table (formats/core/dtype.cpp): the plain float
+// encodings here, ggml's block types in q8_0.h, mxfp4.h and ggml_quants.h.
 #include <cstddef>
 #include <cstdint>
 
@@ -8,12 +9,20 @@
 
 namespace gptoss {
 
-// True for dtypes decode_to_f32 / encode_from_f32 handle: F32, F16, BF16, F64, Q8_0, MXFP4 (ggml).
+// True for dtypes decode_to_f32 handles: those with a decoder in the DType table (F32, F16, BF16,
+// F64, and every ggml block type but Q8_1, Q8_K, TQ1_0 and TQ2_0).
 bool is_decodable(DType type);
 bool is_encodable(DType type);  // F32, F16, BF16, Q8_0
 
 // `elements` must be a multiple of the dtype's block size.
 void decode_to_f32(DType type, const uint8_t* in, size_t elements, float* out);
+void encode_from_f32(DType type, const float* in, size_t elements, uint8_t* out);
+
+// The decoders of the plain float encodings (`n` values each), for the DType table.
+void decode_f32_values(const uint8_t* in, size_t n, float* out);
+void decode_f16_values(const uint8_t* in, size_t n, float* out);
+void decode_bf16_values(const uint8_t* in, size_t n, float* out);
+void decode_f64_values(const uint8_t* in, size_t n, float* out);
 void encode_from_f32(DType type, const float* in, size_t elements, uint8_t* out);
 
 // How values changed by an encoding: `decoded` is `values` encoded and decoded again. Merges

@@ -7,6 +7,7 @@
 namespace gptoss::mxfp4 {
 
 float scale_value(uint8_t scale_byte) { return std::ldexp(1.0f, static_cast<int>(scale_byte) - 127); }
+float ggml_half_scale_value(uint8_t scale_byte) { return std::ldexp(1.0f, static_cast<int>(scale_byte) - 128); }
 
 namespace {
 // The repacks move whole nibbles between bytes, eight bytes at a time in 64-bit words (SWAR):
@@ -83,10 +84,10 @@ void dequantize_oai(const uint8_t* blocks, const uint8_t* scales, size_t n_block
 void dequantize_ggml(const uint8_t* blocks17, size_t n_blocks, float* out) {
   for (size_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks17 + 17 * b;
-    const float s = scale_value(block[0]);
+    const float d = ggml_half_scale_value(block[0]);
     for (unsigned j = 0; j < 16; ++j) {
-      out[32 * b + j] = kFp4Values[block[1 + j] & 0x0f] * s;
-      out[32 * b + j + 16] = kFp4Values[block[1 + j] >> 4] * s;
+      out[32 * b + j] = static_cast<float>(kGgmlKvalues[block[1 + j] & 0x0f]) * d;
+      out[32 * b + j + 16] = static_cast<float>(kGgmlKvalues[block[1 + j] >> 4]) * d;
     }
   }
 }

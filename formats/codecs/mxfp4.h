@@ -7,8 +7,10 @@
 //
 // ggml (GGUF type 39): a block is 17 bytes, the scale byte e first, then 16 bytes where byte j
 // holds element j in its LOW nibble and element j+16 in its HIGH nibble. Value
-// kvalues[code] * 2^(e - 128) with kvalues = 2 * FP4, i.e. the same number: the scale byte is
-// the same byte in both layouts; only the nibble positions move.
+// kvalues[code] * 2^(e - 128) with kvalues = 2 * FP4, i.e. the same number (see kGgmlKvalues for
+// the two exceptions): the scale byte is the same byte in both layouts; only the nibble positions
+// move.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -21,6 +23,16 @@ inline constexpr float kFp4Values[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0
 
 // 2^(s - 127) exactly (s = 0 and 1 give subnormals, 255 gives 2^128 = inf as the references do).
 float scale_value(uint8_t scale_byte);
+
+// ggml decodes its layout as kvalues[code] * 2^(e - 128) with kvalues = 2 x E2M1 as int8: the
+// same numbers, except that code 8 (E2M1's -0) is +0, and that e = 255 gives the finite 2^127
+// times kvalues where 2^(e - 127) overflows. dequantize_ggml computes it that way, bit for bit.
+inline constexpr auto kGgmlKvalues = [] {
+  std::array<int8_t, 16> v{};
+  for (size_t c = 0; c < v.size(); ++c) v[c] = static_cast<int8_t>(2 * kFp4Values[c]);
+  return v;
+}();
+float ggml_half_scale_value(uint8_t scale_byte);  // 2^(e - 128)
 
 // Element `index` (0..31) of one block's code, in either layout.
 inline uint8_t oai_code(const uint8_t* block16, unsigned index) {

@@ -1,7 +1,9 @@
 #pragma once
 // The element and block types every format of the toolkit can store, with the size arithmetic
-// that goes with them. Block types (Q8_0, ggml MXFP4, F4, F6) store a fixed number of elements
-// in a fixed number of bytes; a tensor of such a type must hold a whole number of blocks.
+// and the decoder to f32 that go with them: one table (dtype.cpp), as ggml's type traits. Block
+// types (ggml's quantizations, F4, F6) store a fixed number of elements in a fixed number of bytes;
+// a tensor of such a type must hold a whole number of blocks in each row.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -18,9 +20,18 @@ enum class DType : uint8_t {
   F8_E4M3FNUZ, F8_E5M2FNUZ, F4, F6_E2M3, F6_E3M2, C64,
   Q8_0,   // ggml: f16 scale + 32 x int8 = 34 bytes per 32 elements
   MXFP4,  // ggml: e8m0 scale byte + 16 bytes of nibbles = 17 bytes per 32 elements
+  // ggml's other quantizations (layouts in formats/codecs/ggml_quants.h), every one llama-quantize
+  // can write; the last four are sized but not decoded.
+  Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+  Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+  IQ4_XS, IQ3_S, IQ3_XXS, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_S, IQ1_M,
+  Q8_1, Q8_K, TQ1_0, TQ2_0,
 };
 
-inline constexpr int kDTypeCount = static_cast<int>(DType::MXFP4) + 1;
+inline constexpr int kDTypeCount = static_cast<int>(DType::TQ2_0) + 1;
+
+// Decodes `n_blocks` consecutive blocks (block_elements values each) to f32.
+using BlockDecoder = void (*)(const uint8_t* blocks, size_t n_blocks, float* out);
 
 struct DTypeInfo {
   DType type;
@@ -29,14 +40,15 @@ struct DTypeInfo {
   int ggml_type;                      // -1 when GGUF has no such type
   uint32_t block_elements;            // 1 for plain scalars
   uint32_t block_bytes;
-  bool is_float;                      // holds real numbers we can decode to f32
+  bool is_float;                      // holds real numbers
+  BlockDecoder decode;                // nullptr when the toolkit cannot decode it to f32
 };
 
 const DTypeInfo& dtype_info(DType type);
 inline std::string_view dtype_name(DType type) { return dtype_info(type).name; }
 
 std::optional<DType> dtype_from_safetensors_name(std::string_view name);
-std::optional<DType> dtype_from_ggml_type(uint32_t ggml_type);
+std::optional<DType> dtype_from_ggml_type(uint32_t ggml_type);  // nullopt for ids ggml never assigned or removed
 std::optional<DType> dtype_from_name(std::string_view name);  // our names, case-insensitive
 
 // Bytes needed for `elements` elements; nullopt on overflow or when `elements` is not a whole

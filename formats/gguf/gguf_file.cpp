@@ -151,14 +151,15 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> file) {
     }
     const uint64_t type_at = r.position();
     t.ggml_type = r.u32(t.name + " type");
-    t.type = ggml_type_info(t.ggml_type);
-    if (!t.type) r.fail_at(type_at, t.name + " type", "unknown ggml type " + std::to_string(t.ggml_type));
-    t.dtype = dtype_from_ggml_type(t.ggml_type);
-    if (t.ne[0] % t.type->block_elements != 0)
-      r.fail_at(dims_at, t.name + " ne[0]",
-                "ne[0] = " + std::to_string(t.ne[0]) + " is not a multiple of the " + std::string(t.type->name) +
-                    " block size " + std::to_string(t.type->block_elements));
-    const auto size = checked_mul(elements / t.type->block_elements, t.type->block_bytes);
+    const auto dtype = dtype_from_ggml_type(t.ggml_type);
+    if (!dtype) r.fail_at(type_at, t.name + " type", "unknown ggml type " + std::to_string(t.ggml_type));
+    t.dtype = *dtype;
+    const DTypeInfo& type = dtype_info(t.dtype);
+    if (t.ne[0] % type.block_elements != 0)
+      r.fail_at(dims_at + 4, t.name + " ne[0]",  // ne[0] follows the 4-byte n_dims
+                "row width ne[0] = " + std::to_string(t.ne[0]) + " is not a multiple of the " + std::string(type.name) +
+                    " block size " + std::to_string(type.block_elements));
+    const auto size = checked_mul(elements / type.block_elements, type.block_bytes);
     if (!size) r.fail_at(dims_at, t.name + " ne", "byte size overflows");
     t.size = *size;
     t.offset = r.u64(t.name + " offset");

@@ -15,7 +15,6 @@
 #include "formats/core/dtype.h"
 #include "formats/core/mapped_file.h"
 #include "formats/core/stored_tensor.h"
-#include "formats/gguf/ggml_types.h"
 #include "formats/gguf/gguf_value.h"
 
 namespace gptoss {
@@ -42,8 +41,7 @@ struct GgufKv {
 struct GgufTensorInfo {
   std::string name;
   uint32_t ggml_type = 0;
-  const GgmlTypeInfo* type = nullptr;
-  std::optional<DType> dtype;  // when the toolkit knows the type
+  DType dtype = DType::F32;    // the DType of ggml_type (every ggml type the reader accepts has one)
   std::vector<uint64_t> ne;    // ne[0] innermost, n_dims entries
   uint64_t offset = 0;         // relative to the data section
   uint64_t size = 0;           // bytes, unpadded

@@ -9,7 +9,6 @@
 
 #include "formats/core/atomic_file.h"
 #include "formats/core/checked_math.h"
-#include "formats/gguf/ggml_types.h"
 #include "formats/gguf/gguf_file.h"
 
 namespace gptoss {
@@ -84,13 +83,14 @@ void GgufMetadata::add_value(std::string_view key, const GgufValue& value) {
 }
 
 uint64_t gguf_tensor_bytes(const GgufTensorEntry& e) {
-  const GgmlTypeInfo* type = ggml_type_info(e.ggml_type);
-  if (!type) throw std::invalid_argument(e.name + ": unknown ggml type " + std::to_string(e.ggml_type));
+  const auto dtype = dtype_from_ggml_type(e.ggml_type);
+  if (!dtype) throw std::invalid_argument(e.name + ": unknown ggml type " + std::to_string(e.ggml_type));
+  const DTypeInfo& type = dtype_info(*dtype);
   if (e.ne.empty() || e.ne.size() > kGgufMaxDims) throw std::invalid_argument(e.name + ": GGUF tensors have 1 to 4 dims");
-  if (e.ne[0] % type->block_elements != 0)
-    throw std::invalid_argument(e.name + ": ne[0] is not a multiple of the " + std::string(type->name) + " block size");
+  if (e.ne[0] % type.block_elements != 0)
+    throw std::invalid_argument(e.name + ": ne[0] is not a multiple of the " + std::string(type.name) + " block size");
   const auto elements = checked_product(e.ne);
-  const auto bytes = elements ? checked_mul(*elements / type->block_elements, type->block_bytes) : std::nullopt;
+  const auto bytes = elements ? checked_mul(*elements / type.block_elements, type.block_bytes) : std::nullopt;
   if (!bytes) throw std::invalid_argument(e.name + ": tensor size overflows");
   return *bytes;
 }

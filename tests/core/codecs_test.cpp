@@ -54,8 +54,10 @@ TEST(Mxfp4, RepackIsLosslessBothWays) {
     float a[32], b[32];
     mxfp4::dequantize_oai(oai, &scale, 1, a);
     mxfp4::dequantize_ggml(ggml, 1, b);
+    // The same numbers, but for scale byte 255 (NaN in the MX spec): 2^(255 - 127) overflows,
+    // ggml's 2^(255 - 128) times its doubled values does not (mxfp4::kGgmlKvalues).
     for (int i = 0; i < 32; ++i)
-      if (!std::isnan(a[i])) {
+      if (!std::isnan(a[i]) && scale != 255) {
         ASSERT_EQ(a[i], b[i]) << "element " << i;
       }
   }

@@ -69,7 +69,8 @@ TEST(DType, NameTables) {
   EXPECT_EQ(dtype_from_ggml_type(39), DType::MXFP4);
   EXPECT_EQ(dtype_from_ggml_type(30), DType::BF16);
   EXPECT_EQ(dtype_from_ggml_type(0), DType::F32);
-  EXPECT_FALSE(dtype_from_ggml_type(2));  // Q4_0 is not one of ours
+  EXPECT_EQ(dtype_from_ggml_type(2), DType::Q4_0);
+  EXPECT_FALSE(dtype_from_ggml_type(4));  // Q4_2: removed from ggml
   EXPECT_EQ(dtype_from_name("q8_0"), DType::Q8_0);
   for (int i = 0; i < kDTypeCount; ++i) EXPECT_EQ(static_cast<int>(dtype_info(static_cast<DType>(i)).type), i);
 }

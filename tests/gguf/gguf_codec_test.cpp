@@ -1,5 +1,6 @@
 // MXFP4 in both layouts, the Q8_0 quantizer's edge cases, and the streaming transforms the GGUF
 // conversion is built from.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -16,6 +17,7 @@ namespace {
 
 // ggml's own definition: kvalues_mxfp4 (E2M1 doubled) times 2^(e - 128).
 constexpr int8_t kGgmlKvalues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+static_assert(std::equal(std::begin(kGgmlKvalues), std::end(kGgmlKvalues), mxfp4::kGgmlKvalues.begin()));
 
 TEST(Mxfp4Layouts, EveryCodeAndScaleDequantizesTheSameFromBothLayouts) {
   for (int scale = 0; scale < 256; ++scale)
@@ -35,11 +37,14 @@ TEST(Mxfp4Layouts, EveryCodeAndScaleDequantizesTheSameFromBothLayouts) {
         const int c = (code + static_cast<int>(j)) % 16;
         const float ggml_value = static_cast<float>(kGgmlKvalues[c]) * std::ldexp(1.0f, scale - 128);
         const float oai_value = mxfp4::kFp4Values[c] * std::ldexp(1.0f, scale - 127);
-        ASSERT_EQ(std::bit_cast<uint32_t>(from_oai[j]), std::bit_cast<uint32_t>(from_ggml[j]))
-            << "scale " << scale << " code " << c << " element " << j;
-        if (scale < 255) {  // 2^128 overflows f32; both layouts still agree bit for bit above
-          ASSERT_EQ(from_ggml[j], ggml_value) << "scale " << scale << " code " << c;
-          ASSERT_EQ(from_oai[j], oai_value) << "scale " << scale << " code " << c;
+        // Each layout decodes bit for bit as its reference does: ggml's arithmetic for the ggml
+        // layout, PyTorch's for the OpenAI one.
+        ASSERT_EQ(std::bit_cast<uint32_t>(from_ggml[j]), std::bit_cast<uint32_t>(ggml_value)) << "scale " << scale << " code " << c;
+        ASSERT_EQ(std::bit_cast<uint32_t>(from_oai[j]), std::bit_cast<uint32_t>(oai_value)) << "scale " << scale << " code " << c;
+        // The same numbers (-0 == +0) but for scale byte 255 (NaN in the MX spec), where
+        // 2^(255 - 127) overflows and ggml's 2^(255 - 128) does not.
+        if (scale < 255) {
+          ASSERT_EQ(from_oai[j], from_ggml[j]) << "scale " << scale << " code " << c << " element " << j;
         }
       }
       // And the repack is lossless.

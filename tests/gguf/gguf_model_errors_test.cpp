@@ -13,7 +13,6 @@
 #include "convert/synthesize.h"
 #include "formats/core/checked_math.h"
 #include "formats/core/error.h"
-#include "formats/gguf/ggml_types.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_split.h"
 #include "formats/gguf/gguf_writer.h"

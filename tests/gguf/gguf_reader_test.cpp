@@ -1,5 +1,6 @@
 // The GGUF container: one crafted bad file per reader check (each with its expected error), the
 // writer/reader round trip of every value type, and truncation / byte flips never crashing.
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <functional>
@@ -191,6 +192,34 @@ TEST(GgufReader, RejectsPartialBlock) {
   Crafted c;
   c.tensors[1].ne = {16, 2};
   expect_error(c, "b ne[0]", "not a multiple of the Q8_0 block size 32");
+}
+// Every block type: a row width that is not a whole number of blocks is refused, naming the
+// tensor, its ne[0] field (at that field's own byte offset), the type and its block size.
+TEST(GgufReader, RejectsPartialBlockOfEveryBlockType) {
+  for (int i = 0; i < kDTypeCount; ++i) {
+    const DTypeInfo& info = dtype_info(static_cast<DType>(i));
+    if (info.ggml_type < 0 || info.block_elements == 1) continue;
+    Crafted c;
+    c.tensors[1].type = static_cast<uint32_t>(info.ggml_type);
+    c.tensors[1].ne = {info.block_elements / 2, 2};
+    const std::vector<uint8_t> bytes = c.build();
+    // The record of "b": name length 1, "b", n_dims 2, then ne[0].
+    const uint8_t record[] = {1, 0, 0, 0, 0, 0, 0, 0, 'b', 2, 0, 0, 0};
+    const auto at = std::search(bytes.begin(), bytes.end(), std::begin(record), std::end(record));
+    ASSERT_NE(at, bytes.end());
+    const uint64_t ne0_offset = static_cast<uint64_t>(at - bytes.begin()) + sizeof record;
+    try {
+      parse(bytes);
+      ADD_FAILURE() << info.name << ": no error";
+    } catch (const FormatError& e) {
+      EXPECT_EQ(e.field(), "b ne[0]") << info.name;
+      EXPECT_EQ(e.offset(), ne0_offset) << info.name;
+      EXPECT_NE(e.message().find("row width ne[0] = " + std::to_string(info.block_elements / 2) + " is not a multiple of the " +
+                                 std::string(info.name) + " block size " + std::to_string(info.block_elements)),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 TEST(GgufReader, RejectsUnalignedOffset) { Crafted c; c.tensors[1].offset = 33; expect_error(c, "b offset", "not a multiple of the alignment 32"); }
 TEST(GgufReader, RejectsOverlappingTensors) { Crafted c; c.tensors[1].offset = 0; expect_error(c, "b offset", "expected 32"); }

@@ -29,6 +29,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--vocab", vocab, "override the preset's vocabulary size (below 200003 the config has no special ids)")
       ->check(CLI::Range(1u, 1u << 24));
+  // The widths, for shapes no preset has (e.g. rows of 256, which every ggml block type divides).
+  uint32_t hidden = 0, intermediate = 0, heads = 0, kv_heads = 0, head_dim = 0, experts = 0, experts_per_token = 0;
+  app.add_option("--hidden", hidden, "override hidden_size (a multiple of 32)")->check(CLI::Range(32u, 1u << 16));
+  app.add_option("--intermediate", intermediate, "override intermediate_size (a multiple of 32)")->check(CLI::Range(32u, 1u << 16));
+  app.add_option("--heads", heads, "override num_attention_heads")->check(CLI::Range(1u, 1024u));
+  app.add_option("--kv-heads", kv_heads, "override num_key_value_heads")->check(CLI::Range(1u, 1024u));
+  app.add_option("--head-dim", head_dim, "override head_dim (even)")->check(CLI::Range(2u, 1024u));
+  app.add_option("--experts", experts, "override num_local_experts")->check(CLI::Range(1u, 1024u));
+  app.add_option("--experts-per-token", experts_per_token, "override num_experts_per_tok")->check(CLI::Range(1u, 1024u));
   unsigned threads = 0;
   app.add_option("-j,--threads", threads, "threads generating the tensors (default: one per core); any -j writes the same bytes");
   CLI11_PARSE(app, argc, argv);
@@ -38,8 +47,10 @@ int main(int argc, char** argv) {
     if (!tokenizer.empty() && layouts == "original")
       throw std::invalid_argument("--tokenizer goes into hf/, and --layouts original writes no hf/ folder");
     gptoss::SynthPreset shape = gptoss::synth_preset(preset);
-    if (layers) shape.layers = layers;
-    if (vocab) shape.vocab = vocab;
+    for (auto [value, field] : {std::pair{layers, &shape.layers}, {vocab, &shape.vocab}, {hidden, &shape.hidden},
+                                {intermediate, &shape.inter}, {heads, &shape.heads}, {kv_heads, &shape.kv},
+                                {head_dim, &shape.head_dim}, {experts, &shape.experts}, {experts_per_token, &shape.topk}})
+      if (value) *field = value;
     const auto model = gptoss::synthesize_model(shape);
     for (auto layout : {gptoss::CheckpointLayout::HuggingFace, gptoss::CheckpointLayout::Original}) {
       const bool hf = layout == gptoss::CheckpointLayout::HuggingFace;
