@@ -118,15 +118,29 @@ TEST_P(EngineInterface, RowsAndObserverFollowTheContract) {
   ENGINE_OR_SKIP(GetParam(), 16);
   const uint32_t ids[] = {10, 20, 30, 40};
   int stages = 0;
+  std::vector<std::string> names;
   auto observer = [&](const runtime::ActivationView& v) {
     ++stages;
+    names.push_back(runtime::stage_name(v.stage, v.layer));
+    const size_t cols = v.stage == runtime::Stage::RouterChoices ? 4u : 64u;  // experts per token, or hidden
     EXPECT_EQ(v.rows, 4u);
-    EXPECT_EQ(v.cols, 64u);
+    EXPECT_EQ(v.cols, cols);
     EXPECT_EQ(v.first_position, 0u);
-    EXPECT_EQ(v.values.size(), 4u * 64u);
+    EXPECT_EQ(v.values.size(), 4u * cols);
+    if (v.stage != runtime::Stage::RouterChoices) return;
+    for (size_t t = 0; t < 4; ++t) {  // four distinct experts of preset a's 8 per token
+      std::vector<float> chosen(v.values.begin() + 4 * t, v.values.begin() + 4 * t + 4);
+      std::sort(chosen.begin(), chosen.end());
+      EXPECT_TRUE(std::adjacent_find(chosen.begin(), chosen.end()) == chosen.end());
+      EXPECT_GE(chosen.front(), 0.0f);
+      EXPECT_LE(chosen.back(), 7.0f);
+      EXPECT_EQ(chosen.back(), std::floor(chosen.back()));
+    }
   };
   const auto all = engine->forward(ids, runtime::LogitRows::All, observer);
-  EXPECT_EQ(stages, 1 + 4 + 1);  // embedding, 4 layers, final norm
+  EXPECT_EQ(stages, 1 + 4 + 4 + 1);  // embedding, 4 layers each with its routing, final norm
+  EXPECT_EQ(names, (std::vector<std::string>{"embedding", "router 0", "layer 0", "router 1", "layer 1", "router 2",
+                                             "layer 2", "router 3", "layer 3", "final norm"}));
   ASSERT_EQ(all.size(), 4u * 201088u);
   engine->reset();
   EXPECT_EQ(engine->position(), 0u);
@@ -173,7 +187,7 @@ TEST_P(EngineInterface, RowRangeIsExactlyThoseRowsOfAll) {
     e->reset();
     int stages = 0;
     e->forward(ids, runtime::LogitRows::range(6, 5), logits, [&](const runtime::ActivationView&) { ++stages; });
-    EXPECT_EQ(stages, 6);
+    EXPECT_EQ(stages, 10);
     expect_rows_of_all(logits, all, 6, 5, "observed rows 6+5");
     // A one-token forward (a decode step): its range is its All.
     const uint32_t next[] = {4242};
