@@ -302,8 +302,8 @@ TEST_P(EngineInterface, APrefillsRowsAreThoseOfALongerPrefill) {
 
 TEST_P(EngineInterface, TokenByTokenEqualsThePrefill) {
   // Bit for bit on the CPU engines (a decode step is the prefill's row of the same products); the
-  // Vulkan engine decodes through matrix-vector kernels, not the prefill's GEMMs: within 1e-6 of
-  // the row's largest logit.
+  // Vulkan engine decodes through matrix-vector kernels, not the prefill's GEMMs: two f32
+  // computations summing in other orders.
   ENGINE_OR_SKIP(GetParam(), 64);
   const auto ids = spread_ids(20);
   constexpr size_t vocab = 201088;
@@ -318,16 +318,15 @@ TEST_P(EngineInterface, TokenByTokenEqualsThePrefill) {
     differing += std::memcmp(step.data(), all.data() + t * vocab, vocab * sizeof(float)) != 0;
   }
   if (GetParam() == EngineKind::Vulkan) {
-    // No further apart than f32 arithmetic itself: the CPU engine in f32 against it in f64 on the
-    // same tokens (preset a's random layers amplify rounding: ~7e-6 here; 1e-6 is the bound at the
-    // real shapes, measured on a GPU).
+    // No further apart than twice the prefill's own f32 error against the f64 engine on the same
+    // tokens (preset a's random layers amplify rounding: a few 1e-6 here; the real shapes are
+    // measured on a GPU against 1e-6).
     std::string unused;
     const auto f64 = engine_or_null(EngineKind::CpuF64, 64, &unused)->forward(ids, runtime::LogitRows::All);
-    const auto f32 = engine_or_null(EngineKind::Cpu, 64, &unused)->forward(ids, runtime::LogitRows::All);
-    double f32_floor = 0;
+    double prefill_error = 0;
     for (size_t t = 0; t < ids.size(); ++t)
-      f32_floor = test::worse(f32_floor, relative_difference(f32.data() + t * vocab, f64.data() + t * vocab, vocab));
-    EXPECT_LE(worst, f32_floor);
+      prefill_error = test::worse(prefill_error, relative_difference(all.data() + t * vocab, f64.data() + t * vocab, vocab));
+    EXPECT_LE(worst, 2 * prefill_error);
     EXPECT_GT(worst, 0.0) << "decode steps equal to the prefill's GEMM rows: the test's premise changed";
   } else {
     EXPECT_EQ(differing, 0u) << "decode steps differ from the prefill's rows (largest " << worst << ")";
