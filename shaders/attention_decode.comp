@@ -139,7 +139,7 @@ void main() {
   FloatsIn qkv = FloatsIn(args.qkv);
   for (uint p = t; p < GROUP * half_dim; p += DECODE_ATTENTION_SIZE) {
     uint hh = p / half_dim, i = p % half_dim;
-    vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
+    vec2 cs = rope_cos_sin(args.rope, position, i, half_dim);
     uint base = (qh0 + hh) * HEAD_DIM;
     float a = qkv.v[base + i], b = qkv.v[base + i + half_dim];
     uint lo = hh * HEAD_DIM + i, hi = lo + half_dim;
@@ -155,8 +155,8 @@ void main() {
   if (has_new_key) {
     for (uint p = t; p < half_dim / 2u; p += DECODE_ATTENTION_SIZE) {
       uint i = 2u * p, base = (heads + g) * HEAD_DIM;
-      vec2 cs0 = rope_cos_sin(args.inv_freq, position, i, args.concentration);
-      vec2 cs1 = rope_cos_sin(args.inv_freq, position, i + 1u, args.concentration);
+      vec2 cs0 = rope_cos_sin(args.rope, position, i, half_dim);
+      vec2 cs1 = rope_cos_sin(args.rope, position, i + 1u, half_dim);
       vec2 a = vec2(qkv.v[base + i], qkv.v[base + i + 1u]), b = vec2(qkv.v[base + i + half_dim], qkv.v[base + i + 1u + half_dim]);
       vec2 low = vec2(a.x * cs0.x - b.x * cs0.y, a.y * cs1.x - b.y * cs1.y);
       vec2 high = vec2(b.x * cs0.x + a.x * cs0.y, b.y * cs1.x + a.y * cs1.y);

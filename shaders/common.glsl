@@ -152,25 +152,13 @@ float workgroup_max(float value) {
 
 // ---- RoPE (YaRN tables; half-split pairs (i, i + D/2)) ----
 
-// The f32 angle reduced to about [-pi, pi] (Cody-Waite, 2*pi split in three f32 parts, each step
-// one fma): GPU sin/cos are accurate only for small arguments (NVIDIA's error grows with the
-// argument: 1.6e-4 at 4095 rad), while positions reach 131072 rad. The CPU engine takes cos/sin
-// of the same f32 angle with exact reduction; this keeps the two within about 1e-6.
-float reduce_angle(float angle) {
-  const float kTwoPiHigh = 6.28125;                // 8 significant bits: k * it is exact
-  const float kTwoPiMid = 1.9353071693331003e-3;   // f32(2*pi - high)
-  const float kTwoPiLow = 1.0253376273028358e-11;  // f32(2*pi - high - mid)
-  precise float k = round(angle * 0.15915494309189535);
-  precise float r = fma(-k, kTwoPiHigh, angle);
-  r = fma(-k, kTwoPiMid, r);
-  r = fma(-k, kTwoPiLow, r);
-  return r;
-}
-// (cos, sin) of position * inv_freq[i], times the YaRN concentration.
-vec2 rope_cos_sin(uvec2 inv_freq, uint position, uint i, float concentration) {
-  precise float angle = float(position) * FloatsIn(inv_freq).v[i];
-  float reduced = reduce_angle(angle);
-  return vec2(cos(reduced), sin(reduced)) * concentration;
+// (cos, sin) of position * inv_freq[i], times the YaRN concentration: the engine's table
+// [positions, D/2] of pairs, made on the host by runtime/rope.h as the CPU engine makes its own
+// (the GPU's cos/sin of a reduced f32 angle were within a few 1e-7 of those values, and that
+// difference was the largest of the attention's before the products).
+vec2 rope_cos_sin(uvec2 table, uint position, uint i, uint half_dim) {
+  uint at = 2u * (position * half_dim + i);
+  return vec2(FloatsIn(table).v[at], FloatsIn(table).v[at + 1u]);
 }
 
 // ---- KV caches (the attention kernels' ENCODING: ENC_F32, or ENC_F16 with dims 2m, 2m + 1 of a

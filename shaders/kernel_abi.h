@@ -190,7 +190,7 @@ struct AttentionDecodeArgs {
   ABI_ADDRESS qkv;  // [heads + 2 kv_heads, head_dim] of the new token
   ABI_ADDRESS k_cache;
   ABI_ADDRESS v_cache;
-  ABI_ADDRESS inv_freq;
+  ABI_ADDRESS rope;  // [positions, head_dim / 2] of (cos, sin) pairs (runtime/rope.h)
   ABI_ADDRESS step;
   ABI_ADDRESS partials;  // [heads, splits, head_dim + 2]
   ABI_ADDRESS sinks;
@@ -201,7 +201,6 @@ struct AttentionDecodeArgs {
   uint slots;   // cache positions (a ring of `slots` on sliding layers)
   uint splits;  // workgroup rows: the most ranges the kernel cuts the keys into
   float scale;
-  float concentration;
   uint range_keys;  // the fewest keys a range has (DECODE_ATTENTION_SIZE, or VulkanTuning::attention_range)
   uint group;       // query heads per KV head (SPEC_ATTENTION_GROUP: per workgroup, a divisor of it)
   uint max_keys;    // the most keys at the step's position this dispatch is made for (beyond, it returns)
@@ -212,14 +211,13 @@ struct RopeStoreArgs {
   ABI_ADDRESS qkv;  // [count, heads + 2 kv_heads, head_dim]
   ABI_ADDRESS k_cache;
   ABI_ADDRESS v_cache;
-  ABI_ADDRESS inv_freq;
+  ABI_ADDRESS rope;  // [positions, head_dim / 2] of (cos, sin) pairs (runtime/rope.h)
   ABI_ADDRESS step;
   uint heads;
   uint kv_heads;
   uint head_dim;
   uint slots;
   uint count;
-  float concentration;
 };
 
 // Causal attention of `count` queries (positions step.position..) over the cache, online softmax

@@ -12,7 +12,7 @@ layout(push_constant) uniform Push { RopeStoreArgs args; };
 
 // Pair i of head row `first` (the element index of dim 0) rotated: (dim i, dim i + D/2).
 vec2 rotated(Floats qkv, uint first, uint i, uint half_dim, uint position) {
-  vec2 cs = rope_cos_sin(args.inv_freq, position, i, args.concentration);
+  vec2 cs = rope_cos_sin(args.rope, position, i, half_dim);
   float a = qkv.v[first + i], b = qkv.v[first + i + half_dim];
   return vec2(a * cs.x - b * cs.y, b * cs.x + a * cs.y);
 }

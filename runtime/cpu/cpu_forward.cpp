@@ -10,6 +10,7 @@
 #include "formats/core/float16.h"
 #include "formats/core/parallel_for.h"
 #include "runtime/cpu/cpu_kernels.h"
+#include "runtime/rope.h"
 #include "runtime/cpu/fixed_order_products.h"
 
 namespace gptoss::cpu {
@@ -115,7 +116,7 @@ void ForwardPass<Real>::attention_block(uint32_t layer, const Real* x, size_t co
 
   std::vector<Real> cos_table(head_dim / 2), sin_table(head_dim / 2);
   for (size_t t = 0; t < count; ++t) {
-    rope_table(position_ + t, inv_freq_, concentration_, cos_table.data(), sin_table.data());
+    runtime::rope_table(position_ + t, inv_freq_, concentration_, cos_table.data(), sin_table.data());
     apply_rope_half_split(q.data() + t * q_rows, c.num_heads, head_dim, cos_table.data(), sin_table.data());
     apply_rope_half_split(k + t * kv_rows, c.num_kv_heads, head_dim, cos_table.data(), sin_table.data());
   }

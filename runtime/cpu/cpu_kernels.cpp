@@ -29,17 +29,6 @@ void rms_norm_impl(const Real* x, size_t rows, size_t dim, const Real* weight, d
 }
 
 template <class Real>
-void rope_table_impl(uint64_t position, std::span<const float> inv_freq, float concentration, Real* cos_out,
-                     Real* sin_out) {
-  const auto pos = static_cast<float>(position);
-  for (size_t i = 0; i < inv_freq.size(); ++i) {
-    const Real angle = pos * inv_freq[i];  // f32 product, as transformers
-    cos_out[i] = std::cos(angle) * concentration;
-    sin_out[i] = std::sin(angle) * concentration;
-  }
-}
-
-template <class Real>
 void apply_rope_impl(Real* heads, size_t head_count, size_t head_dim, const Real* cos_table, const Real* sin_table) {
   const size_t half = head_dim / 2;
   for (size_t h = 0; h < head_count; ++h) {
@@ -100,15 +89,6 @@ void rms_norm(const float* x, size_t rows, size_t dim, const float* weight, doub
 }
 void rms_norm(const double* x, size_t rows, size_t dim, const double* weight, double eps, double* y) {
   rms_norm_impl(x, rows, dim, weight, eps, y);
-}
-
-void rope_table(uint64_t position, std::span<const float> inv_freq, float concentration, float* cos_out,
-                float* sin_out) {
-  rope_table_impl(position, inv_freq, concentration, cos_out, sin_out);
-}
-void rope_table(uint64_t position, std::span<const float> inv_freq, float concentration, double* cos_out,
-                double* sin_out) {
-  rope_table_impl(position, inv_freq, concentration, cos_out, sin_out);
 }
 
 void apply_rope_half_split(float* heads, size_t head_count, size_t head_dim, const float* cos_table,

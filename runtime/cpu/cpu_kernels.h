@@ -21,14 +21,6 @@ void linear(const double* x, size_t rows, size_t in, const double* weight, size_
 void rms_norm(const float* x, size_t rows, size_t dim, const float* weight, double eps, float* y);
 void rms_norm(const double* x, size_t rows, size_t dim, const double* weight, double eps, double* y);
 
-// YaRN rotary tables for one position: cos and sin of pos · inv_freq[i], both multiplied by the
-// YaRN concentration. The angle is rounded to f32 as transformers computes it (inv_freq @ position
-// in f32); the f64 overload then takes cos and sin of that angle in double.
-void rope_table(uint64_t position, std::span<const float> inv_freq, float concentration, float* cos_out,
-                float* sin_out);
-void rope_table(uint64_t position, std::span<const float> inv_freq, float concentration, double* cos_out,
-                double* sin_out);
-
 // Rotates every head of one token in place with the half-split pairing of the canonical layout:
 // element i pairs with i + D/2: (a, b) -> (a·cos − b·sin, b·cos + a·sin).
 void apply_rope_half_split(float* heads, size_t head_count, size_t head_dim, const float* cos_table,

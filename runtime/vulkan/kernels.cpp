@@ -270,7 +270,7 @@ uint64_t Kernels::decode_attention_partials(const AttentionShape& s) const {
 }
 
 void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
-                               Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
+                               Address v_cache, Address rope, Address step, Address sinks, Address target,
                                const Shared& shared, const AttentionPart& part) {
   check_attention_shape("attention_decode", s);
   const uint32_t group = s.heads / s.kv_heads;
@@ -286,10 +286,9 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
               " of a KV head");
   require(s.heads / per_workgroup <= kCounters, "attention_decode",
           limit("workgroup columns", s.heads / per_workgroup, ">", kCounters));
-  const abi::AttentionDecodeArgs args{qkv,    k_cache,         v_cache,    inv_freq, step,    shared.partials,
-                                      sinks,  target,          shared.counters, s.kv_heads, s.window, s.slots,
-                                      splits, s.scale,         s.concentration, range_keys_, group,
-                                      part.max_keys};
+  const abi::AttentionDecodeArgs args{qkv,    k_cache, v_cache,         rope,       step,     shared.partials,
+                                      sinks,  target,  shared.counters, s.kv_heads, s.window, s.slots,
+                                      splits, s.scale, range_keys_,     group,      part.max_keys};
   const AttentionConstants constants{per_workgroup, s.head_dim, attention_key_lanes(s)};
   // Rows of ranges the part's most keys can fill (a part of short contexts needs one).
   const uint32_t rows = part.max_keys == UINT32_MAX ? splits
@@ -298,10 +297,9 @@ void Kernels::attention_decode(DispatchList& list, const AttentionShape& s, Addr
 }
 
 void Kernels::rope_store(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache, Address v_cache,
-                         Address inv_freq, Address step, uint32_t count) {
+                         Address rope, Address step, uint32_t count) {
   check_attention_shape("rope_store", s);
-  const abi::RopeStoreArgs args{qkv, k_cache, v_cache, inv_freq, step, s.heads, s.kv_heads, s.head_dim, s.slots,
-                                count, s.concentration};
+  const abi::RopeStoreArgs args{qkv, k_cache, v_cache, rope, step, s.heads, s.kv_heads, s.head_dim, s.slots, count};
   // Q pairs, K pairs two at a time, V values two at a time (rope_store.comp).
   const uint32_t per_token = s.heads * (s.head_dim / 2) + s.kv_heads * (s.head_dim / 4) + s.kv_heads * (s.head_dim / 2);
   list.dispatch(pipeline("rope_store", sizeof args, cache_encoding(s)), args, ceil_div(per_token, WORKGROUP_SIZE), count);

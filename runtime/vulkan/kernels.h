@@ -40,7 +40,7 @@ class Kernels {
               bool accumulate, float eps);
   struct AttentionShape {
     uint32_t heads, kv_heads, head_dim, window, slots;
-    float scale, concentration;
+    float scale;
     uint32_t cache_encoding = abi::ENC_F32;  // the KV caches': ENC_F32 or ENC_F16 (pairs of dims per word)
   };
   // Scratch that workgroups of one dispatch share: `counters` (zero, and left zero) and
@@ -82,16 +82,16 @@ class Kernels {
     uint32_t heads_per_workgroup, max_keys;
   };
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
-                        Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
+                        Address v_cache, Address rope, Address step, Address sinks, Address target,
                         const Shared& shared, const AttentionPart& part);
   // Every position, attention_heads_per_workgroup's shape.
   void attention_decode(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
-                        Address v_cache, Address inv_freq, Address step, Address sinks, Address target,
+                        Address v_cache, Address rope, Address step, Address sinks, Address target,
                         const Shared& shared) {
-    attention_decode(list, shape, qkv, k_cache, v_cache, inv_freq, step, sinks, target, shared, {0, UINT32_MAX});
+    attention_decode(list, shape, qkv, k_cache, v_cache, rope, step, sinks, target, shared, {0, UINT32_MAX});
   }
   void rope_store(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache, Address v_cache,
-                  Address inv_freq, Address step, uint32_t count);
+                  Address rope, Address step, uint32_t count);
   void attention_prefill(DispatchList& list, const AttentionShape& shape, Address qkv, Address k_cache,
                          Address v_cache, Address sinks, Address step, Address target, uint32_t count);
   // Whether attention_prefill handles the shape (else the engine prefills through decode steps).

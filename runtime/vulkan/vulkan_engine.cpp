@@ -13,6 +13,7 @@
 
 #include "formats/core/error.h"
 #include "formats/core/parallel_for.h"
+#include "runtime/rope.h"
 #include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/device_upload.h"
 #include "runtime/vulkan/dispatch_list.h"
@@ -89,7 +90,7 @@ struct VulkanEngine::Device {
   uint32_t cache_value_bytes() const { return kv_cache == runtime::KvCacheType::F16 ? 2 : 4; }
   std::unique_ptr<Kernels> kernels;
   DeviceMatrix embedding, unembedding;
-  std::unique_ptr<Buffer> final_norm, inv_freq;
+  std::unique_ptr<Buffer> final_norm, rope;
   std::vector<LayerWeights> layers;
   Kernels::AttentionShape attention{};
   float eps = 0;
@@ -267,16 +268,16 @@ void VulkanEngine::Device::upload_weights(const CanonicalModel& model) {
     w.k_cache = std::make_unique<Buffer>(*ctx, cache_bytes, false);
     w.v_cache = std::make_unique<Buffer>(*ctx, cache_bytes, false);
   }
-  // YaRN tables exactly as the CPU engine computes them; kernels take cos/sin of pos * inv_freq.
+  // The rotary table of every position the context holds, the CPU engine's f32 values (runtime/rope.h).
   const auto yarn = compute_yarn(c);
-  inv_freq = uploader.upload(std::span(reinterpret_cast<const uint8_t*>(yarn.inv_freq.data()), yarn.inv_freq.size() * 4));
+  const auto pairs = runtime::rope_pairs(capacity, yarn.inv_freq, static_cast<float>(yarn.concentration));
+  rope = uploader.upload(std::span(reinterpret_cast<const uint8_t*>(pairs.data()), pairs.size() * 4));
   attention = {c.num_heads,
                c.num_kv_heads,
                c.head_dim,
                0,
                0,
                1.0f / std::sqrt(static_cast<float>(c.head_dim)),
-               static_cast<float>(yarn.concentration),
                kv_cache == runtime::KvCacheType::F16 ? abi::ENC_F16 : abi::ENC_F32};
 }
 
@@ -340,7 +341,7 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
   const LayerWeights& w = layers[l];
   const auto attend = [&](const Kernels::AttentionPart& part) {
     kernels->attention_decode(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(),
-                              inv_freq->address(), step->address(), w.sinks->address(), attn->address(), shared, part);
+                              rope->address(), step->address(), w.sinks->address(), attn->address(), shared, part);
   };
   if (kernels->attention_heads_fixed()) return attend({0, UINT32_MAX});  // one shape, to compare
   // A decode step's command buffer holds one shape per layer, by its position's reach. Short (the
@@ -406,7 +407,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
         row += part.rows;
       }
       list.tag("");
-      k.rope_store(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), inv_freq->address(),
+      k.rope_store(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), rope->address(),
                    step->address(), count);
       list.tag(shape.window ? "sliding" : "full");
       k.attention_prefill(list, shape, qkv->address(), w.k_cache->address(), w.v_cache->address(), w.sinks->address(),

@@ -10,6 +10,7 @@
 #include "convert/safetensors_model.h"
 #include "runtime/cpu/cpu_engine.h"
 #include "runtime/cpu/cpu_kernels.h"
+#include "runtime/rope.h"
 #include "tests/cpu/golden_refs.h"
 #include "tests/test_support.h"
 
@@ -109,7 +110,7 @@ TEST(CpuKernels, RopeRotatesHalfSplitPairs) {
 TEST(CpuKernels, RopeTableAppliesConcentrationToCosAndSin) {
   const float inv_freq[2] = {1.0f, 0.5f};
   float cos_table[2], sin_table[2];
-  cpu::rope_table(3, inv_freq, 2.0f, cos_table, sin_table);
+  runtime::rope_table(3, inv_freq, 2.0f, cos_table, sin_table);
   EXPECT_FLOAT_EQ(cos_table[0], 2.0f * std::cos(3.0f));
   EXPECT_FLOAT_EQ(sin_table[1], 2.0f * std::sin(1.5f));
 }

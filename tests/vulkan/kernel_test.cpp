@@ -20,6 +20,7 @@
 #include "formats/codecs/mxfp4.h"
 #include "formats/core/float16.h"
 #include "runtime/vulkan/device_tensors.h"
+#include "runtime/rope.h"
 #include "runtime/vulkan/kernels.h"
 #include "shaders/kernel_abi.h"
 #include "tests/test_support.h"
@@ -540,11 +541,12 @@ void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uin
 
   auto qkv_buf = host_buffer(ctx, qkv);
   auto k_buf = cache_buffer(ctx, k_cache, encoding), v_buf = cache_buffer(ctx, v_cache, encoding);
-  auto f_buf = host_buffer(ctx, inv_freq), s_buf = host_buffer(ctx, sinks);
+  auto f_buf = host_buffer(ctx, runtime::rope_pairs(start + count, inv_freq, concentration));
+  auto s_buf = host_buffer(ctx, sinks);
   auto step_buf = host_buffer(ctx, std::vector<uint32_t>{start, count});
   auto out_buf = host_buffer(ctx, std::vector<float>(size_t{count} * a.heads * D, -7.0f));
-  const vk::Kernels::AttentionShape shape{a.heads,       a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
-                                          concentration, encoding};
+  const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
+                                          encoding};
   run(ctx, [&](vk::DispatchList& list) {
     kernels(ctx).rope_store(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(), f_buf->address(),
                             step_buf->address(), count);
@@ -624,10 +626,11 @@ void check_decode_attention(const vk::Context& ctx, const vk::Kernels& k, const 
 
   auto qkv_buf = host_buffer(ctx, qkv);
   auto k_buf = cache_buffer(ctx, k_cache, encoding), v_buf = cache_buffer(ctx, v_cache, encoding);
-  auto f_buf = host_buffer(ctx, inv_freq), s_buf = host_buffer(ctx, sinks);
+  auto f_buf = host_buffer(ctx, runtime::rope_pairs(position + 1, inv_freq, 1.0f));
+  auto s_buf = host_buffer(ctx, sinks);
   auto step_buf = host_buffer(ctx, std::vector<uint32_t>{position, 1});
   const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
-                                          1.0f,    encoding};
+                                          encoding};
   auto partials = host_buffer(ctx, std::vector<float>(k.decode_attention_partials(shape), NAN));
   auto counters = host_buffer(ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
   auto out_buf = host_buffer(ctx, std::vector<float>(size_t{a.heads} * D, -7.0f));
@@ -734,7 +737,7 @@ TEST_P(VulkanDecodeAttention, KeyLanesSplitTheRowEvenly) {
   const bool one_asked = GetParam() == std::string("attention_key_lanes=1");
   const uint32_t two = !one_asked && info.subgroup_shuffle && (info.subgroup_size / 2) % 4 == 0 ? 2 : 1;
   const auto lanes = [&](uint32_t head_dim, uint32_t encoding) {
-    return k().attention_key_lanes({64, 8, head_dim, 0, 128, 0.125f, 1.0f, encoding});
+    return k().attention_key_lanes({64, 8, head_dim, 0, 128, 0.125f, encoding});
   };
   EXPECT_EQ(lanes(64, vk::abi::ENC_F32), two);  // 16 words
   EXPECT_EQ(lanes(64, vk::abi::ENC_F16), two);  // 8 words of two quads
@@ -745,7 +748,7 @@ TEST_P(VulkanDecodeAttention, KeyLanesSplitTheRowEvenly) {
   EXPECT_EQ(lanes(40, vk::abi::ENC_F16), 1u);   // 5 words
   EXPECT_EQ(lanes(4, vk::abi::ENC_F32), 1u);    // 1
   // Two lanes halve the registers: two workgroups per multiprocessor with either cache.
-  const vk::Kernels::AttentionShape f32_64{64, 8, 64, 0, 128, 0.125f, 1.0f, vk::abi::ENC_F32};
+  const vk::Kernels::AttentionShape f32_64{64, 8, 64, 0, 128, 0.125f, vk::abi::ENC_F32};
   EXPECT_EQ(k().decode_attention_resident(f32_64), two == 2 ? 2u : 1u);
 }
 
@@ -1068,7 +1071,7 @@ TEST(VulkanKernels, ArgmaxTakesTheLowestIndexOfTies) {
 TEST(VulkanKernels, LaunchersNameTheKernelAndTheViolatedLimit) {
   VULKAN_OR_SKIP();
   vk::DispatchList list;
-  const vk::Kernels::AttentionShape too_many_heads{64, 2, 64, 0, 16, 0.125f, 1.0f};
+  const vk::Kernels::AttentionShape too_many_heads{64, 2, 64, 0, 16, 0.125f};
   try {
     kernels(*ctx).attention_decode(list, too_many_heads, 0, 0, 0, 0, 0, 0, 0, {0, 0});
     FAIL() << "accepted";

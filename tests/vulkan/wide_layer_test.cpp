@@ -12,6 +12,7 @@
 #include "convert/synthesize.h"
 #include "runtime/cpu/cpu_engine.h"
 #include "runtime/cpu/cpu_kernels.h"
+#include "runtime/rope.h"
 #include "runtime/cpu/cpu_weights.h"
 #include "runtime/vulkan/kernels.h"
 #include "runtime/vulkan/vulkan_engine.h"
@@ -75,7 +76,7 @@ std::vector<Doubles> reference_layer_zero(const cpu::CpuWeights& weights, const 
     keys.push_back({});
     values.push_back(linear_double(normed, w.v, w.v_bias, c.kv_rows()));
     std::vector<float> cos_table(half), sin_table(half);
-    cpu::rope_table(t, yarn.inv_freq, static_cast<float>(yarn.concentration), cos_table.data(), sin_table.data());
+    runtime::rope_table(t, yarn.inv_freq, static_cast<float>(yarn.concentration), cos_table.data(), sin_table.data());
     auto rotate = [&](Doubles& heads, size_t count) {
       for (size_t h = 0; h < count; ++h)
         for (size_t i = 0; i < half; ++i) {

@@ -22,6 +22,7 @@
 
 #include "formats/codecs/float_codec.h"
 #include "runtime/vulkan/device_tensors.h"
+#include "runtime/rope.h"
 #include "runtime/vulkan/kernels.h"
 #include "shaders/kernel_abi.h"
 #include "tests/vulkan/shaders/test_shader_registry.h"
@@ -398,7 +399,7 @@ int main(int argc, char** argv) {
     }
     std::vector<float> inv(32);
     for (uint32_t i = 0; i < 32; ++i) inv[i] = static_cast<float>(std::pow(150000.0, -i / 32.0));
-    auto f = device_floats(*ctx, inv), sinks = device_floats(*ctx, random_floats(64, 63));
+    auto f = device_floats(*ctx, gptoss::runtime::rope_pairs(position + 1, inv, 1.0f)), sinks = device_floats(*ctx, random_floats(64, 63));
     auto step = device_words(*ctx, {position, 1u, 0u, 0u});
     auto out = device_floats(*ctx, std::vector<float>(size_t{T} * Q));
     // An f16 cache reads the first half of the same buffers as halves (timing only: their values
@@ -406,7 +407,7 @@ int main(int argc, char** argv) {
     for (const uint32_t cache : {vk::abi::ENC_F32, vk::abi::ENC_F16})
       for (uint32_t window : {0u, 128u}) {
         if (!timed("attention")) break;
-        const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f, cache};
+        const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, cache};
         auto partials = device_floats(*ctx, std::vector<float>(kernels.decode_attention_partials(shape)));
         auto counters = device_words(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
         double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
@@ -426,7 +427,7 @@ int main(int argc, char** argv) {
     if (timed("stream")) {
       const uint32_t quads = (position + 1) * KV * 2 / 16;
       const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors);
-      const vk::Kernels::AttentionShape full{64, 8, 64, 0, slots, 0.125f, 1.0f, vk::abi::ENC_F16};
+      const vk::Kernels::AttentionShape full{64, 8, 64, 0, slots, 0.125f, vk::abi::ENC_F16};
       const uint32_t columns = 64 / vk::abi::kDefaultAttentionHeads;
       const uint32_t splits = vk::Kernels::attention_wave_splits(columns, ctx->info().multiprocessors,
                                                                  kernels.decode_attention_splits(full),
@@ -442,7 +443,7 @@ int main(int argc, char** argv) {
     if (position < T || !timed("attention")) continue;  // prefill cases: T new tokens after position - T
     auto pstep = device_words(*ctx, {position - T, T, 0u, 0u});
     for (uint32_t window : {0u, 128u}) {
-      const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, 1.0f};
+      const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f};
       double us = bench.time([&](vk::DispatchList& l, uint32_t) {
         kernels.attention_prefill(l, shape, qkv->address(), kc->address(), vc->address(), sinks->address(),
                                   pstep->address(), out->address(), T);
