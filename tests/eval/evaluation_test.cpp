@@ -218,6 +218,22 @@ TEST(EvaluationCli, Q8GgufAgainstHfMatchesTheDumpedLogits) {
   EXPECT_NEAR(c["perplexity"].get<double>(), std::exp(nll_cand / n), 1e-6 * std::exp(nll_cand / n));
 }
 
+// A synth: spec carries no tokenizer: refused by name without --tokenizer; with it, the numbers of
+// the same model read from its checkpoint (which carries that tokenizer.json).
+TEST(EvaluationCli, TokenizerOptionServesAModelThatCarriesNone) {
+  TOKENIZER_OR_SKIP();
+  const auto hf = preset_a_checkpoint() / "hf";
+  const std::string text = " --text " + eval_text().string() + " --ctx 16 --chunks 1";
+  const auto refused = run_command(gptoss_eval() + " synth:a" + text + " 2>&1");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("no model has a tokenizer"), std::string::npos) << refused.output;
+  const auto synth = eval_json("synth:a --tokenizer " + (hf / "tokenizer.json").string() + text);
+  const auto file = eval_json(hf.string() + text);
+  ASSERT_TRUE(synth.contains("reference") && file.contains("reference"));
+  EXPECT_EQ(synth["text"]["tokens"], file["text"]["tokens"]);
+  EXPECT_EQ(synth["reference"]["perplexity"], file["reference"]["perplexity"]);
+}
+
 TEST(EvaluationCli, LogitsFileGivesTheLiveNumbersAndRefusesAnotherModelTextOrChunking) {
   TOKENIZER_OR_SKIP();
   const auto hf = (preset_a_checkpoint() / "hf").string();

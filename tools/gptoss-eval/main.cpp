@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "convert/model_io.h"
+#include "convert/tokenizer_json.h"
 #include "formats/core/mapped_file.h"
 #include "runtime/engine.h"
 #include "runtime/eval/chunk_plan.h"
@@ -64,6 +65,7 @@ constexpr const char* kDescription =
 
 struct Options {
   std::vector<std::string> models;
+  std::string tokenizer_path;  // for models that carry none (synth: specs)
   std::string text_path, engine_name = "cpu", reference_engine_name, save_logits, against_logits;
   std::string kv_cache = "f32", reference_kv_cache;  // the candidates' KV cache type, the reference's (default: the same)
   uint32_t ctx = 512;
@@ -80,7 +82,8 @@ struct Options {
 void refuse_unhonoured(const CLI::App& app, const Options& o) {
   if (!o.traces.empty()) {
     refuse_if_given(app, {"models", "--text", "--ctx", "--chunks", "--engine", "--reference-engine", "--device", "--floor-chunks",
-                          "--kv-cache", "--reference-kv-cache", "--save-logits", "--against-logits", "--threads", "--level"},
+                          "--kv-cache", "--reference-kv-cache", "--save-logits", "--against-logits", "--threads", "--level",
+                          "--tokenizer"},
                     "does not apply to --compare-traces, which compares two trace files");
     if (o.traces.size() != 2) throw std::invalid_argument("--compare-traces takes two files: A B");
     return;
@@ -152,7 +155,9 @@ int evaluate(const Options& o) {
   std::vector<const gptoss::TokenizerData*> tokenizers;
   for (const auto& path : o.models) {
     models.push_back({path, gptoss::model_label(path), gptoss::load_model(path)});
-    tokenizers.push_back(models.back().model.tokenizer.get());
+    auto& model = models.back().model;
+    if (!model.tokenizer && !o.tokenizer_path.empty()) model.tokenizer = gptoss::load_tokenizer_json(o.tokenizer_path);
+    tokenizers.push_back(model.tokenizer.get());
   }
   const std::string text = read_text(o.text_path);
   const auto tokens = gptoss::eval::tokenize_text(tokenizers, o.models, text);
@@ -241,6 +246,9 @@ int main(int argc, char** argv) {
   const auto& engines = gptoss::runtime::engine_kind_names();
   app.add_option("models", o.models, "REFERENCE [CANDIDATE...]: checkpoint folders, .gguf or model.bin");
   app.add_option("--text", o.text_path, "the text to evaluate (UTF-8)");
+  app.add_option("--tokenizer", o.tokenizer_path,
+                 "tokenizer.json for the models that carry no tokenizer (synth: specs; a model's own wins)")
+      ->check(CLI::ExistingFile);
   app.add_option("--ctx,-c", o.ctx, "tokens per chunk")->capture_default_str();
   app.add_option("--chunks", o.chunks, "evaluate the first N chunks (default: every chunk the text holds)");
   app.add_option("--engine", o.engine_name, "cpu, cpu-f64 or vulkan")->check(CLI::IsMember(engines))->capture_default_str();
