@@ -1,14 +1,20 @@
-// The engine keeps the experts in MXFP4 and decodes one expert just before its GEMMs. Decoding is
-// exact (every MXFP4 value is an f32), so the engine must compute bit for bit what it computes on
-// every expert decoded at load (predecode_experts, through mxfp4::dequantize_oai): checked here for
-// the decoder itself (every scale byte, every code, row slices, f32 and f64), and for every stage
-// and the logits of both arithmetics on preset a and on a wider synthesized model, whose experts
-// are large enough to be decoded on several threads.
+// The engine keeps the experts encoded (the MXFP4 pair, or a GGUF's Q8_0, Q4_1, ... matrices) and
+// decodes one expert just before its GEMMs. Decoding is exact, so the engine must compute bit for
+// bit what it computes on every expert decoded at load (predecode_experts, through
+// mxfp4::dequantize_oai): checked here for the decoder itself (every scale byte, every code, row
+// slices, f32 and f64), and for every stage and the logits of both arithmetics on preset a and on
+// a wider synthesized model, whose experts are large enough to be decoded on several threads.
+// Tensors of the other types: the mixed golden (dense tensors in each of llama-quantize's types,
+// data/quant-goldens) and a model whose experts are Q8_0 and Q4_1 (written by our GGUF writer and
+// read back) equal, stage by stage and bit for bit, their twins with every tensor decoded to F32 at
+// load (the engine sums its products in a fixed order: fixed_order_products.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
+#include "convert/gguf/gguf_model.h"
 #include "convert/model_io.h"
 #include "convert/synthesize.h"
 #include "formats/codecs/mxfp4.h"
@@ -45,7 +51,7 @@ struct HandMadeExperts {
 
 TEST(CpuMxfp4Experts, DecodedRowsAreDequantizeOaiBitForBit) {
   const HandMadeExperts m;
-  const cpu::Mxfp4Experts experts(m.blocks, m.scales);
+  const cpu::ExpertMatrices experts(m.blocks, m.scales);
   ASSERT_EQ(experts.experts(), 2u);
   ASSERT_EQ(experts.rows(), 256u);
   ASSERT_EQ(experts.columns(), 64u);
@@ -78,7 +84,7 @@ TEST(CpuMxfp4Experts, RejectsBlocksAndScalesThatDisagree) {
   auto scales = m.scales;
   scales.spec.shape = {2, 128, 4};  // as many bytes, another shape
   try {
-    cpu::Mxfp4Experts experts(m.blocks, scales);
+    cpu::ExpertMatrices experts(m.blocks, scales);
     FAIL() << "accepted";
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("[2, 256, 2, 16] and [2, 128, 4]"), std::string::npos) << e.what();
@@ -116,16 +122,15 @@ std::vector<std::vector<float>> run(cpu::CpuEngine& engine, const std::vector<ui
   return out;
 }
 
-void expect_identical_to_predecoded(const CanonicalModel& model, const std::vector<uint32_t>& ids) {
-  const auto weights = cpu::decode_cpu_weights(model);
-  auto predecoded = weights;
-  cpu::predecode_experts(predecoded);
+// Both arithmetics of engines on `weights` and `reference`: every output the same bits, all finite.
+void expect_identical(const cpu::CpuWeights& weights, const cpu::CpuWeights& reference_weights,
+                      const std::vector<uint32_t>& ids) {
   for (auto precision : {cpu::CpuPrecision::F32, cpu::CpuPrecision::F64}) {
     SCOPED_TRACE(std::string(cpu::precision_name(precision)));
-    cpu::CpuEngine engine(weights, precision), reference(predecoded, precision);
+    cpu::CpuEngine engine(weights, precision), reference(reference_weights, precision);
     const auto got = run(engine, ids), want = run(reference, ids);
     ASSERT_EQ(got.size(), want.size());
-    ASSERT_EQ(got.size(), 2 * (model.config.num_layers + 3));
+    ASSERT_EQ(got.size(), 2 * (weights.config.num_layers + 3));
     size_t finite = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_TRUE(same_bits(got[i], want[i])) << "output " << i << " differs";
@@ -137,10 +142,26 @@ void expect_identical_to_predecoded(const CanonicalModel& model, const std::vect
   }
 }
 
-TEST(CpuMxfp4Experts, EngineEqualsFullyDecodedExpertsOnPresetA) {
+void expect_identical_to_predecoded(const CanonicalModel& model, const std::vector<uint32_t>& ids) {
+  const auto weights = cpu::decode_cpu_weights(model);
+  auto predecoded = weights;
+  cpu::predecode_experts(predecoded);
+  expect_identical(weights, predecoded, ids);
+}
+
+// The engine on `model` against the engine on its F32 twin (decoded_to_f32).
+void expect_identical_to_f32_twin(const CanonicalModel& model, const std::vector<uint32_t>& ids) {
+  expect_identical(cpu::decode_cpu_weights(model), cpu::decode_cpu_weights(decoded_to_f32(model)), ids);
+}
+
+std::vector<uint32_t> token_ids(uint32_t count, uint32_t vocab) {
   std::vector<uint32_t> ids;
-  for (uint32_t i = 0; i < 24; ++i) ids.push_back((i * 7919 + 13) % 200000);
-  expect_identical_to_predecoded(load_model(preset_a_checkpoint() / "hf"), ids);
+  for (uint32_t i = 0; i < count; ++i) ids.push_back((i * 7919 + 13) % vocab);
+  return ids;
+}
+
+TEST(CpuMxfp4Experts, EngineEqualsFullyDecodedExpertsOnPresetA) {
+  expect_identical_to_predecoded(load_model(preset_a_checkpoint() / "hf"), token_ids(24, 200000));
 }
 
 TEST(CpuMxfp4Experts, EngineEqualsFullyDecodedExpertsWithThreadedDecoding) {
@@ -149,6 +170,61 @@ TEST(CpuMxfp4Experts, EngineEqualsFullyDecodedExpertsWithThreadedDecoding) {
   std::vector<uint32_t> ids;
   for (uint32_t i = 0; i < 12; ++i) ids.push_back((i * 131 + 7) % 1000);
   expect_identical_to_predecoded(synthesize_model(wide), ids);
+}
+
+
+TEST(CpuQuantizedTensors, MixedGoldenEqualsItsF32Twin) {
+  const CanonicalModel model = load_gguf_model(quant_goldens_mixed_gguf());
+  std::set<DType> types;
+  for (const auto& t : model.tensors) types.insert(t.dtype);
+  EXPECT_EQ(types.size(), 20u);  // llama-quantize's 18 types, F32, and the experts' MXFP4 pair (U8)
+  expect_identical_to_f32_twin(model, token_ids(9, model.config.vocab_size));
+}
+
+// Preset a's shape at a small vocabulary, with mixed experts: layer 0 Q8_0 mlp1 and Q4_1 mlp2,
+// layer 1 the other way round, layers 2 and 3 MXFP4.
+CanonicalModel mixed_experts_model() {
+  SynthPreset p = synth_preset("a");
+  p.vocab = 1000;
+  CanonicalModel model = synthesize_model(p);
+  model = with_experts_as(model, 0, TensorRole::Mlp1Blocks, DType::Q8_0);
+  model = with_experts_as(model, 0, TensorRole::Mlp2Blocks, DType::Q4_1);
+  model = with_experts_as(model, 1, TensorRole::Mlp1Blocks, DType::Q4_1);
+  return with_experts_as(model, 1, TensorRole::Mlp2Blocks, DType::Q8_0);
+}
+
+TEST(CpuQuantizedTensors, Q8_0AndQ4_1ExpertsThroughGgufEqualTheirF32Twin) {
+  const CanonicalModel made = mixed_experts_model();
+  TempDir dir;
+  write_gguf_model(made, dir / "experts.gguf", {});
+  const CanonicalModel model = load_gguf_model(dir / "experts.gguf");
+  const std::pair<TensorRole, int> expected[] = {{TensorRole::Mlp1Blocks, 0}, {TensorRole::Mlp2Blocks, 0},
+                                                 {TensorRole::Mlp1Blocks, 1}, {TensorRole::Mlp2Blocks, 1}};
+  for (const auto& [role, layer] : expected) {
+    const CanonicalTensor& written = made.get(role, layer);
+    const CanonicalTensor& read = model.get(role, layer);
+    EXPECT_EQ(read.dtype, written.dtype) << read.spec.name;
+    EXPECT_EQ(read_all(*read.source), read_all(*written.source)) << read.spec.name << ": GGUF keeps the experts' bytes";
+  }
+  EXPECT_EQ(model.get(TensorRole::Mlp1Blocks, 0).dtype, DType::Q8_0);
+  EXPECT_EQ(model.get(TensorRole::Mlp2Blocks, 0).dtype, DType::Q4_1);
+  EXPECT_TRUE(holds_mxfp4(model.get(TensorRole::Mlp1Blocks, 2)));
+  expect_identical_to_f32_twin(model, token_ids(12, model.config.vocab_size));
+}
+
+// Experts in a type the codecs only size are refused by name at load.
+TEST(CpuQuantizedTensors, RefusesExpertsInATypeWithoutADecoder) {
+  CanonicalModel model = mixed_experts_model();
+  for (auto& t : model.tensors)
+    if (t.spec.role == TensorRole::Mlp2Blocks && t.spec.layer == 1) t.dtype = DType::Q8_1;
+  try {
+    cpu::CpuEngine engine(model);
+    FAIL() << "Q8_1 experts were accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("layers.1.mlp2.blocks"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("experts stored as Q8_1, which the CPU engine cannot decode"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
