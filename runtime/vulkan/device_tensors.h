@@ -1,8 +1,10 @@
 #pragma once
-// The model's weights on the device, each in its stored encoding: dense matrices (F32, F16, BF16,
-// Q8_0 with its blocks split into quants and scales), MXFP4 expert matrices (blocks and scales as
-// stored), and the vectors (norm scales, biases, sinks), which are widened to f32 once at upload:
-// they are 0.02% of the bytes and every kernel then reads them without a branch per encoding.
+// The model's weights on the device, each in its stored encoding: dense matrices (F32, F16, BF16
+// as stored; ggml's block quantizations, Q8_0 .. IQ1_M, with each block's bytes split into a
+// quants array and a meta array, after the type's lookup table: shaders/kernel_abi.h's
+// GGML_BLOCK_ENCODINGS), MXFP4 expert matrices (blocks and scales as stored), and the vectors
+// (norm scales, biases, sinks), which are widened to f32 once at upload: they are 0.02% of the
+// bytes and every kernel then reads them without a branch per encoding.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -12,6 +14,7 @@
 #include "convert/canonical_model.h"
 #include "runtime/vulkan/device_upload.h"
 #include "runtime/vulkan/vulkan_context.h"
+#include "shaders/kernel_abi.h"
 
 namespace gptoss::vk {
 
@@ -19,10 +22,28 @@ struct DeviceMatrix {
   uint32_t encoding = 0;  // abi::ENC_*
   uint32_t rows = 0, cols = 0;
   std::unique_ptr<Buffer> buffer;
-  uint64_t scales_offset = 0;  // Q8_0: where the f16 block scales start in `buffer`
+  uint64_t scales_offset = 0;  // block types: where the meta records start in `buffer`
   uint64_t address() const { return buffer->address(); }
-  uint64_t scales_address() const { return encoding == 3 ? buffer->address() + scales_offset : 0; }
+  uint64_t scales_address() const { return encoding >= abi::ENC_Q8_0 ? buffer->address() + scales_offset : 0; }
 };
+
+// One of ggml's block encodings on the device, from GGML_BLOCK_ENCODINGS: the type, its block
+// shape, where each block's bytes go (split.block_bytes: the sum of the ranges, every byte in one),
+// and the bytes of the lookup table the kernels read before the quants (0 for none).
+struct BlockEncoding {
+  DType type;
+  uint32_t encoding;  // abi::ENC_*
+  uint32_t block_elements;
+  DeviceUploader::BlockSplit split;
+  uint32_t grid_bytes;
+};
+std::span<const BlockEncoding> block_encodings();
+const BlockEncoding* block_encoding(uint32_t encoding);  // nullptr for F32, F16, BF16
+// The table GRID bytes of the type's entry hold (formats/codecs: IQ4's levels, the IQ grids); empty
+// for the types without one.
+std::span<const uint8_t> encoding_grid(DType type);
+// "f32", "bf16", "q4_k": the encoding's name in profiles and messages.
+std::string encoding_name(uint32_t encoding);
 
 struct DeviceExperts {
   uint32_t experts = 0, rows = 0, cols = 0;  // each expert's matrix is [rows, cols]

@@ -21,15 +21,6 @@ std::string limit(const char* what, uint64_t value, const char* relation, uint64
 
 uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
-const char* encoding_name(uint32_t encoding) {
-  switch (encoding) {
-    case abi::ENC_F32: return "f32";
-    case abi::ENC_F16: return "f16";
-    case abi::ENC_BF16: return "bf16";
-    default: return "q8_0";
-  }
-}
-
 // A grid of `groups` workgroups split over x and y to stay under the 65535 limit per dimension.
 std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
   constexpr uint32_t kMaxX = 65535;

@@ -154,6 +154,49 @@ INSTANTIATE_TEST_SUITE_P(IntegerDot, VulkanEngineQ8,
                          ::testing::Values(runtime::VulkanTuning::IntegerDot::Auto, runtime::VulkanTuning::IntegerDot::On),
                          [](const auto& p) { return p.param == runtime::VulkanTuning::IntegerDot::On ? "on" : "auto"; });
 
+// The mixed golden (data/quant-goldens/mixed.gguf: dense tensors in each of llama-quantize's 18
+// types, the experts MXFP4): every type decoded inside the kernels (the embedding gather of Q4_K,
+// the prefill GEMMs and decode products of the projections in the 16 others, the unembedding in
+// Q6_K), stage by stage and then decode step by decode step against the CPU engine, within the Q8_0
+// GGUF's tolerances.
+TEST(VulkanEngineQuantTypes, MixedGoldenMatchesTheCpuEngine) {
+  VULKAN_OR_SKIP();
+  const auto model = load_model(quant_goldens_mixed_gguf());
+  EXPECT_EQ(model.get(TensorRole::Embedding).dtype, DType::Q4_K);
+  EXPECT_EQ(model.get(TensorRole::Unembedding).dtype, DType::Q6_K);
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < 12; ++i) ids.push_back((i * 7919 + 13) % model.config.vocab_size);
+  runtime::EngineOptions options;
+  options.max_context = 64;
+  cpu::CpuEngine cpu_engine(model);
+  vk::VulkanEngine vulkan_engine(model, options, ctx);
+  const size_t prompt = 6;
+  Stages cpu_stages, vk_stages;
+  const auto cpu_logits = run_traced(cpu_engine, std::span(ids).first(prompt), cpu_stages);
+  const auto vk_logits = run_traced(vulkan_engine, std::span(ids).first(prompt), vk_stages);
+  ASSERT_EQ(vk_stages.size(), model.config.num_layers + 2u);
+  EXPECT_EQ(max_abs_diff(vk_stages["embedding"], cpu_stages["embedding"]), 0.0f);
+  for (uint32_t l = 0; l < model.config.num_layers; ++l) {
+    const std::string name = "layer " + std::to_string(l);
+    const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
+    EXPECT_LE(diff, 2e-3f) << name;
+    std::printf("mixed golden %s max |vulkan - cpu| %.2e\n", name.c_str(), static_cast<double>(diff));
+  }
+  EXPECT_LE(max_abs_diff(vk_stages["final norm"], cpu_stages["final norm"]), 2e-3f);
+  EXPECT_LE(max_abs_diff(vk_logits, cpu_logits), 1e-3f);
+  // Decode steps after the prompt: the dense products in the decode matvec.
+  const size_t vocab = vulkan_engine.vocab_size();
+  cpu_engine.reset();
+  const auto cpu_all = cpu_engine.forward(ids, runtime::LogitRows::All);  // row t predicts t + 1
+  for (size_t step = 0; prompt + step < ids.size(); ++step) {
+    const auto decoded = vulkan_engine.forward(std::span(ids).subspan(prompt + step, 1));
+    ASSERT_EQ(decoded.size(), vocab);
+    const float diff = max_abs_diff(decoded, logit_row(cpu_all, prompt + step, vocab));
+    EXPECT_LE(diff, 1e-3f) << "decode step " << step;
+    std::printf("mixed golden decode step %zu logits max |vulkan - cpu| %.2e\n", step, static_cast<double>(diff));
+  }
+}
+
 TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
   GOLDENS_OR_SKIP();
   VULKAN_OR_SKIP();

@@ -15,6 +15,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "formats/codecs/float_codec.h"
 #include "formats/codecs/mxfp4.h"
@@ -108,10 +109,42 @@ struct Matrix {
   vk::DeviceMatrix device;
   std::vector<float> values;  // decoded, row-major [rows, cols]
 };
+// Random blocks of one of ggml's quantizations: random bytes (every bit pattern of the quants,
+// scales, signs and grid indices) with the block's f16 fields (d, dmin, m: ggml_quants.h) set to
+// normal numbers of 2^-9 .. 2^-4, so every value is finite and f16's subnormals stay out of it.
+std::vector<uint8_t> random_blocks(DType type, size_t elements, uint32_t seed) {
+  const auto& info = dtype_info(type);
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bytes(elements / info.block_elements * info.block_bytes);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  const auto half = [&] { return f32_to_f16(std::ldexp(1.0f + static_cast<float>(rng() % 1024) / 1024, -4 - static_cast<int>(rng() % 6)) * (rng() % 2 ? 1.0f : -1.0f)); };
+  std::vector<uint32_t> fields = {0};
+  if (type == DType::Q4_1 || type == DType::Q5_1 || type == DType::Q4_K || type == DType::Q5_K) fields = {0, 2};
+  if (type == DType::Q2_K) fields = {80, 82};
+  if (type == DType::Q3_K) fields = {108};
+  if (type == DType::Q6_K) fields = {208};
+  if (type == DType::IQ1_M) fields = {};
+  for (size_t at = 0; at < bytes.size(); at += info.block_bytes) {
+    for (uint32_t f : fields) {
+      const uint16_t h = half();
+      std::memcpy(&bytes[at + f], &h, 2);
+    }
+    if (type == DType::IQ1_M) {  // d in the top nibbles of the four scale words (bytes 49, 51, 53, 55)
+      const uint16_t h = half();
+      for (uint32_t i = 0; i < 4; ++i)
+        bytes[at + 49 + 2 * i] = static_cast<uint8_t>((bytes[at + 49 + 2 * i] & 0x0F) | (((h >> (4 * i)) & 0xF) << 4));
+    }
+  }
+  return bytes;
+}
+
 Matrix dense_matrix(const vk::Context& ctx, DType type, uint32_t rows, uint32_t cols, uint32_t seed, float scale = 1.0f) {
   const auto f = random_floats(size_t{rows} * cols, seed, scale);
   std::vector<uint8_t> bytes(*dtype_byte_size(type, f.size()));
-  encode_from_f32(type, f.data(), f.size(), bytes.data());
+  if (is_encodable(type))
+    encode_from_f32(type, f.data(), f.size(), bytes.data());
+  else
+    bytes = random_blocks(type, f.size(), seed);
   Matrix m;
   m.values.resize(f.size());
   decode_to_f32(type, bytes.data(), f.size(), m.values.data());
@@ -174,60 +207,169 @@ double gemm_tolerance(const vk::Kernels& k, DType weight_type, uint32_t depth,
   const bool coop = k.cooperative() && weight_type != DType::F32 && depth % COOP_TILE_K == 0;
   if (!coop || precision == P::Precise) return 2e-6;
   if (precision == P::Fast) return 2e-3;
-  return weight_type == DType::Q8_0 ? 2e-3 : 1e-4;
+  return dtype_info(weight_type).block_elements > 1 ? 2e-3 : 1e-4;
 }
+
+// ggml's quantizations other than Q8_0 (which the tests of every encoding take with the float
+// encodings), and row widths of whole blocks: the kernels' 8-value chunks at every position of a
+// block and, for the 256-value types, more than one block per row.
+std::vector<DType> other_block_types() {
+  std::vector<DType> types;
+  for (const auto& e : vk::block_encodings())
+    if (e.type != DType::Q8_0) types.push_back(e.type);
+  return types;
+}
+uint32_t block_of(DType type) { return dtype_info(type).block_elements; }
 
 struct GemmCase {
   uint32_t rows, cols, depth;
   bool bias, accumulate;
 };
 
-TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
-  VULKAN_OR_SKIP();
-  const GemmCase cases[] = {{1, 63, 32, true, false},   {3, 65, 96, false, true},  {31, 130, 64, true, true},
-                            {33, 1, 32, true, false},   {65, 64, 2880, false, false}, {513, 70, 96, true, true}};
-  // Every precision of the cooperative GEMMs where the device has them (elsewhere they are one path).
+// C = A W^T (+ bias) (+ C) of one case against a double computation of the decoded weights.
+void check_gemm(const vk::Context& ctx, vk::Kernels& tuned, runtime::VulkanTuning::GemmPrecision precision, DType type,
+                const GemmCase& g) {
+  const std::string what = std::string(dtype_name(type)) + " rows " + std::to_string(g.rows) + " cols " +
+                           std::to_string(g.cols) + " depth " + std::to_string(g.depth);
+  const auto w = dense_matrix(ctx, type, g.cols, g.depth, 7 + g.rows);
+  const auto a = random_floats(size_t{g.rows} * g.depth, 11 + g.cols);
+  const auto bias = random_floats(g.cols, 13);
+  const auto c0 = random_floats(size_t{g.rows} * g.cols, 17);
+  auto a_buf = host_buffer(ctx, a), b_buf = host_buffer(ctx, bias), c_buf = host_buffer(ctx, c0);
+  auto hi = host_buffer(ctx, std::vector<uint16_t>(a.size())), lo = host_buffer(ctx, std::vector<uint16_t>(a.size()));
+  run(ctx, [&](vk::DispatchList& list) {
+    tuned.gemm(list, w.device, g.bias ? b_buf->address() : 0, a_buf->address(), g.depth, c_buf->address(), g.cols,
+               g.rows, g.accumulate, {hi->address(), lo->address()});
+  });
+  Doubles want(c0.size()), scale(c0.size());
+  for (uint32_t m = 0; m < g.rows; ++m)
+    for (uint32_t n = 0; n < g.cols; ++n) {
+      double sum = g.bias ? bias[n] : 0.0, size = std::abs(sum);
+      for (uint32_t k = 0; k < g.depth; ++k) {
+        const double p = double{w.values[size_t{n} * g.depth + k]} * a[size_t{m} * g.depth + k];
+        sum += p;
+        size += std::abs(p);
+      }
+      const size_t i = size_t{m} * g.cols + n;
+      want[i] = sum + (g.accumulate ? c0[i] : 0.0);
+      scale[i] = size + (g.accumulate ? std::abs(c0[i]) : 0.0);
+    }
+  expect_close(read_buffer<float>(*c_buf, c0.size()), want, scale, gemm_tolerance(tuned, type, g.depth, precision), what);
+}
+
+// `check` for each precision of the cooperative GEMMs where the device has them (elsewhere they are one path).
+void for_each_gemm_precision(const vk::Context& ctx,
+                             const std::function<void(vk::Kernels&, runtime::VulkanTuning::GemmPrecision)>& check) {
   for (const char* precision : {"precise", "split", "fast"}) {
-  if (!kernels(*ctx).cooperative() && std::string(precision) != "precise") continue;
-  SCOPED_TRACE(precision);
-  const auto tuning = tuning_of(std::string("gemm_precision=") + precision);
-  vk::Kernels tuned(*ctx, tuning);
-  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
-    for (const auto& g : cases) {
-      const std::string what = std::string(dtype_name(type)) + " rows " + std::to_string(g.rows) + " cols " +
-                               std::to_string(g.cols) + " depth " + std::to_string(g.depth);
-      const auto w = dense_matrix(*ctx, type, g.cols, g.depth, 7 + g.rows);
-      const auto a = random_floats(size_t{g.rows} * g.depth, 11 + g.cols);
-      const auto bias = random_floats(g.cols, 13);
-      const auto c0 = random_floats(size_t{g.rows} * g.cols, 17);
-      auto a_buf = host_buffer(*ctx, a), b_buf = host_buffer(*ctx, bias), c_buf = host_buffer(*ctx, c0);
-      auto hi = host_buffer(*ctx, std::vector<uint16_t>(a.size())), lo = host_buffer(*ctx, std::vector<uint16_t>(a.size()));
-      run(*ctx, [&](vk::DispatchList& list) {
-        tuned.gemm(list, w.device, g.bias ? b_buf->address() : 0, a_buf->address(), g.depth, c_buf->address(), g.cols,
-                   g.rows, g.accumulate, {hi->address(), lo->address()});
-      });
-      Doubles want(c0.size()), scale(c0.size());
-      for (uint32_t m = 0; m < g.rows; ++m)
-        for (uint32_t n = 0; n < g.cols; ++n) {
-          double sum = g.bias ? bias[n] : 0.0, size = std::abs(sum);
-          for (uint32_t k = 0; k < g.depth; ++k) {
-            const double p = double{w.values[size_t{n} * g.depth + k]} * a[size_t{m} * g.depth + k];
-            sum += p;
-            size += std::abs(p);
-          }
-          const size_t i = size_t{m} * g.cols + n;
-          want[i] = sum + (g.accumulate ? c0[i] : 0.0);
-          scale[i] = size + (g.accumulate ? std::abs(c0[i]) : 0.0);
-        }
-      expect_close(read_buffer<float>(*c_buf, c0.size()), want, scale,
-                   gemm_tolerance(tuned, type, g.depth, tuning.gemm_precision), what);
+    if (!kernels(ctx).cooperative() && std::string(precision) != "precise") continue;
+    SCOPED_TRACE(precision);
+    const auto tuning = tuning_of(std::string("gemm_precision=") + precision);
+    vk::Kernels tuned(ctx, tuning);
+    check(tuned, tuning.gemm_precision);
+  }
+}
+
+// GGML_BLOCK_ENCODINGS (kernel_abi.h), the device layout of ggml's block types: every byte of a
+// block in exactly one of its ranges (the device holds the stored information, nothing decoded),
+// the quants in whole 16-byte words, the meta records of even size (f16 fields within one word),
+// the type's block shape and lookup table as formats/codecs have them, one id per type from
+// ENC_Q8_0 on, and every type the codecs decode but MXFP4 (the experts' pair) in the table.
+TEST(VulkanKernels, BlockEncodingsKeepEveryByteOfTheBlock) {
+  std::set<DType> listed;
+  uint32_t id = vk::abi::ENC_Q8_0;
+  for (const auto& e : vk::block_encodings()) {
+    SCOPED_TRACE(std::string(dtype_name(e.type)));
+    const auto& info = dtype_info(e.type);
+    EXPECT_EQ(e.encoding, id++);
+    EXPECT_EQ(vk::kernel_encoding(e.type), e.encoding);
+    EXPECT_EQ(e.block_elements, info.block_elements);
+    ASSERT_EQ(e.split.block_bytes, info.block_bytes);
+    std::vector<int> owners(info.block_bytes, 0);
+    for (const auto& range : {e.split.quants, e.split.meta[0], e.split.meta[1]})
+      for (uint32_t i = range.offset; i < range.offset + range.size; ++i) {
+        ASSERT_LT(i, info.block_bytes);
+        ++owners[i];
+      }
+    EXPECT_EQ(std::count(owners.begin(), owners.end(), 1), static_cast<long>(info.block_bytes));
+    EXPECT_EQ(e.split.quants.size % 16, 0u);
+    EXPECT_EQ((e.split.meta[0].size + e.split.meta[1].size) % 2, 0u);
+    EXPECT_EQ(vk::encoding_grid(e.type).size(), e.grid_bytes);
+    EXPECT_EQ(e.grid_bytes % 16, 0u);
+    std::string lower(dtype_name(e.type));
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(vk::encoding_name(e.encoding), lower);
+    listed.insert(e.type);
+  }
+  for (int t = 0; t < kDTypeCount; ++t) {
+    const auto type = static_cast<DType>(t);
+    if (dtype_info(type).block_elements > 1 && is_decodable(type) && type != DType::MXFP4) {
+      EXPECT_TRUE(listed.count(type)) << dtype_name(type) << " has a decoder but no device encoding";
     }
   }
 }
 
+TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
+  VULKAN_OR_SKIP();
+  const GemmCase cases[] = {{1, 63, 32, true, false},   {3, 65, 96, false, true},  {31, 130, 64, true, true},
+                            {33, 1, 32, true, false},   {65, 64, 2880, false, false}, {513, 70, 96, true, true}};
+  for_each_gemm_precision(*ctx, [&](vk::Kernels& tuned, runtime::VulkanTuning::GemmPrecision precision) {
+    for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
+      for (const auto& g : cases) check_gemm(*ctx, tuned, precision, type, g);
+  });
+}
+
+// Every other block type, its depths whole blocks: one, several, and a long row.
+TEST(VulkanKernels, GemmInEveryBlockType) {
+  VULKAN_OR_SKIP();
+  for_each_gemm_precision(*ctx, [&](vk::Kernels& tuned, runtime::VulkanTuning::GemmPrecision precision) {
+    for (DType type : other_block_types()) {
+      const uint32_t b = block_of(type);
+      for (const GemmCase& g : {GemmCase{1, 63, b, true, false}, GemmCase{33, 65, 3 * b, false, true},
+                                GemmCase{65, 64, b == 32 ? 2880u : 2048u, true, true}})
+        check_gemm(*ctx, tuned, precision, type, g);
+    }
+  });
+}
+
+// y (+)= W x' (+ bias) of a rows x cols matrix in `type`, x' = x with bias (variant 0) or its
+// RMSNorm times a norm, accumulated (variant 1), against a double computation.
+void check_matvec(const vk::Context& ctx, vk::Kernels& shaped, DType type, uint32_t rows, uint32_t cols, int variant) {
+  const float eps = 1e-5f;
+  const bool normed = variant == 1, bias = variant == 0, accumulate = variant == 1;
+  const std::string what = std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                           (normed ? " normed, accumulated" : " with bias");
+  const auto w = dense_matrix(ctx, type, rows, cols, rows + cols);
+  const auto x = random_floats(cols, 3, 4.0f), norm = random_floats(cols, 5), b = random_floats(rows, 6);
+  const auto y0 = random_floats(rows, 8);
+  auto x_buf = host_buffer(ctx, x), n_buf = host_buffer(ctx, norm), b_buf = host_buffer(ctx, b);
+  auto y_buf = host_buffer(ctx, y0);
+  run(ctx, [&](vk::DispatchList& list) {
+    shaped.matvec(list, w.device, bias ? b_buf->address() : 0, x_buf->address(), normed ? n_buf->address() : 0,
+                  y_buf->address(), accumulate, eps);
+  });
+  Doubles xin(x.begin(), x.end());
+  if (normed) {
+    double ss = 0;
+    for (double v : xin) ss += v * v;
+    const double inv = 1 / std::sqrt(ss / cols + eps);
+    for (uint32_t i = 0; i < cols; ++i) xin[i] = xin[i] * inv * norm[i];
+  }
+  Doubles want(rows), scale(rows);
+  for (uint32_t r = 0; r < rows; ++r) {
+    double sum = bias ? b[r] : 0.0, size = std::abs(sum);
+    for (uint32_t k = 0; k < cols; ++k) {
+      const double p = double{w.values[size_t{r} * cols + k]} * xin[k];
+      sum += p;
+      size += std::abs(p);
+    }
+    want[r] = sum + (accumulate ? y0[r] : 0.0);
+    scale[r] = size + (accumulate ? std::abs(y0[r]) : 0.0);
+  }
+  expect_close(read_buffer<float>(*y_buf, rows), want, scale, 2e-6, what);
+}
+
 TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   VULKAN_OR_SKIP();
-  const float eps = 1e-5f;
   // The default shape and shapes the tuning can pick: rows per subgroup that divide no row count,
   // one load per pass, more loads per pass than a row has; Q8_0 as the device's default takes it
   // (lavapipe: decoded to floats, its integer dot products are not accelerated), through integer
@@ -250,39 +392,22 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
     for (uint32_t rows : {1u, 3u, 67u})
       for (uint32_t cols : {32u, 2880u})
-        for (int variant = 0; variant < 2; ++variant) {
-          const bool normed = variant == 1, bias = variant == 0, accumulate = variant == 1;
-          const std::string what = std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" +
-                                   std::to_string(cols) + (normed ? " normed, accumulated" : " with bias");
-          const auto w = dense_matrix(*ctx, type, rows, cols, rows + cols);
-          const auto x = random_floats(cols, 3, 4.0f), norm = random_floats(cols, 5), b = random_floats(rows, 6);
-          const auto y0 = random_floats(rows, 8);
-          auto x_buf = host_buffer(*ctx, x), n_buf = host_buffer(*ctx, norm), b_buf = host_buffer(*ctx, b);
-          auto y_buf = host_buffer(*ctx, y0);
-          run(*ctx, [&](vk::DispatchList& list) {
-            shaped.matvec(list, w.device, bias ? b_buf->address() : 0, x_buf->address(),
-                                 normed ? n_buf->address() : 0, y_buf->address(), accumulate, eps);
-          });
-          Doubles xin(x.begin(), x.end());
-          if (normed) {
-            double ss = 0;
-            for (double v : xin) ss += v * v;
-            const double inv = 1 / std::sqrt(ss / cols + eps);
-            for (uint32_t i = 0; i < cols; ++i) xin[i] = xin[i] * inv * norm[i];
-          }
-          Doubles want(rows), scale(rows);
-          for (uint32_t r = 0; r < rows; ++r) {
-            double sum = bias ? b[r] : 0.0, size = std::abs(sum);
-            for (uint32_t k = 0; k < cols; ++k) {
-              const double p = double{w.values[size_t{r} * cols + k]} * xin[k];
-              sum += p;
-              size += std::abs(p);
-            }
-            want[r] = sum + (accumulate ? y0[r] : 0.0);
-            scale[r] = size + (accumulate ? std::abs(y0[r]) : 0.0);
-          }
-          expect_close(read_buffer<float>(*y_buf, rows), want, scale, 2e-6, what);
-        }
+        for (int variant = 0; variant < 2; ++variant) check_matvec(*ctx, shaped, type, rows, cols, variant);
+  }
+}
+
+// Every other block type in the default shape and in one whose rows per subgroup divide no row
+// count, with rows of one block and of many (4096: attn_output's width, where the 256-value types
+// occur in llama-quantize's files).
+TEST(VulkanKernels, MatvecInEveryBlockType) {
+  VULKAN_OR_SKIP();
+  for (const char* keys : {"", "matvec_rows=3,matvec_loads=3"}) {
+    SCOPED_TRACE(keys);
+    vk::Kernels shaped = kernels_with(*ctx, keys);
+    for (DType type : other_block_types())
+      for (uint32_t rows : {1u, 3u, 67u})
+        for (uint32_t cols : {block_of(type), block_of(type) == 32 ? 2880u : 4096u})
+          for (int variant = 0; variant < 2; ++variant) check_matvec(*ctx, shaped, type, rows, cols, variant);
   }
 }
 
@@ -374,23 +499,32 @@ TEST(VulkanKernels, MatvecRowsPerSubgroupFillOneWave) {
   EXPECT_EQ(K::matvec_shape_for(5120, 8, 132, MATVEC_INT_DOT_WAVE_LOADS).batch, 4u);  // Q8_0's qkv: 3 x 4
 }
 
+// Rows of a vocab x hidden table in `type` gathered for `count` tokens: exactly the decoded values.
+void check_embed(const vk::Context& ctx, DType type, uint32_t count, uint32_t vocab, uint32_t hidden) {
+  const auto table = dense_matrix(ctx, type, vocab, hidden, 21);
+  std::vector<uint32_t> tokens(count);
+  for (uint32_t t = 0; t < count; ++t) tokens[t] = (t * 7 + 3) % vocab;
+  auto tok_buf = host_buffer(ctx, tokens);
+  auto x_buf = host_buffer(ctx, std::vector<float>(size_t{count} * hidden, -1.0f));
+  run(ctx, [&](vk::DispatchList& list) { kernels(ctx).embed(list, table.device, tok_buf->address(), x_buf->address(), count); });
+  const auto x = read_buffer<float>(*x_buf, size_t{count} * hidden);
+  for (uint32_t t = 0; t < count; ++t)
+    for (uint32_t i = 0; i < hidden; ++i)
+      ASSERT_EQ(x[size_t{t} * hidden + i], table.values[size_t{tokens[t]} * hidden + i])
+          << dtype_name(type) << " token " << t << " value " << i;
+}
+
 TEST(VulkanKernels, EmbeddingGathersRowsInEveryEncoding) {
   VULKAN_OR_SKIP();
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
-    for (uint32_t count : {1u, 3u, 33u}) {
-      const uint32_t vocab = 37, hidden = 96;
-      const auto table = dense_matrix(*ctx, type, vocab, hidden, 21);
-      std::vector<uint32_t> tokens(count);
-      for (uint32_t t = 0; t < count; ++t) tokens[t] = (t * 7 + 3) % vocab;
-      auto tok_buf = host_buffer(*ctx, tokens);
-      auto x_buf = host_buffer(*ctx, std::vector<float>(size_t{count} * hidden, -1.0f));
-      run(*ctx, [&](vk::DispatchList& list) { kernels(*ctx).embed(list, table.device, tok_buf->address(), x_buf->address(), count); });
-      const auto x = read_buffer<float>(*x_buf, size_t{count} * hidden);
-      for (uint32_t t = 0; t < count; ++t)
-        for (uint32_t i = 0; i < hidden; ++i)
-          ASSERT_EQ(x[size_t{t} * hidden + i], table.values[size_t{tokens[t]} * hidden + i])
-              << dtype_name(type) << " token " << t << " value " << i;
-    }
+    for (uint32_t count : {1u, 3u, 33u}) check_embed(*ctx, type, count, 37, 96);
+}
+
+// The block types' values are the codec's bit for bit: each decoder does ggml's operations in
+// ggml's order (shaders/ggml_blocks.glsl). Rows of three blocks: every 8-value chunk of a block.
+TEST(VulkanKernels, EmbeddingGathersRowsInEveryBlockType) {
+  VULKAN_OR_SKIP();
+  for (DType type : other_block_types()) check_embed(*ctx, type, 33, 37, 3 * block_of(type));
 }
 
 TEST(VulkanKernels, RmsNormOfRowsFromAnOffset) {
