@@ -366,6 +366,19 @@ TEST(VulkanEngineLoad, RefusesTensorsTheKernelsCannotRead) {
       EXPECT_NE(std::string(e.what()).find("cannot decode"), std::string::npos) << e.what();
     }
   }
+  {  // experts other than MXFP4 (a GGUF's Q8_0 experts): the CPU engine runs them, the expert kernels read MXFP4
+    const auto model = with_experts_as(load_model(checkpoint), 1, TensorRole::Mlp2Blocks, DType::Q8_0);
+    try {
+      vk::VulkanEngine engine(model, {}, ctx);
+      FAIL() << "Q8_0 experts were accepted";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("layers.1.mlp2.blocks"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("experts stored as Q8_0: the Vulkan engine's expert kernels read the MXFP4 "
+                                           "pair only"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
