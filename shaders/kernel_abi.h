@@ -78,6 +78,10 @@ ABI_CONST(uint, ENC_BF16, 2u);
 #define ABI_BLOCK_ENCODING_ID(T, ID, BLOCK, Q, QN, M0, M0N, M1, M1N, GRID) ABI_CONST(uint, ENC_##T, uint(ID));
 GGML_BLOCK_ENCODINGS(ABI_BLOCK_ENCODING_ID)
 #undef ABI_BLOCK_ENCODING_ID
+// The expert kernels' encoding of the OpenAI MXFP4 pair (blocks and scales as stored). Experts in
+// another type take that type's encoding above: one matrix [experts * rows, cols] laid out as a
+// dense one, which the expert kernels read through load_raw8 / load8.
+ABI_CONST(uint, ENC_MXFP4, 100u);
 
 // ---- limits ----
 ABI_CONST(uint, kMaxExpertsPerToken, 32u);  // router, expert kernels: per-token arrays

@@ -87,6 +87,7 @@ std::string encoding_name(uint32_t encoding) {
     case abi::ENC_F32: return "f32";
     case abi::ENC_F16: return "f16";
     case abi::ENC_BF16: return "bf16";
+    case abi::ENC_MXFP4: return "mxfp4";
     default: break;
   }
   const BlockEncoding* block = block_encoding(encoding);
@@ -217,11 +218,21 @@ std::unique_ptr<Buffer> upload_vector(const Context& ctx, DeviceUploader& upload
 
 DeviceExperts upload_experts(const Context& ctx, DeviceUploader& uploader, const CanonicalTensor& blocks,
                              const CanonicalTensor& scales) {
-  (void)ctx;
-  if (!holds_mxfp4(blocks))
-    throw_format_error(blocks.origin, blocks.spec.name, std::nullopt,
-                       "experts stored as " + std::string(dtype_name(blocks.dtype)) +
-                           ": the Vulkan engine's expert kernels read the MXFP4 pair only (the CPU engine runs them)");
+  if (!holds_mxfp4(blocks)) {
+    if (blocks.spec.shape.size() != 3)
+      throw_format_error(blocks.origin, blocks.spec.name, std::nullopt, "expected an [experts, rows, cols] matrix");
+    CanonicalTensor flat = blocks;
+    flat.spec.shape = {blocks.spec.shape[0] * blocks.spec.shape[1], blocks.spec.shape[2]};
+    DeviceMatrix m = upload_matrix(ctx, uploader, flat);
+    DeviceExperts e;
+    e.encoding = m.encoding;
+    e.experts = static_cast<uint32_t>(blocks.spec.shape[0]);
+    e.rows = static_cast<uint32_t>(blocks.spec.shape[1]);
+    e.cols = m.cols;
+    e.blocks = std::move(m.buffer);
+    e.scales_offset = m.scales_offset;
+    return e;
+  }
   if (blocks.dtype != DType::U8 || scales.dtype != DType::U8)
     throw_format_error(blocks.origin, blocks.spec.name, std::nullopt, "MXFP4 experts must be U8 blocks and scales");
   if (scales.spec.shape.size() != 3)

@@ -2,7 +2,8 @@
 // The model's weights on the device, each in its stored encoding: dense matrices (F32, F16, BF16
 // as stored; ggml's block quantizations, Q8_0 .. IQ1_M, with each block's bytes split into a
 // quants array and a meta array, after the type's lookup table: shaders/kernel_abi.h's
-// GGML_BLOCK_ENCODINGS), MXFP4 expert matrices (blocks and scales as stored), and the vectors
+// GGML_BLOCK_ENCODINGS), expert matrices (the MXFP4 pair as stored, or experts in another type
+// as one matrix laid out as a dense one), and the vectors
 // (norm scales, biases, sinks), which are widened to f32 once at upload: they are 0.02% of the
 // bytes and every kernel then reads them without a branch per encoding.
 #include <cstdint>
@@ -46,8 +47,12 @@ std::span<const uint8_t> encoding_grid(DType type);
 std::string encoding_name(uint32_t encoding);
 
 struct DeviceExperts {
+  uint32_t encoding = abi::ENC_MXFP4;  // the OpenAI pair, or a dense encoding (one matrix [experts * rows, cols])
   uint32_t experts = 0, rows = 0, cols = 0;  // each expert's matrix is [rows, cols]
-  std::unique_ptr<Buffer> blocks, scales;
+  std::unique_ptr<Buffer> blocks, scales;  // the pair; another encoding: its matrix in `blocks`, no `scales`
+  uint64_t scales_offset = 0;              // another block encoding: where its meta records start in `blocks`
+  uint64_t blocks_address() const { return blocks->address(); }
+  uint64_t scales_address() const { return scales ? scales->address() : blocks->address() + scales_offset; }
 };
 
 // The encoding the kernels read for a stored dtype, or nullopt.
@@ -65,6 +70,8 @@ DeviceMatrix upload_matrix(const Context& ctx, DeviceUploader& uploader, const C
 std::unique_ptr<Buffer> upload_vector(const Context& ctx, DeviceUploader& uploader,
                                       std::span<const CanonicalTensor* const> parts);
 std::unique_ptr<Buffer> upload_vector(const Context& ctx, DeviceUploader& uploader, const CanonicalTensor& tensor);
+// An expert pair (blocks, scales), or experts in another type (canonical_model.h: the matrix in
+// `blocks`, `scales` empty), uploaded as one matrix [experts * rows, cols] like a dense one.
 DeviceExperts upload_experts(const Context& ctx, DeviceUploader& uploader, const CanonicalTensor& blocks,
                              const CanonicalTensor& scales);
 

@@ -151,6 +151,23 @@ Experts mxfp4_experts(const vk::Context& ctx, uint32_t experts, uint32_t rows, u
   return e;
 }
 
+// Experts [experts, rows, cols] in another type (canonical_model.h: the matrix, empty scales):
+// random blocks of `type`, uploaded as the engine uploads them, and their decoded values.
+Experts block_experts(const vk::Context& ctx, DType type, uint32_t experts, uint32_t rows, uint32_t cols, uint32_t seed) {
+  const uint64_t elements = uint64_t{experts} * rows * cols;
+  std::vector<uint8_t> bytes = random_blocks(type, elements, seed);
+  Experts e;
+  e.values.resize(elements);
+  decode_to_f32(type, bytes.data(), elements, e.values.data());
+  CanonicalTensor b{{TensorRole::Mlp1Blocks, 0, "test.blocks", {experts, rows, cols}}, type,
+                    std::make_shared<OwnedSource>(std::move(bytes)), "test"};
+  CanonicalTensor s{{TensorRole::Mlp1Scales, 0, "test.scales", {experts, rows, 0}}, DType::U8,
+                    std::make_shared<OwnedSource>(std::vector<uint8_t>{}), "test"};
+  vk::DeviceUploader uploader(ctx, 1 << 20);
+  e.device = vk::upload_experts(ctx, uploader, b, s);
+  return e;
+}
+
 // |got - want| <= tolerance * scale for every element, where scale is the element's sum of
 // absolute products (the size of the rounding an f32 sum of them can make).
 void expect_close(const std::vector<float>& got, const Doubles& want, const Doubles& scale, double tolerance,
@@ -368,19 +385,16 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   }
 }
 
-// Every other block type in the default shape and in one whose rows per subgroup divide no row
-// count, with rows of one block and of many (4096: attn_output's width, where the 256-value types
-// occur in llama-quantize's files).
+// Every other block type in the engine's shape (the shapes the tuning picks read the same
+// load_raw8 / decode_raw8 as the float encodings above, and each pipeline is one type's code to
+// compile), with rows of one block and of many (4096: attn_output's width, where the 256-value
+// types occur in llama-quantize's files).
 TEST(VulkanKernels, MatvecInEveryBlockType) {
   VULKAN_OR_SKIP();
-  for (const char* keys : {"", "matvec_rows=3,matvec_loads=3"}) {
-    SCOPED_TRACE(keys);
-    vk::Kernels shaped = kernels_with(*ctx, keys);
-    for (DType type : other_block_types())
-      for (uint32_t rows : {1u, 3u, 67u})
-        for (uint32_t cols : {block_of(type), block_of(type) == 32 ? 2880u : 4096u})
-          for (int variant = 0; variant < 2; ++variant) check_matvec(*ctx, shaped, type, rows, cols, variant);
-  }
+  for (DType type : other_block_types())
+    for (uint32_t rows : {1u, 3u, 67u})
+      for (uint32_t cols : {block_of(type), block_of(type) == 32 ? 2880u : 4096u})
+        for (int variant = 0; variant < 2; ++variant) check_matvec(*ctx, kernels(*ctx), type, rows, cols, variant);
 }
 
 // matvec_int_dot holds x to 24 bits of each 8-value chunk's largest value (block floating point):
@@ -1023,117 +1037,144 @@ Doubles reference_moe(const MoeProblem& p, const Experts& mlp1, const Experts& m
   return x;
 }
 
+struct MoeCase {
+  uint32_t count, experts, k, hidden, inter;
+};
+
+// The MoE of `c.count` tokens grouped by expert (route, the two expert GEMMs, combine) against the
+// per-token sum of the decoded experts.
+void check_grouped_moe(const vk::Context& ctx, const MoeCase& c, const Experts& mlp1, const Experts& mlp2) {
+  const float limit = 7.0f;
+  const auto p = moe_problem(c.count, c.experts, c.k, c.hidden, c.inter);
+  Doubles scale;
+  const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
+  const uint32_t choices = c.count * c.k;
+  auto chosen = host_buffer(ctx, p.chosen), gate = host_buffer(ctx, p.gate), xn = host_buffer(ctx, p.xn);
+  auto x = host_buffer(ctx, p.x0), b1 = host_buffer(ctx, p.b1), b2 = host_buffer(ctx, p.b2);
+  auto assign = host_buffer(ctx, std::vector<uint32_t>(choices)), row_of = host_buffer(ctx, std::vector<uint32_t>(choices));
+  auto tiles = host_buffer(ctx, std::vector<uint32_t>(3 * size_t{vk::Kernels::max_moe_tiles(choices, c.experts)}));
+  vk::Buffer dispatch(ctx, 32, false);
+  auto act = host_buffer(ctx, std::vector<float>(size_t{choices} * c.inter));
+  auto y = host_buffer(ctx, std::vector<float>(size_t{choices} * c.hidden));
+  const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
+  const size_t halves = std::max(size_t{c.count} * c.hidden, size_t{choices} * c.inter);
+  auto hi = host_buffer(ctx, std::vector<uint16_t>(halves)), lo = host_buffer(ctx, std::vector<uint16_t>(halves));
+  run(ctx, [&](vk::DispatchList& list) {
+    auto& k = kernels(ctx);
+    k.moe_route(list, chosen->address(), tables, c.count, c.k, mlp1.device, mlp2.device);
+    k.expert_gemm(list, mlp1.device, b1->address(), xn->address(), c.count, tables, act->address(), true, limit,
+                  {hi->address(), lo->address()});
+    k.expert_gemm(list, mlp2.device, b2->address(), act->address(), choices, tables, y->address(), false, 0.0f,
+                  {hi->address(), lo->address()});
+    k.moe_combine(list, y->address(), tables, chosen->address(), gate->address(), x->address(), c.hidden, c.k, c.count);
+  });
+  // The grouping: every choice has a row, rows of one expert are contiguous, each row's token is
+  // the choice's token.
+  const auto rows = read_buffer<uint32_t>(*row_of, choices), tokens = read_buffer<uint32_t>(*assign, choices);
+  std::vector<uint32_t> sorted(rows);
+  std::sort(sorted.begin(), sorted.end());
+  for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(sorted[i], i);
+  for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(tokens[rows[i]], i / c.k);
+  for (uint32_t i = 0; i < choices; ++i)
+    for (uint32_t j = 0; j < choices; ++j)
+      if (p.chosen[i] < p.chosen[j]) {
+        ASSERT_LT(rows[i], rows[j]);
+      }
+  const double tolerance = 1e-5;  // the portable GEMMs and the precise cooperative ones alike
+  expect_close(read_buffer<float>(*x, want.size()), want, scale, tolerance, "x after the MoE");
+}
+
 TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
   VULKAN_OR_SKIP();
-  const float limit = 7.0f;
-  struct Case {
-    uint32_t count, experts, k, hidden, inter;
-  };
   // On cooperative matrices (depths a multiple of COOP_TILE_K, weight rows COOP_EXPERT_TILE_N per
   // tile): 64 to 320 weight rows (partial last tiles), depths of 1 to 3 double-buffered steps.
-  for (const Case c : {Case{1, 8, 4, 64, 64}, Case{3, 8, 4, 96, 64}, Case{33, 8, 4, 64, 96}, Case{65, 32, 4, 64, 64},
-                       Case{513, 128, 4, 64, 32}, Case{17, 4, 2, 192, 128}, Case{40, 4, 3, 128, 160}}) {
+  for (const MoeCase c : {MoeCase{1, 8, 4, 64, 64}, MoeCase{3, 8, 4, 96, 64}, MoeCase{33, 8, 4, 64, 96},
+                          MoeCase{65, 32, 4, 64, 64}, MoeCase{513, 128, 4, 64, 32}, MoeCase{17, 4, 2, 192, 128},
+                          MoeCase{40, 4, 3, 128, 160}}) {
     SCOPED_TRACE("tokens " + std::to_string(c.count) + " experts " + std::to_string(c.experts));
-    const auto p = moe_problem(c.count, c.experts, c.k, c.hidden, c.inter);
-    const auto mlp1 = mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1);
-    const auto mlp2 = mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2);
-    Doubles scale;
-    const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
-    const uint32_t choices = c.count * c.k;
-    auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, p.xn);
-    auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
-    auto assign = host_buffer(*ctx, std::vector<uint32_t>(choices)), row_of = host_buffer(*ctx, std::vector<uint32_t>(choices));
-    auto tiles = host_buffer(*ctx, std::vector<uint32_t>(3 * size_t{vk::Kernels::max_moe_tiles(choices, c.experts)}));
-    vk::Buffer dispatch(*ctx, 32, false);
-    auto act = host_buffer(*ctx, std::vector<float>(size_t{choices} * c.inter));
-    auto y = host_buffer(*ctx, std::vector<float>(size_t{choices} * c.hidden));
-    const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
-    const size_t halves = std::max(size_t{c.count} * c.hidden, size_t{choices} * c.inter);
-    auto hi = host_buffer(*ctx, std::vector<uint16_t>(halves)), lo = host_buffer(*ctx, std::vector<uint16_t>(halves));
-    run(*ctx, [&](vk::DispatchList& list) {
-      auto& k = kernels(*ctx);
-      k.moe_route(list, chosen->address(), tables, c.count, c.k, mlp1.device, mlp2.device);
-      k.expert_gemm(list, mlp1.device, b1->address(), xn->address(), c.count, tables, act->address(), true, limit,
-                    {hi->address(), lo->address()});
-      k.expert_gemm(list, mlp2.device, b2->address(), act->address(), choices, tables, y->address(), false, 0.0f,
-                    {hi->address(), lo->address()});
-      k.moe_combine(list, y->address(), tables, chosen->address(), gate->address(), x->address(), c.hidden, c.k, c.count);
-    });
-    // The grouping: every choice has a row, rows of one expert are contiguous, each row's token is
-    // the choice's token.
-    const auto rows = read_buffer<uint32_t>(*row_of, choices), tokens = read_buffer<uint32_t>(*assign, choices);
-    std::vector<uint32_t> sorted(rows);
-    std::sort(sorted.begin(), sorted.end());
-    for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(sorted[i], i);
-    for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(tokens[rows[i]], i / c.k);
-    for (uint32_t i = 0; i < choices; ++i)
-      for (uint32_t j = 0; j < choices; ++j)
-        if (p.chosen[i] < p.chosen[j]) {
-          ASSERT_LT(rows[i], rows[j]);
-        }
-    const double tolerance = 1e-5;  // the portable GEMMs and the precise cooperative ones alike
-    expect_close(read_buffer<float>(*x, want.size()), want, scale, tolerance, "x after the MoE");
+    check_grouped_moe(*ctx, c, mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1),
+                      mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2));
   }
+}
+
+// The decode expert kernels (mlp1 ranking the router's logits, mlp2 adding to the residual) of one
+// token against the per-token sum: the problem's choices, or a tie at the cut.
+void check_decode_moe(const vk::Context& ctx, vk::Kernels& shaped, const MoeCase& c, bool tie, const Experts& mlp1,
+                      const Experts& mlp2) {
+  const float limit = 7.0f;
+  SCOPED_TRACE("k " + std::to_string(c.k) + " hidden " + std::to_string(c.hidden) +
+               (tie ? ", a tie at the cut" : ", the problem's choices"));
+  auto p = moe_problem(1, c.experts, c.k, c.hidden, c.inter);
+  // The logits the decode router writes (mlp1 ranks them): decreasing along the problem's
+  // choices (any order of expert ids), the rest below; or k - 1 experts above a tie of experts
+  // 2 and 6 at the cut (the lower id must win). The choices' weights are their softmax.
+  std::vector<float> logits(c.experts);
+  for (uint32_t e = 0; e < c.experts; ++e) logits[e] = -1.0f - 0.25f * static_cast<float>(e);
+  if (tie) {
+    const uint32_t above_order[] = {7, 0, 5, 3, 1, 4};
+    p.chosen.clear();
+    for (uint32_t i = 0; i + 1 < c.k; ++i) p.chosen.push_back(above_order[i]);
+  }
+  for (uint32_t i = 0; i < p.chosen.size(); ++i) logits[p.chosen[i]] = 3.0f - 0.5f * static_cast<float>(i);
+  if (tie) {
+    logits[2] = logits[6] = 1.0f;
+    p.chosen.push_back(2);
+  }
+  double sum = 0;
+  for (uint32_t e : p.chosen) sum += std::exp(double{logits[e]} - logits[p.chosen[0]]);
+  for (uint32_t s = 0; s < c.k; ++s)
+    p.gate[s] = static_cast<float>(std::exp(double{logits[p.chosen[s]]} - logits[p.chosen[0]]) / sum);
+  Doubles scale;
+  const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
+  // mlp1 writes the choices over these.
+  auto chosen = host_buffer(ctx, std::vector<uint32_t>(c.k, 99));
+  auto gate = host_buffer(ctx, std::vector<float>(c.k, NAN)), xn = host_buffer(ctx, p.xn);
+  auto logits_buf = host_buffer(ctx, logits);
+  auto x = host_buffer(ctx, p.x0), b1 = host_buffer(ctx, p.b1), b2 = host_buffer(ctx, p.b2);
+  auto act = host_buffer(ctx, std::vector<float>(size_t{c.k} * c.inter));
+  auto partials = host_buffer(ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
+  auto counters = host_buffer(ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+  const vk::Kernels::Choices choices{chosen->address(), gate->address(), logits_buf->address(), c.experts};
+  run(ctx, [&](vk::DispatchList& list) {
+    shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), choices, act->address(), c.k, limit);
+    shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
+                       x->address(), c.k, {partials->address(), counters->address()});
+  });
+  EXPECT_EQ(read_buffer<uint32_t>(*chosen, c.k), p.chosen) << "the choices mlp2 read";
+  EXPECT_EQ(read_buffer<uint32_t>(*counters, 8), std::vector<uint32_t>(8, 0u));
+  expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE");
 }
 
 TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
   VULKAN_OR_SKIP();
-  const float limit = 7.0f;
-  struct Case {
-    uint32_t k, hidden, inter;
-  };
   // Every shape the launchers take is the same function: the defaults and shapes the tuning can
   // pick (outputs per subgroup that do not divide the rows, batches past the blocks a lane has).
   for (const char* shape : {"", "4,2,4,2", "8,1,8,2", "3,3,5,1", "1,8,16,1"}) {
-  SCOPED_TRACE(shape);
-  vk::Kernels shaped = kernels_with(*ctx, expert_keys(shape));
-  // 3 and 2 blocks per row (fewer than a quad's lanes), 10 and 9 (the two-block passes and a tail).
-  for (const Case c : {Case{1, 96, 64}, Case{4, 96, 64}, Case{4, 320, 288}})
-    for (bool tie : {false, true}) {
-      SCOPED_TRACE("k " + std::to_string(c.k) + " hidden " + std::to_string(c.hidden) +
-                   (tie ? ", a tie at the cut" : ", the problem's choices"));
-      auto p = moe_problem(1, 8, c.k, c.hidden, c.inter);
-      // The logits the decode router writes (mlp1 ranks them): decreasing along the problem's
-      // choices (any order of expert ids), the rest below; or k - 1 experts above a tie of experts
-      // 2 and 6 at the cut (the lower id must win). The choices' weights are their softmax.
-      std::vector<float> logits(8);
-      for (uint32_t e = 0; e < 8; ++e) logits[e] = -1.0f - 0.25f * static_cast<float>(e);
-      if (tie) {
-        const uint32_t above_order[] = {7, 0, 5, 3, 1, 4};
-        p.chosen.clear();
-        for (uint32_t i = 0; i + 1 < c.k; ++i) p.chosen.push_back(above_order[i]);
-      }
-      for (uint32_t i = 0; i < p.chosen.size(); ++i) logits[p.chosen[i]] = 3.0f - 0.5f * static_cast<float>(i);
-      if (tie) {
-        logits[2] = logits[6] = 1.0f;
-        p.chosen.push_back(2);
-      }
-      double sum = 0;
-      for (uint32_t e : p.chosen) sum += std::exp(double{logits[e]} - logits[p.chosen[0]]);
-      for (uint32_t s = 0; s < c.k; ++s)
-        p.gate[s] = static_cast<float>(std::exp(double{logits[p.chosen[s]]} - logits[p.chosen[0]]) / sum);
-      const auto mlp1 = mxfp4_experts(*ctx, 8, 2 * c.inter, c.hidden, 3);
-      const auto mlp2 = mxfp4_experts(*ctx, 8, c.hidden, c.inter, 4);
-      Doubles scale;
-      const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
-      // mlp1 writes the choices over these.
-      auto chosen = host_buffer(*ctx, std::vector<uint32_t>(c.k, 99));
-      auto gate = host_buffer(*ctx, std::vector<float>(c.k, NAN)), xn = host_buffer(*ctx, p.xn);
-      auto logits_buf = host_buffer(*ctx, logits);
-      auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
-      auto act = host_buffer(*ctx, std::vector<float>(size_t{c.k} * c.inter));
-      auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
-      auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-      const vk::Kernels::Choices choices{chosen->address(), gate->address(), logits_buf->address(), 8};
-      run(*ctx, [&](vk::DispatchList& list) {
-        shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), choices, act->address(), c.k, limit);
-        shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
-                           x->address(), c.k, {partials->address(), counters->address()});
-      });
-      EXPECT_EQ(read_buffer<uint32_t>(*chosen, c.k), p.chosen) << "the choices mlp2 read";
-      EXPECT_EQ(read_buffer<uint32_t>(*counters, 8), std::vector<uint32_t>(8, 0u));
-      expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE");
-    }
+    SCOPED_TRACE(shape);
+    vk::Kernels shaped = kernels_with(*ctx, expert_keys(shape));
+    // 3 and 2 blocks per row (fewer than a quad's lanes), 10 and 9 (the two-block passes and a tail).
+    for (const MoeCase c : {MoeCase{1, 8, 1, 96, 64}, MoeCase{1, 8, 4, 96, 64}, MoeCase{1, 8, 4, 320, 288}})
+      for (bool tie : {false, true})
+        check_decode_moe(*ctx, shaped, c, tie, mxfp4_experts(*ctx, 8, 2 * c.inter, c.hidden, 3),
+                         mxfp4_experts(*ctx, 8, c.hidden, c.inter, 4));
+  }
+}
+
+// Experts in other types (a GGUF's Q8_0 or Q4_1 experts; any type the dense kernels read): the
+// grouped prefill MoE and the decode expert kernels read them through load8, against the codec's
+// values: the two types fine-tunes ship and a 256-value one (two and three blocks per row); the
+// decode kernels in the default shape and in one whose outputs divide no row count.
+TEST(VulkanKernels, ExpertKernelsInOtherTypes) {
+  VULKAN_OR_SKIP();
+  vk::Kernels shaped = kernels_with(*ctx, expert_keys("3,3,5,1"));
+  for (DType type : {DType::Q8_0, DType::Q4_1, DType::Q4_K}) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    const uint32_t b = block_of(type), hidden = b == 32 ? 96 : 2 * b, inter = b == 32 ? 64 : 3 * b;
+    const MoeCase grouped{33, 8, 4, hidden, inter}, decode{1, 8, 4, hidden, inter};
+    const auto mlp1 = block_experts(*ctx, type, 8, 2 * inter, hidden, 5), mlp2 = block_experts(*ctx, type, 8, hidden, inter, 6);
+    EXPECT_EQ(mlp1.device.encoding, vk::kernel_encoding(type));
+    check_grouped_moe(*ctx, grouped, mlp1, mlp2);
+    check_decode_moe(*ctx, type == DType::Q4_1 ? shaped : kernels(*ctx), decode, type == DType::Q4_1, mlp1, mlp2);
   }
 }
 
