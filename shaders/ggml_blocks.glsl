@@ -41,6 +41,14 @@ vec4 levels4(uvec4 t, uvec4 codes) {
 }
 // v, negated where `signs` has the lane's bit set (the IQ2/IQ3 sign bytes; negation is exact).
 vec4 signed4(vec4 v, uint signs) { return mix(v, -v, notEqual(bits4(signs), uvec4(0u))); }
+// The IQ2 and IQ3 types' 8 values: db times the 8 magnitude bytes of `magnitudes` (a grid entry,
+// or two 4-byte ones), negated where `signs` has their bit set.
+void signed_grid8(float db, uvec2 magnitudes, uint signs, out vec4 lo, out vec4 hi) {
+  precise vec4 l = db * vec4(bytes4(magnitudes.x));
+  precise vec4 h = db * vec4(bytes4(magnitudes.y));
+  lo = signed4(l, signs);
+  hi = signed4(h, signs >> 4);
+}
 // The 8-bit sign pattern of a 7-bit sign index: the 8th sign makes the count of negatives even.
 uint signs_of_index(uint index7) {
   uint i = index7 & 127u;
@@ -276,10 +284,7 @@ void decode_IQ3_S(uvec2 data, uvec4 a, uvec4 b, uint blk, uint k, out vec4 lo, o
   uint scale = (byte_in(b.x, META_BYTE(IQ3_S, blk, 106u) + (ib >> 1)) >> (4u * (ib & 1u))) & 0xFu;
   precise float db = half_in(a.y, META_BYTE(IQ3_S, blk, 0u)) * float(1u + 2u * scale);
   uint signs = byte_in(a.w, META_BYTE(IQ3_S, blk, 74u) + 4u * ib + l);
-  precise vec4 l4 = db * vec4(bytes4(WordsIn(data).v[first]));
-  precise vec4 h4 = db * vec4(bytes4(WordsIn(data).v[second]));
-  lo = signed4(l4, signs);
-  hi = signed4(h4, signs >> 4);
+  signed_grid8(db, uvec2(WordsIn(data).v[first], WordsIn(data).v[second]), signs, lo, hi);
 }
 
 // IQ3_XXS: group l of sub-block ib: two index bytes (qs 8 ib + 2l, + 1) and sub-block ib's u32 of
@@ -294,10 +299,7 @@ void decode_IQ3_XXS(uvec2 data, uvec4 a, uvec4 b, uint blk, uint k, out vec4 lo,
   uint l = k & 3u, qs = (a.x >> (16u * (l & 1u))) & 0xFFFFu, aux = a.y;
   precise float db = half_in(a.z, META_BYTE(IQ3_XXS, blk, 0u)) * (0.5 + float(aux >> 28)) * 0.5;
   uint signs = signs_of_index(aux >> (7u * l));
-  precise vec4 l4 = db * vec4(bytes4(WordsIn(data).v[qs & 0xFFu]));
-  precise vec4 h4 = db * vec4(bytes4(WordsIn(data).v[qs >> 8]));
-  lo = signed4(l4, signs);
-  hi = signed4(h4, signs >> 4);
+  signed_grid8(db, uvec2(WordsIn(data).v[qs & 0xFFu], WordsIn(data).v[qs >> 8]), signs, lo, hi);
 }
 
 // IQ2_S: group l of sub-block ib: a 10-bit index (qs byte 4 ib + l, bits 8-9 from qh byte ib), a
@@ -315,10 +317,7 @@ void decode_IQ2_S(uvec2 data, uvec4 a, uvec4 b, uint blk, uint k, out vec4 lo, o
   float db = iq2_scale(half_in(a.z, META_BYTE(IQ2_S, blk, 0u)), scale & 0xFu);
   uvec2 entry = PairsIn(data).v[index];
   uint signs = byte_in(a.y, l);
-  precise vec4 l4 = db * vec4(bytes4(entry.x));
-  precise vec4 h4 = db * vec4(bytes4(entry.y));
-  lo = signed4(l4, signs);
-  hi = signed4(h4, signs >> 4);
+  signed_grid8(db, entry, signs, lo, hi);
 }
 
 // IQ2_XS: group l of sub-block ib: a u16 of a 9-bit index and a 7-bit sign index; two 4-bit scales.
@@ -335,10 +334,7 @@ void decode_IQ2_XS(uvec2 data, uvec4 a, uvec4 b, uint blk, uint k, out vec4 lo, 
   float db = iq2_scale(half_in(a.y, META_BYTE(IQ2_XS, blk, 0u)), scale & 0xFu);
   uvec2 entry = PairsIn(data).v[q & 511u];
   uint signs = signs_of_index(q >> 9);
-  precise vec4 l4 = db * vec4(bytes4(entry.x));
-  precise vec4 h4 = db * vec4(bytes4(entry.y));
-  lo = signed4(l4, signs);
-  hi = signed4(h4, signs >> 4);
+  signed_grid8(db, entry, signs, lo, hi);
 }
 
 // IQ2_XXS: sub-block ib is 8 quant bytes, four index bytes and a u32 of four 7-bit sign indices
@@ -352,10 +348,7 @@ void decode_IQ2_XXS(uvec2 data, uvec4 a, uvec4 b, uint blk, uint k, out vec4 lo,
   float db = iq2_scale(half_in(a.z, META_BYTE(IQ2_XXS, blk, 0u)), aux >> 28);
   uvec2 entry = PairsIn(data).v[byte_in(a.x, l)];
   uint signs = signs_of_index(aux >> (7u * l));
-  precise vec4 l4 = db * vec4(bytes4(entry.x));
-  precise vec4 h4 = db * vec4(bytes4(entry.y));
-  lo = signed4(l4, signs);
-  hi = signed4(h4, signs >> 4);
+  signed_grid8(db, entry, signs, lo, hi);
 }
 
 // IQ1_S: group l of sub-block ib: an 11-bit index (qs byte 4 ib + l, bits 8-10 from qh u16 ib,
