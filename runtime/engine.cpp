@@ -21,6 +21,16 @@ const std::vector<std::string>& kv_cache_type_names() {
   return names;
 }
 
+std::string stage_name(Stage stage, int layer) {
+  switch (stage) {
+    case Stage::Embedding: return "embedding";
+    case Stage::LayerOutput: return "layer " + std::to_string(layer);
+    case Stage::RouterChoices: return "router " + std::to_string(layer);
+    case Stage::FinalNorm: return "final norm";
+  }
+  return "stage";
+}
+
 std::string engine_label(EngineKind kind, KvCacheType kv_cache) {
   const std::string engine(engine_kind_name(kind));
   return kv_cache == KvCacheType::F32 ? engine : engine + " (" + std::string(kv_cache_type_name(kv_cache)) + " KV cache)";

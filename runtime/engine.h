@@ -20,11 +20,18 @@
 
 namespace gptoss::runtime {
 
-// Where in the forward pass an activation was observed.
-enum class Stage { Embedding, LayerOutput, FinalNorm };
+// Where in the forward pass an activation was observed. RouterChoices is a layer's routing, not an
+// activation: per token the ids of its experts_per_token experts (as floats, exact) in the
+// router's order (largest logit first, ties to the lowest id), so parity can name a token routed
+// to other experts as such.
+enum class Stage { Embedding, LayerOutput, RouterChoices, FinalNorm };
+// "embedding", "layer L", "router L", "final norm": how traces and tables name a stage.
+std::string stage_name(Stage stage, int layer);
 
 // Rows [first_position, first_position + rows) of an activation, row-major [rows, cols].
-// LayerOutput is the residual stream after decoder layer `layer` (-1 for the other stages).
+// LayerOutput is the residual stream after decoder layer `layer`, RouterChoices that layer's
+// choices [rows, experts_per_token] (-1 for the other stages). An engine shows, for every layer,
+// its RouterChoices before its LayerOutput.
 struct ActivationView {
   Stage stage;
   int layer;

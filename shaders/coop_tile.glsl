@@ -110,10 +110,13 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
 }
 // This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves;
 // with kSplitW as hi (each value cut to f16's 11 significant bits by a mask, as split_halves cuts
-// A: exact in f16 within its normal range) and lo = v - hi (at most 8 significant bits of Q8_0's
-// d * q: exact in f16; the other block types' products and sums rounded to f16: 22 bits in all,
-// as A keeps 21). The mask, not a round trip through packHalf2x16: NVIDIA's compiler folds
-// unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.
+// A: exact in f16 within its normal range) and lo = (v - hi) * kWLoScale (at most 8 significant
+// bits of Q8_0's d * q: exact in f16; the other block types' values rounded to f16 there: 22 bits
+// in all, as A keeps 21; scaled up so that it stays in f16's normal range where hi does: a Q8_0
+// weight of 1e-3 leaves a lo near 5e-7, an f16 subnormal with 2^-24 steps, and the products
+// carry that step back out). The mask, not a round trip through packHalf2x16: NVIDIA's compiler
+// folds unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.
+const float kWLoScale = 2048.0;
 void store_w32(uint stage, vec4 v[8]) {
   uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
@@ -121,7 +124,7 @@ void store_w32(uint stage, vec4 v[8]) {
       vec4 h0 = uintBitsToFloat(floatBitsToUint(v[2u * i]) & uvec4(0xFFFFE000u));
       vec4 h1 = uintBitsToFloat(floatBitsToUint(v[2u * i + 1u]) & uvec4(0xFFFFE000u));
       coop_shared[coop_w_at(stage) + at + i] = halves8(h0, h1);
-      coop_shared[coop_w_lo_at(stage) + at + i] = halves8(v[2u * i] - h0, v[2u * i + 1u] - h1);
+      coop_shared[coop_w_lo_at(stage) + at + i] = halves8((v[2u * i] - h0) * kWLoScale, (v[2u * i + 1u] - h1) * kWLoScale);
     } else {
       coop_shared[coop_w_at(stage) + at + i] = halves8(v[2u * i], v[2u * i + 1u]);
     }
@@ -164,7 +167,11 @@ void multiply_coop_tiles(uint stage) {
         if (kPromote) {
           part[i][j] = coopMatMulAddNV(a[i], b, part[i][j]);
           part[i][j] = coopMatMulAddNV(a2[i], b, part[i][j]);
-          if (kSplitW) part[i][j] = coopMatMulAddNV(a[i], b2, part[i][j]);
+          if (kSplitW) {  // the scaled lo part's products on their own, scaled back as they join
+            fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part =
+                coopMatMulAddNV(a[i], b2, fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0));
+            part[i][j] = part[i][j] + lo_part * (1.0 / kWLoScale);
+          }
         } else {
           acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
           if (SPLIT_A) acc[i][j] = coopMatMulAddNV(a2[i], b, acc[i][j]);

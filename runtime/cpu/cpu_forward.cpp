@@ -61,6 +61,9 @@ void ForwardPass<Real>::forward(std::span<const uint32_t> tokens, runtime::Logit
       observer({stage, layer, position_, count, hidden, narrowed});
     }
   };
+  auto observe_choices = [&](int layer) {
+    if (observer) observer({Stage::RouterChoices, layer, position_, count, c.experts_per_token, router_choices_});
+  };
 
   std::vector<Real> x(count * hidden);
   for (size_t t = 0; t < count; ++t)
@@ -76,6 +79,7 @@ void ForwardPass<Real>::forward(std::span<const uint32_t> tokens, runtime::Logit
     rms_norm(x.data(), count, hidden, w.mlp_norm.data(), c.rms_norm_eps, normed.data());
     moe_block(l, normed.data(), count, block_out.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += block_out[i];
+    observe_choices(static_cast<int>(l));
     observe(Stage::LayerOutput, static_cast<int>(l), x);
   }
   rms_norm(x.data(), count, hidden, weights_.final_norm.data(), c.rms_norm_eps, normed.data());
@@ -198,11 +202,15 @@ void ForwardPass<Real>::moe_block(uint32_t layer, const Real* x, size_t count, R
     Real weight;
   };
   std::vector<std::vector<Assignment>> by_expert(experts);
+  router_choices_.assign(count * c.experts_per_token, 0.0f);
   for (size_t t = 0; t < count; ++t) {
     const std::span<const Real> logits(router.data() + t * experts, experts);
     const auto chosen = top_k_experts(logits, c.experts_per_token);
     const auto gate_weights = softmax_of(logits, chosen);
-    for (size_t i = 0; i < chosen.size(); ++i) by_expert[chosen[i]].push_back({t, gate_weights[i]});
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      by_expert[chosen[i]].push_back({t, gate_weights[i]});
+      router_choices_[t * c.experts_per_token + i] = static_cast<float>(chosen[i]);
+    }
   }
 
   std::fill(out, out + count * hidden, Real(0));

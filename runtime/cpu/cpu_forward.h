@@ -48,6 +48,8 @@ class ForwardPass final : public ForwardPassBase {
   runtime::KvCacheType kv_cache_type_;  // F16: the cached values rounded to f16 (held in Real)
   // One expert's mlp1 [2I, H] and mlp2 [H, I] decoded from their encoding just before its GEMMs.
   std::vector<Real> mlp1_rows_, mlp2_rows_;
+  // The last moe_block's choices, [count, experts_per_token] expert ids (Stage::RouterChoices).
+  std::vector<float> router_choices_;
 };
 
 extern template class ForwardPass<float>;

@@ -6,12 +6,16 @@
 // BLAS promises none of that (OpenBLAS picks kernels and blockings by core type and by the matrix
 // shape, so OPENBLAS_CORETYPE alone changed the engine's last bits).
 //
-// The order: a dot product of length n over `L` lanes (L = 32 bytes / sizeof(Real): 8 floats or 4
-// doubles), element i added to lane i mod L in increasing i, each term rounded as a product and
-// then as a sum (no fused multiply-add: the file is built with -ffp-contract=off, so a machine
-// with FMA computes the same bits as one without); the lanes then summed pairwise, lane l with
-// lane l + L/2 until one is left. Vector code is plain GCC/Clang vector extensions, compiled twice
-// (AVX2 and the x86-64 baseline) and picked at run time: both evaluate exactly these operations.
+// The order: a dot product of length n over 4 lanes of doubles, whatever Real is: element i's
+// product, in double (exact for f32 inputs), added to lane i mod 4 in increasing i, each a
+// rounded product and then a rounded sum (no fused multiply-add: the file is built with
+// -ffp-contract=off, so a machine with FMA computes the same bits as one without); the lanes then
+// summed pairwise, lane l with lane l + 2, then lane 0 with lane 1; times the scale and plus the
+// bias in double; rounded to Real once. Summing in double keeps an f32 engine's products as
+// accurate as their f32 inputs allow: the rounding of a long f32 sum (~1e-6 relative over the
+// model's 2880-wide rows) is what sent a near tie of two router logits the other way from f64.
+// Vector code is plain GCC/Clang vector extensions, compiled twice (AVX2 and the x86-64 baseline)
+// and picked at run time: both evaluate exactly these operations.
 #include <cstddef>
 
 namespace gptoss::cpu {
@@ -32,7 +36,7 @@ void row_products(const RowProducts& shape, const double* x, const double* w, co
                   double* y, unsigned threads = 0);
 
 // out[d] = Σ_j p[j] · v[j * v_stride + d] for d < dim, j increasing from 0 to count - 1 (one
-// sequential sum per d: the weighted sum of attention values).
+// sequential sum in double per d, rounded to Real once: the weighted sum of attention values).
 void weighted_rows(const float* p, size_t count, const float* v, size_t v_stride, size_t dim, float* out);
 void weighted_rows(const double* p, size_t count, const double* v, size_t v_stride, size_t dim, double* out);
 

@@ -1,6 +1,7 @@
 #include "runtime/eval/eval_report.h"
 
 #include <stdexcept>
+#include <type_traits>
 
 #include "formats/core/string_printf.h"
 
@@ -23,6 +24,7 @@ constexpr ReportField kFields[] = {
      [](Row r) -> FieldValue { return r.nll.perplexity_uncertainty(); }},
     {"/mean_nll", "", CellFormat::Text, false, [](Row r) -> FieldValue { return r.nll.mean(); }},
     {"/tokens", "", CellFormat::Text, false, [](Row r) -> FieldValue { return r.nll.count; }},
+    {"/chunks", "", CellFormat::Text, true, [](Row r) -> FieldValue { return r.chunks; }},
     {"/kl/mean", "mean KL", CellFormat::Scientific3, true, [](Row r) -> FieldValue { return r.comparison.kl_mean; }},
     {"/kl/median", "median KL", CellFormat::Scientific3, true, [](Row r) -> FieldValue { return r.comparison.kl_median; }},
     {"/kl/p99", "p99 KL", CellFormat::Scientific3, true, [](Row r) -> FieldValue { return r.comparison.kl_p99; }},
@@ -32,14 +34,22 @@ constexpr ReportField kFields[] = {
      [](Row r) -> FieldValue { return r.comparison.top1_agreement; }},
     {"/dp_mean", "mean dp", CellFormat::SignedScientific3, true, [](Row r) -> FieldValue { return r.comparison.dp_mean; }},
     {"/dp_rms", "RMS dp", CellFormat::Scientific3, true, [](Row r) -> FieldValue { return r.comparison.dp_rms; }},
+    {"/within_noise_floor", "", CellFormat::Text, true,
+     [](Row r) -> FieldValue { return r.within_floor ? FieldValue(*r.within_floor) : FieldValue(std::monostate{}); }},
 };
 
 nlohmann::ordered_json json_value(const FieldValue& v) {
-  return std::visit([](const auto& x) { return nlohmann::ordered_json(x); }, v);
+  return std::visit(
+      [](const auto& x) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) return nlohmann::ordered_json(nullptr);
+        else return nlohmann::ordered_json(x);
+      },
+      v);
 }
 
 std::string cell(const ReportField& field, const ReportRow& row) {
   const FieldValue v = field.value(row);
+  if (std::holds_alternative<std::monostate>(v)) return "-";
   if (const auto* text = std::get_if<std::string>(&v)) return *text;
   if (const auto* flag = std::get_if<bool>(&v)) return *flag ? "yes" : "no";
   const auto* count = std::get_if<uint64_t>(&v);
@@ -90,16 +100,29 @@ ReportRow comparison_row(RowKind kind, RowSubject subject, const CandidateResult
 double EvaluationReport::tokens_per_second() const { return static_cast<double>(plan.evaluated_tokens()) / seconds; }
 
 EvaluationReport make_report(EvaluatedText text, const ChunkPlan& plan, const EvaluationResult& result,
-                             std::span<const RowSubject> models) {
+                             std::span<const RowSubject> models, const std::optional<RowSubject>& floor) {
   if (models.size() != result.candidates.size() + 1)
     throw std::invalid_argument("make_report: " + std::to_string(models.size()) + " models for the reference and " +
                                 std::to_string(result.candidates.size()) + " candidates");
   EvaluationReport report;
   report.text = std::move(text);
   report.plan = plan;
+  if (floor.has_value() != result.floor.has_value())
+    throw std::invalid_argument("make_report: a noise floor's subject without its result, or the reverse");
   report.reference = reference_row(models[0], result);
-  for (size_t k = 0; k < result.candidates.size(); ++k)
+  const uint32_t scored = plan.scored_per_chunk();
+  const auto chunks_of = [&](const CandidateResult& c) { return scored ? c.positions.size() / scored : 0; };
+  std::optional<double> floor_kl;
+  if (floor) {
+    report.rows.push_back(comparison_row(RowKind::NoiseFloor, *floor, *result.floor, result.reference_vocab));
+    report.rows.back().chunks = chunks_of(*result.floor);
+    floor_kl = report.rows.back().comparison.kl_mean;
+  }
+  for (size_t k = 0; k < result.candidates.size(); ++k) {
     report.rows.push_back(comparison_row(RowKind::Candidate, models[k + 1], result.candidates[k], result.reference_vocab));
+    report.rows.back().chunks = chunks_of(result.candidates[k]);
+    if (floor_kl) report.rows.back().within_floor = report.rows.back().comparison.kl_mean <= *floor_kl;
+  }
   report.seconds = result.seconds;
   report.forward_seconds = result.forward_seconds;
   report.statistics_seconds = result.statistics_seconds;
@@ -155,6 +178,16 @@ std::string report_text(const EvaluationReport& r) {
       }
     out += "\nKL = KL(reference || candidate) in nats per token; dp = P_candidate(t) - P_reference(t) for the "
            "reference's top token t.\n";
+    for (const auto& row : r.rows) {
+      if (row.kind == RowKind::NoiseFloor)
+        append_printf(out,
+                      "noise floor: the reference model on the candidates' engine (%s) against the reference, over %llu "
+                      "chunk%s: what the engines alone differ by\n",
+                      row.subject.engine.c_str(), static_cast<unsigned long long>(row.chunks), row.chunks == 1 ? "" : "s");
+      if (row.within_floor.value_or(false))
+        append_printf(out, "note: %s is within the engine's noise floor: its KL is the engines' difference, not its file's\n",
+                      row.subject.label.c_str());
+    }
     for (const auto& row : r.rows)
       if (row.renormalized)
         append_printf(out,

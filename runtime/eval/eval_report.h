@@ -23,13 +23,15 @@
 
 namespace gptoss::eval {
 
-// The rows compared against the reference, in the order the JSON and the table list them.
-enum class RowKind : uint8_t { Candidate };
+// The rows compared against the reference, in the order the JSON and the table list them: the
+// engine's noise floor (the reference model on the candidates' engine, EvaluationRequest::floor)
+// first, then the candidates.
+enum class RowKind : uint8_t { NoiseFloor, Candidate };
 struct RowKindInfo {
   RowKind kind;
   std::string_view json_array;  // the top-level JSON array holding the rows of this kind
 };
-inline constexpr RowKindInfo kRowKinds[] = {{RowKind::Candidate, "candidates"}};
+inline constexpr RowKindInfo kRowKinds[] = {{RowKind::NoiseFloor, "noise_floor"}, {RowKind::Candidate, "candidates"}};
 
 // The model and engine a row is about.
 struct RowSubject {
@@ -47,6 +49,10 @@ struct ReportRow {
   uint32_t shared_rows = 0;   // rows compared: min(reference vocab, this vocab)
   bool renormalized = false;  // compared on shared rows only, both distributions renormalized over them
   ComparisonSummary comparison;
+  uint64_t chunks = 0;        // the chunks compared (the noise floor's may be fewer than the run's)
+  // A candidate's mean KL within the noise floor's: the engines' difference, not the file's. None
+  // without a floor (and for the floor's own row).
+  std::optional<bool> within_floor;
 };
 
 ReportRow reference_row(RowSubject subject, const EvaluationResult& result);
@@ -60,7 +66,7 @@ enum class CellFormat : uint8_t {
   SignedScientific3,   // +1.235e-04
   Percent2,            // a fraction as 97.50%
 };
-using FieldValue = std::variant<std::string, double, uint64_t, bool>;
+using FieldValue = std::variant<std::monostate, std::string, double, uint64_t, bool>;  // monostate: none (JSON null, "-")
 
 struct ReportField {
   std::string_view json;    // JSON pointer inside the row's object ("/kl/mean"); empty: not in the JSON
@@ -94,9 +100,10 @@ struct EvaluationReport {
   double tokens_per_second() const;  // text tokens run through the models per second
 };
 
-// `models[0]` is the reference's subject, `models[k + 1]` that of result.candidates[k].
+// `models[0]` is the reference's subject, `models[k + 1]` that of result.candidates[k];
+// `floor` that of result.floor (the reference model on the candidates' engine) where it was run.
 EvaluationReport make_report(EvaluatedText text, const ChunkPlan& plan, const EvaluationResult& result,
-                             std::span<const RowSubject> models);
+                             std::span<const RowSubject> models, const std::optional<RowSubject>& floor = std::nullopt);
 
 nlohmann::ordered_json report_json(const EvaluationReport& report);
 // The text gptoss-eval prints: the text and chunking, the reference's perplexity, the table of

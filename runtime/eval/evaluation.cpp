@@ -26,6 +26,10 @@ void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
                                 std::to_string(r.plan.chunks) + " chunks of " + std::to_string(r.plan.ctx));
   std::vector<uint32_t> vocabs = {reference_vocab};
   for (const auto* c : r.candidates) vocabs.push_back(c->vocab_size());
+  if (r.floor) {
+    vocabs.push_back(r.floor->vocab_size());
+    if (r.floor_chunks == 0) throw std::invalid_argument("evaluate: a noise floor over 0 chunks");
+  }
   const uint32_t smallest = *std::min_element(vocabs.begin(), vocabs.end());
   for (uint64_t i = 0; i < r.plan.evaluated_tokens(); ++i)
     if (r.tokens[i] >= smallest)
@@ -54,14 +58,22 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
 
   EvaluationResult result;
   result.reference_vocab = ref_vocab;
+  // The compared engines: the candidates, then the floor (its first floor_chunks chunks only).
+  std::vector<runtime::Engine*> compared = r.candidates;
+  if (r.floor) compared.push_back(r.floor);
+  const uint32_t floor_chunks = std::min(r.floor_chunks, plan.chunks);
+  const auto runs_chunk = [&](size_t k, uint32_t chunk) { return k < r.candidates.size() || chunk < floor_chunks; };
   std::vector<double> ref_nll(total_scored);
-  std::vector<std::vector<double>> cand_nll(r.candidates.size(), std::vector<double>(total_scored));
-  for (const auto* c : r.candidates) {
+  std::vector<std::vector<double>> cand_nll;
+  std::vector<CandidateResult> results;
+  for (size_t k = 0; k < compared.size(); ++k) {
     CandidateResult cr;
-    cr.vocab_size = c->vocab_size();
+    cr.vocab_size = compared[k]->vocab_size();
     cr.shared_rows = std::min(ref_vocab, cr.vocab_size);
-    cr.positions.resize(total_scored);
-    result.candidates.push_back(std::move(cr));
+    const uint64_t positions = k < r.candidates.size() ? total_scored : uint64_t{floor_chunks} * scored;
+    cr.positions.resize(positions);
+    cand_nll.emplace_back(positions);
+    results.push_back(std::move(cr));
   }
   std::vector<std::vector<uint8_t>> saved_frames(r.save ? scored : 0);
 
@@ -71,8 +83,8 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   // of running the chunks one after the other.
   const runtime::LogitRows scored_rows = runtime::LogitRows::range(plan.first_scored(), scored);
   ChunkLogits buffers[2];
-  for (auto& b : buffers) b.candidates.resize(r.candidates.size());
-  auto run_chunk = [&r, &plan, scored_rows](uint32_t chunk, ChunkLogits& out) {
+  for (auto& b : buffers) b.candidates.resize(compared.size());
+  auto run_chunk = [&r, &plan, &compared, &runs_chunk, scored_rows](uint32_t chunk, ChunkLogits& out) {
     leave_signals_to_the_main_thread();
     const auto forward_start = Clock::now();
     const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
@@ -82,9 +94,10 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
     } else {
       out.frames = r.reference_file->next_chunk();
     }
-    for (size_t k = 0; k < r.candidates.size(); ++k) {
-      r.candidates[k]->reset();
-      r.candidates[k]->forward(ids, scored_rows, out.candidates[k]);
+    for (size_t k = 0; k < compared.size(); ++k) {
+      if (!runs_chunk(k, chunk)) continue;
+      compared[k]->reset();
+      compared[k]->forward(ids, scored_rows, out.candidates[k]);
     }
     return seconds_since(forward_start);
   };
@@ -123,8 +136,9 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
       if (r.save) saved_frames[j] = zstd_compress_frame(encode_reference_record(x, ref_full(), target), r.save->level());
       std::optional<double> nll;
       if (record) nll = record->nll;
-      for (size_t k = 0; k < r.candidates.size(); ++k) {
-        CandidateResult& cr = result.candidates[k];
+      for (size_t k = 0; k < compared.size(); ++k) {
+        if (!runs_chunk(k, chunk)) continue;
+        CandidateResult& cr = results[k];
         const auto y = std::span<const float>(logits.candidates[k]).subspan(j * cr.vocab_size, cr.vocab_size);
         PositionComparison c = compare_position(x.first(cr.shared_rows), y.first(cr.shared_rows));
         if (record && record->top < cr.shared_rows) {
@@ -154,8 +168,13 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   }
   if (r.reference_file) r.reference_file->expect_end();
   for (double v : ref_nll) result.reference.add(v);
-  for (size_t k = 0; k < r.candidates.size(); ++k)
-    for (double v : cand_nll[k]) result.candidates[k].nll.add(v);
+  for (size_t k = 0; k < compared.size(); ++k)
+    for (double v : cand_nll[k]) results[k].nll.add(v);
+  if (r.floor) {
+    result.floor = std::move(results.back());
+    results.pop_back();
+  }
+  result.candidates = std::move(results);
   result.seconds = seconds_since(start);
   return result;
 }

@@ -9,6 +9,7 @@
 // pass, so the results do not depend on the thread count or on that overlap.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct EvaluationRequest {
   runtime::Engine* reference = nullptr;             // the reference run live, or
   ReferenceLogitsReader* reference_file = nullptr;  // its distributions read from a file
   std::vector<runtime::Engine*> candidates;
+  // The engine's noise floor: the reference model on the candidates' engine, compared with the
+  // reference over the first floor_chunks chunks like a candidate. What a candidate's KL holds
+  // beyond it is its file's; a KL within it is the engines' difference alone. Null: no floor.
+  runtime::Engine* floor = nullptr;
+  uint32_t floor_chunks = 1;
   ReferenceLogitsWriter* save = nullptr;  // stores the live reference's records as they are made
   unsigned threads = 0;                   // 0: one per core
   // After every chunk: text tokens run so far and in all (chunks x ctx).
@@ -44,6 +50,7 @@ struct EvaluationResult {
   uint32_t reference_vocab = 0;
   NllStats reference;
   std::vector<CandidateResult> candidates;
+  std::optional<CandidateResult> floor;  // with EvaluationRequest::floor: over its chunks only
   double seconds = 0;             // the whole pass
   double forward_seconds = 0;     // inside engine forwards (on the worker thread)
   double statistics_seconds = 0;  // the parallel reductions (and compressing saved records)

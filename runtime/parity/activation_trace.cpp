@@ -22,9 +22,7 @@ const Stage* Trace::find(const std::string& name) const {
 runtime::ActivationObserver TraceRecorder::observer() {
   return [this](const runtime::ActivationView& v) {
     Stage s;
-    s.name = v.stage == runtime::Stage::Embedding   ? "embedding"
-             : v.stage == runtime::Stage::FinalNorm ? "final norm"
-                                                    : "layer " + std::to_string(v.layer);
+    s.name = runtime::stage_name(v.stage, v.layer);
     s.rows = v.rows;
     s.cols = v.cols;
     s.first_row = v.first_position;
@@ -108,6 +106,27 @@ LargestDifference largest_difference(const Stage& a, const Stage& b) {
   return worst;
 }
 
+bool is_router_stage(const Stage& stage) { return stage.name.rfind("router ", 0) == 0; }
+
+std::vector<RoutingDifference> routing_differences(const Stage& a, const Stage& b) {
+  std::vector<RoutingDifference> out;
+  const uint64_t first = std::max(a.first_row, b.first_row);
+  const uint64_t end = std::min(a.first_row + a.rows, b.first_row + b.rows);
+  for (uint64_t r = first; r < end; ++r) {
+    auto experts = [r](const Stage& s) {
+      std::vector<uint32_t> ids;
+      for (size_t c = 0; c < s.cols; ++c) ids.push_back(static_cast<uint32_t>(s.values[(r - s.first_row) * s.cols + c]));
+      return ids;
+    };
+    RoutingDifference d{r, experts(a), experts(b)};
+    auto sa = d.a, sb = d.b;
+    std::sort(sa.begin(), sa.end());
+    std::sort(sb.begin(), sb.end());
+    if (sa != sb) out.push_back(std::move(d));
+  }
+  return out;
+}
+
 double max_abs_value(const Stage& stage, const Stage& other) {
   const uint64_t first = std::max(stage.first_row, other.first_row);
   const uint64_t end = std::min(stage.first_row + stage.rows, other.first_row + other.rows);
@@ -150,6 +169,21 @@ std::string parity_table(const Trace& reference, const std::vector<Trace>& other
   for (size_t i = 0; i < 3 * others.size(); ++i) out << "---|";
   out << "\n";
   for (const auto& stage : reference.stages) {
+    if (is_router_stage(stage)) {  // routing: tokens sent to other experts, the first one's position
+      std::vector<std::string> counts, positions;
+      for (const auto& t : others) {
+        const Stage* s = t.find(stage.name);
+        const auto d = s ? routing_differences(stage, *s) : std::vector<RoutingDifference>{};
+        counts.push_back(!s ? "-" : d.empty() ? "same experts" : std::to_string(d.size()) + " rerouted");
+        positions.push_back(d.empty() ? "-" : std::to_string(d.front().position));
+      }
+      out << "| " << stage.name << " |";
+      for (const auto& c : counts) out << " " << c << " |";
+      for (size_t i = 0; i < others.size(); ++i) out << " - |";
+      for (const auto& p : positions) out << " " << p << " |";
+      out << "\n";
+      continue;
+    }
     std::vector<StageComparison> row;
     for (const auto& t : others) row.push_back(compare_stage(stage, t));
     out << "| " << stage.name << " |";
@@ -157,6 +191,29 @@ std::string parity_table(const Trace& reference, const std::vector<Trace>& other
     for (const auto& c : row) out << " " << (c.present ? scientific(c.relative) : "-") << " |";
     for (const auto& c : row) out << " " << (c.present ? std::to_string(c.largest.position) : "-") << " |";
     out << "\n";
+  }
+  // Each routing difference by name: a token routed to other experts moves every later stage at
+  // its position by those experts' outputs, a discrete event rather than rounding.
+  for (const auto& t : others) {
+    std::string named;
+    size_t total = 0;
+    for (const auto& stage : reference.stages) {
+      const Stage* s = is_router_stage(stage) ? t.find(stage.name) : nullptr;
+      if (!s) continue;
+      for (const auto& d : routing_differences(stage, *s)) {
+        if (++total > 8) continue;
+        auto ids = [](const std::vector<uint32_t>& v) {
+          std::string text;
+          for (uint32_t e : v) text += (text.empty() ? "" : ",") + std::to_string(e);
+          return text;
+        };
+        named += (named.empty() ? "" : "; ") + stage.name.substr(7) + " at position " + std::to_string(d.position) +
+                 " (experts " + ids(d.a) + " against " + ids(d.b) + ")";
+      }
+    }
+    if (total > 0)
+      out << "\nrouting: " << t.label << " sends " << total << " token" << (total == 1 ? "" : "s")
+          << " to other experts than " << reference.label << ": layer " << named << (total > 8 ? "; ..." : "") << "\n";
   }
   return out.str();
 }

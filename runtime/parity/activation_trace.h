@@ -64,13 +64,26 @@ struct LargestDifference {
 };
 LargestDifference largest_difference(const Stage& a, const Stage& b);
 
+// Router stages ("router L", runtime::Stage::RouterChoices) hold per token the ids of its experts:
+// they are compared as routing, not as numbers. A token whose set of experts differs between two
+// traces was routed differently (a near tie of two router logits, decided otherwise by two
+// engines' rounding): every later stage differs at that position by the experts' outputs.
+bool is_router_stage(const Stage& stage);
+struct RoutingDifference {
+  uint64_t position;
+  std::vector<uint32_t> a, b;  // the experts, each in its trace's order
+};
+// The positions both stages hold whose sets of experts differ, in position order.
+std::vector<RoutingDifference> routing_differences(const Stage& a, const Stage& b);
+
 // The largest |value| of a stage over the rows and columns it shares with `other` (0 if none).
 double max_abs_value(const Stage& stage, const Stage& other);
 
 // Markdown table: one row per stage of `reference`, one column per other trace with the max abs
 // difference against the reference, then one per other trace with that difference relative to
 // the reference stage's largest |value| (max_abs_value), then one per other trace with the
-// position where the difference is largest.
+// position where the difference is largest. Router stages show the tokens routed differently
+// (and the first one's position); below the table, each trace's routing differences are named.
 std::string parity_table(const Trace& reference, const std::vector<Trace>& others);
 
 // Decode steps after a prompt, one token per forward as generation runs them (the kernels of a

@@ -117,7 +117,15 @@ TraceComparison compare_traces(const TraceFile& a, const TraceFile& b, double to
     StageDifference d;
     d.stage = sa.name;
     const Stage* sb = b.trace.find(sa.name);
-    if (sb) {
+    d.routing = is_router_stage(sa);
+    if (sb && d.routing) {
+      const auto rerouted = routing_differences(sa, *sb);
+      d.rows = std::min(sa.first_row + sa.rows, sb->first_row + sb->rows) - std::max(sa.first_row, sb->first_row);
+      d.cols = std::min(sa.cols, sb->cols);
+      d.in_both = d.rows > 0;
+      d.rerouted = rerouted.size();
+      if (!rerouted.empty()) d.worst_row = rerouted.front().position;
+    } else if (sb) {
       const uint64_t first = std::max(sa.first_row, sb->first_row);
       const uint64_t end = std::min(sa.first_row + sa.rows, sb->first_row + sb->rows);
       d.cols = std::min(sa.cols, sb->cols);
@@ -140,7 +148,7 @@ TraceComparison compare_traces(const TraceFile& a, const TraceFile& b, double to
       if (nan) d.max_abs_diff = NAN;
       d.relative = d.largest > 0 ? d.max_abs_diff / d.largest : (d.max_abs_diff == 0 ? 0.0 : INFINITY);
     }
-    d.parts = !d.in_both || std::isnan(d.relative) || d.relative > tolerance;
+    d.parts = !d.in_both || std::isnan(d.relative) || d.relative > tolerance || d.rerouted > 0;
     if (d.parts && !c.first_parting) c.first_parting = c.stages.size();
     c.stages.push_back(std::move(d));
   }
@@ -162,6 +170,10 @@ std::string trace_comparison_table(const TraceFile& a, const TraceFile& b, const
     char line[256];
     if (!d.in_both)
       std::snprintf(line, sizeof line, "| %s | - | - | - | - | - | only in A |\n", d.stage.c_str());
+    else if (d.routing)
+      std::snprintf(line, sizeof line, "| %s | %zu x %zu | routing | %llu rerouted | - | %s | %s |\n", d.stage.c_str(),
+                    d.rows, d.cols, static_cast<unsigned long long>(d.rerouted),
+                    d.rerouted ? std::to_string(d.worst_row).c_str() : "-", d.parts ? "PARTS" : "ok");
     else
       std::snprintf(line, sizeof line, "| %s | %zu x %zu | %.3e | %.3e | %.3e | %llu, %zu | %s |\n", d.stage.c_str(), d.rows,
                     d.cols, d.largest, d.max_abs_diff, d.relative, static_cast<unsigned long long>(d.worst_row), d.worst_col,
@@ -191,7 +203,8 @@ nlohmann::ordered_json trace_comparison_json(const TraceFile& a, const TraceFile
   for (const auto& d : c.stages)
     j["stages"].push_back({{"stage", d.stage}, {"in_both", d.in_both}, {"rows", d.rows}, {"cols", d.cols},
                            {"largest", d.largest}, {"max_abs_diff", d.max_abs_diff}, {"relative", d.relative},
-                           {"worst_position", d.worst_row}, {"worst_column", d.worst_col}, {"parts", d.parts}});
+                           {"worst_position", d.worst_row}, {"worst_column", d.worst_col}, {"routing", d.routing},
+                           {"rerouted", d.rerouted}, {"parts", d.parts}});
   j["first_parting"] = c.first_parting ? nlohmann::ordered_json(c.stages[*c.first_parting].stage) : nlohmann::ordered_json();
   return j;
 }

@@ -44,9 +44,13 @@ struct StageDifference {
   double largest = 0;         // largest |value| of the stage in A
   double max_abs_diff = 0;
   double relative = 0;        // max_abs_diff / largest (0 when both are 0)
-  uint64_t worst_row = 0;     // position of the largest difference
+  uint64_t worst_row = 0;     // position of the largest difference (router stages: the first rerouted token)
   size_t worst_col = 0;
-  bool parts = false;         // relative > tolerance (or NaN, or missing from one trace)
+  // Router stages (is_router_stage): the tokens sent to other experts; such a stage parts when any
+  // was, whatever the tolerance, and its numeric fields stay 0.
+  bool routing = false;
+  uint64_t rerouted = 0;
+  bool parts = false;         // relative > tolerance (or NaN, or missing from one trace), or rerouted
 };
 
 struct TraceComparison {

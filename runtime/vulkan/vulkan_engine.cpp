@@ -326,7 +326,10 @@ void VulkanEngine::Device::ensure_logits(uint32_t rows) {
 
 void VulkanEngine::Device::ensure_stages(uint32_t rows) {
   if (rows <= stage_rows) return;
-  stages = floats((uint64_t{config.num_layers} + 2) * rows * config.hidden_size, true);
+  // The residual stream's stages, then every layer's router choices (uints).
+  stages = floats((uint64_t{config.num_layers} + 2) * rows * config.hidden_size +
+                      uint64_t{config.num_layers} * rows * config.experts_per_token,
+                  true);
   stage_rows = rows;
   free_recorded();
 }
@@ -425,7 +428,11 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       k.moe_combine(list, y->address(), tables, chosen->address(), gate_weights->address(), x->address(), c.hidden_size,
                     k_experts, count);
     }
-    if (observed) list.copy(*x, 0, *stages, (uint64_t{l} + 1) * stage_bytes, stage_bytes);
+    if (observed) {
+      list.copy(*x, 0, *stages, (uint64_t{l} + 1) * stage_bytes, stage_bytes);
+      const uint64_t choice_bytes = uint64_t{count} * k_experts * 4;
+      list.copy(*chosen, 0, *stages, (uint64_t{c.num_layers} + 2) * stage_bytes + l * choice_bytes, choice_bytes);
+    }
   }
   const bool range = rows.kind == LogitRows::Kind::Range;
   // The final norm: every row when observed (the stage copy), else only the range's rows, into xn
@@ -589,7 +596,9 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
   const auto& c = d.config;
   const size_t count = tokens.size(), hidden = c.hidden_size, vocab = c.vocab_size;
   const size_t stage_count = c.num_layers + 2;  // embedding, every layer, final norm
+  const size_t k = c.experts_per_token;
   std::vector<std::vector<float>> stages(observer ? stage_count : 0, std::vector<float>(count * hidden));
+  std::vector<std::vector<float>> choices(observer ? c.num_layers : 0, std::vector<float>(count * k));
   // The rows asked for, [row_begin, row_end) of the new tokens (Last: handled per submit below).
   const bool last = rows == LogitRows::Last;
   const size_t row_begin = rows.first_row(count), row_end = row_begin + rows.row_count(count);
@@ -610,6 +619,11 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
     const auto* stage_values = static_cast<const float*>(d.stages ? d.stages->mapped() : nullptr);
     for (size_t s = 0; s < stages.size(); ++s)
       std::memcpy(stages[s].data() + first * hidden, stage_values + s * n * hidden, n * hidden * sizeof(float));
+    std::vector<uint32_t> chosen_ids(choices.empty() ? 0 : c.num_layers * n * k);
+    if (!chosen_ids.empty())
+      std::memcpy(chosen_ids.data(), stage_values + stage_count * n * hidden, chosen_ids.size() * sizeof(uint32_t));
+    for (size_t l = 0; l < choices.size(); ++l)
+      for (size_t i = 0; i < n * k; ++i) choices[l][first * k + i] = static_cast<float>(chosen_ids[l * n * k + i]);
     // The one host copy of the logits: from the mapped readback into the caller's rows; none for
     // run_forward_last, which passes no rows and hands the readback itself to its caller.
     const auto* logit_values = static_cast<const float*>(d.logits_readback->mapped());
@@ -623,7 +637,10 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
       observer({stage, layer, start, count, hidden, values});
     };
     view(Stage::Embedding, -1, stages.front());
-    for (uint32_t l = 0; l < c.num_layers; ++l) view(Stage::LayerOutput, static_cast<int>(l), stages[l + 1]);
+    for (uint32_t l = 0; l < c.num_layers; ++l) {
+      observer({Stage::RouterChoices, static_cast<int>(l), start, count, k, choices[l]});
+      view(Stage::LayerOutput, static_cast<int>(l), stages[l + 1]);
+    }
     view(Stage::FinalNorm, -1, stages.back());
   }
 }

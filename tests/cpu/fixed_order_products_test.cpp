@@ -29,22 +29,23 @@ std::vector<Real> values(size_t n, uint32_t seed) {
   return v;
 }
 
-// The order, one scalar step at a time: lanes of 32 bytes, element i to lane i mod L, then lane l
-// with lane l + L/2 until one is left; times the scale where it is not 1, plus the bias.
+// The order, one scalar step at a time: 4 lanes of doubles, element i's product in double to lane
+// i mod 4, then lane l with lane l + 2 and lane 0 with lane 1; times the scale where it is not 1,
+// plus the bias, in double; rounded to Real once.
 template <class Real>
 Real reference_dot(const Real* x, const Real* w, size_t depth, Real scale, const Real* bias) {
-  constexpr size_t L = 32 / sizeof(Real);
-  Real lanes[L] = {};
+  constexpr size_t L = 4;
+  double lanes[L] = {};
   for (size_t i = 0; i < depth; ++i) {
-    const Real product = x[i] * w[i];
+    const double product = static_cast<double>(x[i]) * static_cast<double>(w[i]);
     lanes[i % L] = lanes[i % L] + product;
   }
   for (size_t half = L / 2; half >= 1; half /= 2)
     for (size_t l = 0; l < half; ++l) lanes[l] = lanes[l] + lanes[l + half];
-  Real value = lanes[0];
-  if (scale != Real(1)) value = value * scale;
-  if (bias) value = value + *bias;
-  return value;
+  double value = lanes[0];
+  if (scale != Real(1)) value = value * static_cast<double>(scale);
+  if (bias) value = value + static_cast<double>(*bias);
+  return static_cast<Real>(value);
 }
 
 template <class Real>
@@ -124,12 +125,12 @@ TEST(FixedOrderProducts, WeightedRowsSumEachValueOverTheRowsInOrder) {
     std::vector<float> out(dim);
     cpu::weighted_rows(p.data(), count, v.data(), stride, dim, out.data());
     for (size_t d = 0; d < dim; ++d) {
-      float sum = 0;
+      double sum = 0;
       for (size_t j = 0; j < count; ++j) {
-        const float product = p[j] * v[j * stride + d];
+        const double product = static_cast<double>(p[j]) * static_cast<double>(v[j * stride + d]);
         sum = sum + product;
       }
-      EXPECT_TRUE(same_bits(out[d], sum)) << "dim " << dim << " value " << d;
+      EXPECT_TRUE(same_bits(out[d], static_cast<float>(sum))) << "dim " << dim << " value " << d;
     }
   }
 }

@@ -118,15 +118,29 @@ TEST_P(EngineInterface, RowsAndObserverFollowTheContract) {
   ENGINE_OR_SKIP(GetParam(), 16);
   const uint32_t ids[] = {10, 20, 30, 40};
   int stages = 0;
+  std::vector<std::string> names;
   auto observer = [&](const runtime::ActivationView& v) {
     ++stages;
+    names.push_back(runtime::stage_name(v.stage, v.layer));
+    const size_t cols = v.stage == runtime::Stage::RouterChoices ? 4u : 64u;  // experts per token, or hidden
     EXPECT_EQ(v.rows, 4u);
-    EXPECT_EQ(v.cols, 64u);
+    EXPECT_EQ(v.cols, cols);
     EXPECT_EQ(v.first_position, 0u);
-    EXPECT_EQ(v.values.size(), 4u * 64u);
+    EXPECT_EQ(v.values.size(), 4u * cols);
+    if (v.stage != runtime::Stage::RouterChoices) return;
+    for (size_t t = 0; t < 4; ++t) {  // four distinct experts of preset a's 8 per token
+      std::vector<float> chosen(v.values.begin() + 4 * t, v.values.begin() + 4 * t + 4);
+      std::sort(chosen.begin(), chosen.end());
+      EXPECT_TRUE(std::adjacent_find(chosen.begin(), chosen.end()) == chosen.end());
+      EXPECT_GE(chosen.front(), 0.0f);
+      EXPECT_LE(chosen.back(), 7.0f);
+      EXPECT_EQ(chosen.back(), std::floor(chosen.back()));
+    }
   };
   const auto all = engine->forward(ids, runtime::LogitRows::All, observer);
-  EXPECT_EQ(stages, 1 + 4 + 1);  // embedding, 4 layers, final norm
+  EXPECT_EQ(stages, 1 + 4 + 4 + 1);  // embedding, 4 layers each with its routing, final norm
+  EXPECT_EQ(names, (std::vector<std::string>{"embedding", "router 0", "layer 0", "router 1", "layer 1", "router 2",
+                                             "layer 2", "router 3", "layer 3", "final norm"}));
   ASSERT_EQ(all.size(), 4u * 201088u);
   engine->reset();
   EXPECT_EQ(engine->position(), 0u);
@@ -173,7 +187,7 @@ TEST_P(EngineInterface, RowRangeIsExactlyThoseRowsOfAll) {
     e->reset();
     int stages = 0;
     e->forward(ids, runtime::LogitRows::range(6, 5), logits, [&](const runtime::ActivationView&) { ++stages; });
-    EXPECT_EQ(stages, 6);
+    EXPECT_EQ(stages, 10);
     expect_rows_of_all(logits, all, 6, 5, "observed rows 6+5");
     // A one-token forward (a decode step): its range is its All.
     const uint32_t next[] = {4242};
@@ -288,8 +302,8 @@ TEST_P(EngineInterface, APrefillsRowsAreThoseOfALongerPrefill) {
 
 TEST_P(EngineInterface, TokenByTokenEqualsThePrefill) {
   // Bit for bit on the CPU engines (a decode step is the prefill's row of the same products); the
-  // Vulkan engine decodes through matrix-vector kernels, not the prefill's GEMMs: within 1e-6 of
-  // the row's largest logit.
+  // Vulkan engine decodes through matrix-vector kernels, not the prefill's GEMMs: two f32
+  // computations summing in other orders.
   ENGINE_OR_SKIP(GetParam(), 64);
   const auto ids = spread_ids(20);
   constexpr size_t vocab = 201088;
@@ -304,16 +318,15 @@ TEST_P(EngineInterface, TokenByTokenEqualsThePrefill) {
     differing += std::memcmp(step.data(), all.data() + t * vocab, vocab * sizeof(float)) != 0;
   }
   if (GetParam() == EngineKind::Vulkan) {
-    // No further apart than f32 arithmetic itself: the CPU engine in f32 against it in f64 on the
-    // same tokens (preset a's random layers amplify rounding: ~7e-6 here; 1e-6 is the bound at the
-    // real shapes, measured on a GPU).
+    // No further apart than twice the prefill's own f32 error against the f64 engine on the same
+    // tokens (preset a's random layers amplify rounding: a few 1e-6 here; the real shapes are
+    // measured on a GPU against 1e-6).
     std::string unused;
     const auto f64 = engine_or_null(EngineKind::CpuF64, 64, &unused)->forward(ids, runtime::LogitRows::All);
-    const auto f32 = engine_or_null(EngineKind::Cpu, 64, &unused)->forward(ids, runtime::LogitRows::All);
-    double f32_floor = 0;
+    double prefill_error = 0;
     for (size_t t = 0; t < ids.size(); ++t)
-      f32_floor = test::worse(f32_floor, relative_difference(f32.data() + t * vocab, f64.data() + t * vocab, vocab));
-    EXPECT_LE(worst, f32_floor);
+      prefill_error = test::worse(prefill_error, relative_difference(all.data() + t * vocab, f64.data() + t * vocab, vocab));
+    EXPECT_LE(worst, 2 * prefill_error);
     EXPECT_GT(worst, 0.0) << "decode steps equal to the prefill's GEMM rows: the test's premise changed";
   } else {
     EXPECT_EQ(differing, 0u) << "decode steps differ from the prefill's rows (largest " << worst << ")";

@@ -74,8 +74,9 @@ std::vector<std::string> keys(const nlohmann::ordered_json& j) {
 TEST(EvalReport, JsonHoldsEveryFieldInItsPlace) {
   const auto j = report_json(hand_made_report());
   using Keys = std::vector<std::string>;
-  EXPECT_EQ(keys(j), (Keys{"text", "chunking", "reference", "candidates", "seconds", "forward_seconds",
+  EXPECT_EQ(keys(j), (Keys{"text", "chunking", "reference", "noise_floor", "candidates", "seconds", "forward_seconds",
                            "statistics_seconds", "tokens_per_second"}));
+  EXPECT_TRUE(j["noise_floor"].empty());  // no floor in this run
   EXPECT_EQ(j["text"], nlohmann::ordered_json::parse(R"({"path": "text.txt", "bytes": 1000, "sha256":
       "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "tokens": 90})"));
   EXPECT_EQ(j["chunking"], nlohmann::ordered_json::parse(R"({"ctx": 16, "chunks": 2, "available_chunks": 5,
@@ -94,7 +95,9 @@ TEST(EvalReport, JsonHoldsEveryFieldInItsPlace) {
   ASSERT_EQ(j["candidates"].size(), 2u);
   const auto& c = j["candidates"][0];
   EXPECT_EQ(keys(c), (Keys{"model", "engine", "vocab_size", "shared_rows", "renormalized", "perplexity",
-                           "perplexity_uncertainty", "mean_nll", "tokens", "kl", "top1_agreement", "dp_mean", "dp_rms"}));
+                           "perplexity_uncertainty", "mean_nll", "tokens", "chunks", "kl", "top1_agreement", "dp_mean",
+                           "dp_rms", "within_noise_floor"}));
+  EXPECT_TRUE(c["within_noise_floor"].is_null());  // no floor to be within
   EXPECT_EQ(keys(c["kl"]), (Keys{"mean", "median", "p99", "p99_9", "max"}));
   EXPECT_EQ(c["model"], "q8.gguf");
   EXPECT_EQ(c["engine"], "cpu");

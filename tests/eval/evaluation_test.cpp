@@ -298,3 +298,90 @@ TEST(VulkanEvaluationCli, DeviceGoesToTheVulkanEngineOnly) {
 
 }  // namespace
 }  // namespace gptoss::test
+
+namespace gptoss::test {
+namespace {
+
+// The noise floor: the reference model on the candidates' engine, compared with the reference
+// over its first chunks like a candidate; a candidate whose mean KL is within it is flagged.
+TEST(EvaluationNoiseFloor, TheReferenceModelOnTheCandidatesEngineOverItsChunks) {
+  const auto hf = load_model(preset_a_checkpoint() / "hf");
+  const auto q8 = load_model(preset_a_q8_gguf());
+  const auto ids = fixed_ids(3 * 16);
+  const auto plan = eval::plan_chunks(ids.size(), 16, std::nullopt);
+  ASSERT_EQ(plan.chunks, 3u);
+  runtime::EngineOptions options;
+  options.max_context = 16;
+  const auto reference = runtime::make_engine(runtime::EngineKind::CpuF64, hf, options);
+  const auto floor = runtime::make_engine(runtime::EngineKind::Cpu, hf, options);
+  const auto same = runtime::make_engine(runtime::EngineKind::Cpu, hf, options);
+  const auto quantized = runtime::make_engine(runtime::EngineKind::Cpu, q8, options);
+  eval::EvaluationRequest request;
+  request.tokens = ids;
+  request.plan = plan;
+  request.reference = reference.get();
+  request.candidates = {quantized.get(), same.get()};
+  request.floor = floor.get();
+  request.floor_chunks = 2;
+  const auto result = eval::evaluate(request);
+  ASSERT_TRUE(result.floor.has_value());
+  ASSERT_EQ(result.floor->positions.size(), 2u * plan.scored_per_chunk());  // its chunks only
+  ASSERT_EQ(result.candidates.size(), 2u);
+  // Over the floor's chunks the same model on the same engine compares exactly as the floor does.
+  for (size_t i = 0; i < result.floor->positions.size(); ++i)
+    EXPECT_EQ(result.candidates[1].positions[i].kl, result.floor->positions[i].kl) << i;
+  const double floor_kl = result.floor->summary().kl_mean;
+  EXPECT_GT(floor_kl, 0.0);     // f32 against f64: not trivially zero
+  EXPECT_LT(floor_kl, 1e-8);    // and tiny
+  EXPECT_GT(result.candidates[0].summary().kl_mean, 1000 * floor_kl);  // Q8_0's own loss
+
+  const std::vector<eval::RowSubject> subjects = {{"hf", "hf", "cpu-f64"}, {"q8", "q8", "cpu"}, {"hf", "hf", "cpu"}};
+  const auto report = eval::make_report({"text", "sha", 1, ids.size()}, plan, result, subjects,
+                                        eval::RowSubject{"hf", "noise floor: hf", "cpu"});
+  ASSERT_EQ(report.rows.size(), 3u);
+  EXPECT_EQ(report.rows[0].kind, eval::RowKind::NoiseFloor);
+  EXPECT_EQ(report.rows[0].chunks, 2u);
+  EXPECT_EQ(report.rows[1].chunks, 3u);
+  EXPECT_EQ(report.rows[1].within_floor, false);
+  const auto j = eval::report_json(report);
+  ASSERT_EQ(j["noise_floor"].size(), 1u);
+  EXPECT_EQ(j["noise_floor"][0]["engine"], "cpu");
+  EXPECT_EQ(j["noise_floor"][0]["chunks"], 2u);
+  EXPECT_EQ(j["candidates"][0]["within_noise_floor"], false);
+  EXPECT_TRUE(j["noise_floor"][0]["within_noise_floor"].is_null());
+  const auto text = eval::report_text(report);
+  EXPECT_NE(text.find("| noise floor: hf | cpu |"), std::string::npos) << text;
+  EXPECT_NE(text.find("over 2 chunks: what the engines alone differ by"), std::string::npos) << text;
+  // The floor over every chunk: the same model on the same engine is within it (equal KL).
+  request.floor_chunks = 3;
+  const auto whole = eval::evaluate(request);
+  const auto whole_report = eval::make_report({"text", "sha", 1, ids.size()}, plan, whole, subjects,
+                                              eval::RowSubject{"hf", "noise floor: hf", "cpu"});
+  EXPECT_EQ(whole_report.rows[2].within_floor, true);
+  EXPECT_EQ(whole_report.rows[1].within_floor, false);
+  EXPECT_NE(eval::report_text(whole_report).find("note: hf is within the engine's noise floor"), std::string::npos);
+  // Without a floor, no row and no flag.
+  request.floor = nullptr;
+  const auto plain = eval::evaluate(request);
+  EXPECT_FALSE(plain.floor.has_value());
+  const auto plain_report = eval::make_report({"text", "sha", 1, ids.size()}, plan, plain, subjects);
+  EXPECT_FALSE(plain_report.rows[0].within_floor.has_value());
+  EXPECT_TRUE(eval::report_json(plain_report)["noise_floor"].empty());
+}
+
+TEST(EvaluationNoiseFloor, CliRunsItWhereTheEnginesDiffer) {
+  TOKENIZER_OR_SKIP();
+  const auto hf = (preset_a_checkpoint() / "hf").string();
+  const std::string common = hf + " " + preset_a_q8_gguf().string() + " --text " + eval_text().string() + " --ctx 16 --chunks 2";
+  const auto differ = eval_json(common + " --engine cpu --reference-engine cpu-f64");
+  ASSERT_EQ(differ["noise_floor"].size(), 1u) << differ.dump(1);
+  EXPECT_EQ(differ["noise_floor"][0]["model"], hf);
+  EXPECT_EQ(differ["noise_floor"][0]["chunks"], 1u);  // --floor-chunks' default
+  EXPECT_EQ(differ["candidates"][0]["within_noise_floor"], false);
+  EXPECT_TRUE(eval_json(common + " --engine cpu")["noise_floor"].empty());  // one engine: nothing to measure
+  EXPECT_TRUE(eval_json(common + " --engine cpu --reference-engine cpu-f64 --floor-chunks 0")["noise_floor"].empty());
+  EXPECT_EQ(eval_json(common + " --engine cpu --reference-engine cpu-f64 --floor-chunks 2")["noise_floor"][0]["chunks"], 2u);
+}
+
+}  // namespace
+}  // namespace gptoss::test

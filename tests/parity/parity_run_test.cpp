@@ -42,14 +42,14 @@ TEST(ParityRun, EveryModelOnEveryEngineTheFirstRunTheReference) {
   // Each run is the prompt's prefill: every position of every stage, the logits' included.
   ASSERT_EQ(result.runs.size(), 3u);
   for (const auto* trace : {&result.reference, &result.runs[0], &result.runs[1], &result.runs[2]}) {
-    ASSERT_EQ(trace->stages.size(), 7u) << trace->label;  // embedding, 4 layers, final norm, logits
+    ASSERT_EQ(trace->stages.size(), 11u) << trace->label;  // embedding, 4 routings and layers, final norm, logits
     for (const auto& stage : trace->stages) {
       EXPECT_EQ(stage.rows, 4u) << trace->label << " " << stage.name;
       EXPECT_EQ(stage.first_row, 0u) << trace->label << " " << stage.name;
     }
   }
   // The two layouts hold the same weights: the same engine gives the same bits.
-  for (size_t i = 0; i < 7; ++i)
+  for (size_t i = 0; i < 11; ++i)
     EXPECT_EQ(result.reference.stages[i].values, result.runs[1].stages[i].values) << result.reference.stages[i].name;
 
   // Decode steps: every run's, the first run's first, each step one row at its position.

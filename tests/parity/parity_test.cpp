@@ -4,6 +4,7 @@
 
 #include "convert/model_io.h"
 #include "runtime/parity/activation_trace.h"
+#include "runtime/parity/trace_file.h"
 #include "runtime/sampler/sampler.h"
 #include "tests/test_support.h"
 
@@ -30,6 +31,45 @@ TEST(Parity, DifferenceUsesOnlySharedRowsAndColumns) {
   EXPECT_TRUE(std::isnan(max_abs_difference(nan, nan)));
 }
 
+// Router stages compare as routing: a token whose set of experts differs is named, with its layer
+// and position; the same experts in another order are the same routing.
+TEST(Parity, RoutingDifferencesAreNamedAsSuch) {
+  // Three tokens, two experts each: token 1 in another order (same routing), token 2 rerouted.
+  const Stage a{"router 7", 3, 2, 400, {3, 17, 9, 5, 1, 2}};
+  const Stage b{"router 7", 3, 2, 400, {3, 17, 5, 9, 1, 22}};
+  ASSERT_TRUE(is_router_stage(a));
+  EXPECT_FALSE(is_router_stage(Stage{"layer 7", 1, 1, 0, {0}}));
+  const auto d = routing_differences(a, b);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].position, 402u);
+  EXPECT_EQ(d[0].a, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(d[0].b, (std::vector<uint32_t>{1, 22}));
+  EXPECT_TRUE(routing_differences(a, a).empty());
+  const Stage layer_a{"layer 7", 3, 1, 400, {1, 2, 3}}, layer_b{"layer 7", 3, 1, 400, {1, 2, 30}};
+  const Trace reference{"cpu", {a, layer_a}}, other{"vulkan", {b, layer_b}};
+  const auto table = parity_table(reference, {other});
+  EXPECT_NE(table.find("| router 7 | 1 rerouted | - | 402 |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| layer 7 | 2.70e+01 | 9.00e+00 | 402 |"), std::string::npos) << table;
+  EXPECT_NE(table.find("routing: vulkan sends 1 token to other experts than cpu: layer 7 at position 402 (experts 1,2 "
+                       "against 1,22)"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(parity_table(reference, {reference}).find("routing:"), std::string::npos);
+  // A trace comparison parts at a rerouted token, whatever the tolerance.
+  TraceFile fa{{"d", "m", "cpu", "host", {1, 2, 3}}, reference}, fb{{"d", "m", "vulkan", "gpu", {1, 2, 3}}, other};
+  const auto c = compare_traces(fa, fb, 1e9);
+  ASSERT_EQ(c.stages.size(), 2u);
+  EXPECT_TRUE(c.stages[0].routing);
+  EXPECT_EQ(c.stages[0].rerouted, 1u);
+  EXPECT_TRUE(c.stages[0].parts);
+  EXPECT_FALSE(c.stages[1].parts);
+  ASSERT_TRUE(c.first_parting.has_value());
+  EXPECT_EQ(*c.first_parting, 0u);
+  EXPECT_NE(trace_comparison_table(fa, fb, c).find("| router 7 | 3 x 2 | routing | 1 rerouted | - | 402 | PARTS |"),
+            std::string::npos);
+  EXPECT_EQ(trace_comparison_json(fa, fb, c)["stages"][0]["rerouted"], 1u);
+}
+
 TEST(Parity, CpuEngineAgainstTransformersStageByStage) {
   GOLDENS_OR_SKIP();
   const auto refs = SafetensorsFile::open(*goldens / "a" / "refs-a.safetensors");
@@ -38,7 +78,7 @@ TEST(Parity, CpuEngineAgainstTransformersStageByStage) {
   ASSERT_EQ(ids.size(), 29u);
   ASSERT_EQ(reference.stages.size(), 7u);  // embedding, 4 layers, final norm, logits (last position)
   const auto trace = trace_model(runtime::EngineKind::Cpu, load_model(test::preset_a_checkpoint() / "hf"), ids, "cpu");
-  ASSERT_EQ(trace.stages.size(), 7u);
+  ASSERT_EQ(trace.stages.size(), 11u);  // and each layer's routing, which the goldens do not hold
   for (const auto& stage : reference.stages) {
     const Stage* mine = trace.find(stage.name);
     ASSERT_NE(mine, nullptr) << stage.name;

@@ -26,9 +26,7 @@ Stages run_all(runtime::Engine& engine, std::span<const uint32_t> ids) {
   Stages stages;
   engine.reset();
   auto logits = engine.forward(ids, runtime::LogitRows::All, [&](const runtime::ActivationView& v) {
-    const std::string name = v.stage == runtime::Stage::Embedding   ? "embedding"
-                             : v.stage == runtime::Stage::FinalNorm ? "final norm"
-                                                                     : "layer " + std::to_string(v.layer);
+    const std::string name = runtime::stage_name(v.stage, v.layer);
     stages[name].assign(v.values.begin(), v.values.end());
   });
   stages["logits"] = std::move(logits);
@@ -78,18 +76,16 @@ TEST(VulkanBatchedPrefill, EqualsTokenByTokenForEveryLengthUpTo40) {
   // Token by token, a position's results do not depend on the tokens after it: one 40-token run
   // gives the reference rows of every shorter prompt.
   const auto reference = run_all(engines.stepwise, ids);
-  const size_t hidden = engines.model.config.hidden_size, vocab = engines.model.config.vocab_size;
+  const size_t vocab = engines.model.config.vocab_size;
   double worst = 0;
   for (size_t t = 1; t <= ids.size(); ++t) {
     Stages mine, expected;
     engines.batched.reset();
     const auto last = engines.batched.forward(ids.first(t), runtime::LogitRows::Last, [&](const runtime::ActivationView& v) {
-      const std::string name = v.stage == runtime::Stage::Embedding   ? "embedding"
-                               : v.stage == runtime::Stage::FinalNorm ? "final norm"
-                                                                       : "layer " + std::to_string(v.layer);
+      const std::string name = runtime::stage_name(v.stage, v.layer);
       mine[name].assign(v.values.begin(), v.values.end());
       const auto& all = reference.at(name);
-      expected[name].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(t * hidden));
+      expected[name].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(t * v.cols));
     });
     mine["logits"] = last;
     const auto& logits = reference.at("logits");

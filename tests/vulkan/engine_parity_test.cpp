@@ -45,9 +45,7 @@ using Stages = std::map<std::string, std::vector<float>>;
 std::vector<float> run_traced(auto& engine, std::span<const uint32_t> ids, Stages& stages) {
   engine.reset();
   auto observer = [&](const runtime::ActivationView& v) {
-    const std::string name = v.stage == runtime::Stage::Embedding   ? "embedding"
-                             : v.stage == runtime::Stage::FinalNorm ? "final norm"
-                                                                : "layer " + std::to_string(v.layer);
+    const std::string name = runtime::stage_name(v.stage, v.layer);
     EXPECT_EQ(v.rows, ids.size());
     EXPECT_EQ(v.first_position, 0u);
     stages[name].assign(v.values.begin(), v.values.end());
@@ -78,9 +76,11 @@ TEST_P(VulkanEngineParity, EveryStageMatchesTheCpuEngine) {
   Stages cpu_stages, vk_stages;
   const auto cpu_logits = run_traced(engines.cpu, ids, cpu_stages);
   const auto vk_logits = run_traced(engines.vulkan, ids, vk_stages);
-  ASSERT_EQ(vk_stages.size(), engines.model.config.num_layers + 2u);
+  ASSERT_EQ(vk_stages.size(), 2 * engines.model.config.num_layers + 2u);  // and each layer's routing
   EXPECT_EQ(max_abs_diff(vk_stages["embedding"], cpu_stages["embedding"]), 0.0f);
   for (uint32_t l = 0; l < engines.model.config.num_layers; ++l) {
+    const std::string router = "router " + std::to_string(l);
+    EXPECT_EQ(vk_stages[router], cpu_stages[router]) << router << ": the same experts, in the same order";
     const std::string name = "layer " + std::to_string(l);
     const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
     EXPECT_LE(diff, 2e-3f) << name;
@@ -169,9 +169,11 @@ void expect_prefill_and_decode_match_cpu(const CanonicalModel& model, std::share
   Stages cpu_stages, vk_stages;
   const auto cpu_logits = run_traced(cpu_engine, std::span(ids).first(prompt), cpu_stages);
   const auto vk_logits = run_traced(vulkan_engine, std::span(ids).first(prompt), vk_stages);
-  ASSERT_EQ(vk_stages.size(), model.config.num_layers + 2u);
+  ASSERT_EQ(vk_stages.size(), 2 * model.config.num_layers + 2u);  // and each layer's routing
   EXPECT_EQ(max_abs_diff(vk_stages["embedding"], cpu_stages["embedding"]), 0.0f);
   for (uint32_t l = 0; l < model.config.num_layers; ++l) {
+    const std::string router = "router " + std::to_string(l);
+    EXPECT_EQ(vk_stages[router], cpu_stages[router]) << what << " " << router << ": the same experts, in the same order";
     const std::string name = "layer " + std::to_string(l);
     const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
     EXPECT_LE(diff, 2e-3f) << name;

@@ -51,6 +51,11 @@ constexpr const char* kDescription =
     "whose vocabularies differ (model.bin keeps 200014 of 201088 rows) are compared on the rows both\n"
     "hold: P and Q are each renormalized over those rows, and the output says so.\n"
     "\n"
+    "Where the candidates' engine (--engine, --kv-cache, the Vulkan tuning) is not the reference's, a\n"
+    "noise floor row runs REFERENCE's model on the candidates' engine against the reference over\n"
+    "--floor-chunks chunks (default 1): what the engines alone differ by. A candidate whose mean KL\n"
+    "is within it is flagged: its difference is the engines', not its file's.\n"
+    "\n"
     "--save-logits FILE stores the reference's distributions (zstd; header: model digest, tokenizer,\n"
     "text SHA-256, ctx, chunks); --against-logits FILE compares candidates against such a file\n"
     "instead of running REFERENCE, whose digest must match (as must the text and chunking).\n"
@@ -63,6 +68,7 @@ struct Options {
   std::string kv_cache = "f32", reference_kv_cache;  // the candidates' KV cache type, the reference's (default: the same)
   uint32_t ctx = 512;
   std::optional<uint32_t> chunks, device;
+  uint32_t floor_chunks = 1;  // the engine's noise floor over this many chunks (0: none)
   gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...: every Vulkan engine of the run
   unsigned threads = 0;
   int level = 1;
@@ -73,7 +79,7 @@ struct Options {
 
 void refuse_unhonoured(const CLI::App& app, const Options& o) {
   if (!o.traces.empty()) {
-    refuse_if_given(app, {"models", "--text", "--ctx", "--chunks", "--engine", "--reference-engine", "--device",
+    refuse_if_given(app, {"models", "--text", "--ctx", "--chunks", "--engine", "--reference-engine", "--device", "--floor-chunks",
                           "--kv-cache", "--reference-kv-cache", "--save-logits", "--against-logits", "--threads", "--level"},
                     "does not apply to --compare-traces, which compares two trace files");
     if (o.traces.size() != 2) throw std::invalid_argument("--compare-traces takes two files: A B");
@@ -121,6 +127,12 @@ std::string read_text(const std::string& path) {
   const auto file = gptoss::MappedFile::open(path);
   const auto bytes = file->bytes();
   return {bytes.begin(), bytes.end()};
+}
+
+// How tables and JSON name an engine: engine_label, and a Vulkan engine's tuning where it is not the default.
+std::string label_of(EngineKind kind, KvCacheType kv_cache, const Options& o) {
+  const std::string tuning = kind == EngineKind::Vulkan ? gptoss::tuning_text(o.vulkan) : "";
+  return engine_label(kind, kv_cache) + (tuning.empty() ? "" : " [" + tuning + "]");
 }
 
 std::unique_ptr<gptoss::runtime::Engine> make_engine(EngineKind kind, KvCacheType kv_cache, const LoadedModel& m,
@@ -172,7 +184,16 @@ int evaluate(const Options& o) {
     candidates.push_back(make_engine(engine, kv_cache, models[i], o));
     request.candidates.push_back(candidates.back().get());
   }
-  const std::string reference_label = engine_label(reference_engine, reference_kv_cache);
+  const std::string reference_label = label_of(reference_engine, reference_kv_cache, o);
+  const std::string candidate_label = label_of(engine, kv_cache, o);
+  // The engine's noise floor, where the candidates' engine is not the reference's.
+  std::unique_ptr<gptoss::runtime::Engine> floor;
+  const std::string reference_source = reader ? reader->header().engine : reference_label;
+  if (o.floor_chunks > 0 && reference_source != candidate_label) {
+    floor = make_engine(engine, kv_cache, models[0], o);
+    request.floor = floor.get();
+    request.floor_chunks = o.floor_chunks;
+  }
   std::optional<gptoss::eval::ReferenceLogitsWriter> writer;
   if (!o.save_logits.empty()) {
     auto h = this_run();
@@ -188,14 +209,18 @@ int evaluate(const Options& o) {
   bar.finish();
   if (reference) std::fputs(reference->diagnostics().c_str(), stderr);
   for (const auto& c : candidates) std::fputs(c->diagnostics().c_str(), stderr);
+  if (floor) std::fputs(floor->diagnostics().c_str(), stderr);
   if (writer) writer->commit();
 
   std::vector<gptoss::eval::RowSubject> subjects;
   for (const auto& m : models)
-    subjects.push_back({m.path, m.label, subjects.empty() ? reference_label : engine_label(engine, kv_cache)});
+    subjects.push_back({m.path, m.label, subjects.empty() ? reference_label : candidate_label});
   if (reader) subjects[0].engine = "file " + o.against_logits;
+  std::optional<gptoss::eval::RowSubject> floor_subject;
+  if (floor) floor_subject = gptoss::eval::RowSubject{models[0].path, "noise floor: " + models[0].label, candidate_label};
   const auto text_sha256 = gptoss::eval::sha256_of({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
-  auto report = gptoss::eval::make_report({o.text_path, text_sha256, text.size(), ids.size()}, plan, result, subjects);
+  auto report = gptoss::eval::make_report({o.text_path, text_sha256, text.size(), ids.size()}, plan, result, subjects,
+                                          floor_subject);
   if (reader) report.against_logits = o.against_logits;
   if (writer) report.saved_logits = {{o.save_logits, std::filesystem::file_size(o.save_logits)}};
   if (o.json_output) {
@@ -223,6 +248,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(engines));
   app.add_option("--device", o.device, "Vulkan device index (gptoss-run --list-devices)");
   gptoss::add_vulkan_options(app, o.vulkan);
+  app.add_option("--floor-chunks", o.floor_chunks,
+                 "the engine's noise floor: the reference model on the candidates' engine against the reference "
+                 "over this many chunks, where the two engines differ (0: none)")
+      ->capture_default_str();
   app.add_option("--kv-cache", o.kv_cache, "the candidates' KV cache type: f32 or f16")
       ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()))
       ->capture_default_str();
