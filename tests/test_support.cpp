@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "formats/core/checked_math.h"
 #include "formats/core/float16.h"
 #include "formats/core/tensor_source.h"
+#include "tests/random_blocks.h"
 #include "verify/sha256.h"
 
 namespace gptoss::test {
@@ -244,6 +246,60 @@ CanonicalModel with_experts_as(const CanonicalModel& model, int layer, TensorRol
               std::string(dtype_name(type)) + " re-encoding of " + matrix.origin);
   finalize_canonical_tensors(out.config, out.tensors, out.source_description);
   return out;
+}
+
+namespace {
+double rms(const std::vector<float>& values) {
+  double sum = 0;
+  for (float v : values) sum += static_cast<double>(v) * v;
+  return std::sqrt(sum / static_cast<double>(values.size()));
+}
+
+// `values` in `type`: encoded where encode_from_f32 can, else random blocks (seeded by `seed`) at
+// about the values' RMS (above it where f16's normal range ends).
+std::vector<uint8_t> stand_in(DType type, const std::vector<float>& values, uint32_t seed) {
+  if (is_encodable(type)) return encode_for_tests(type, values);
+  const auto blocks = random_blocks(type, values.size(), seed);
+  std::vector<float> decoded(values.size());
+  decode_to_f32(type, blocks.data(), decoded.size(), decoded.data());
+  const int shift = static_cast<int>(std::lround(std::log2(rms(values) / rms(decoded))));
+  return shift == 0 ? blocks : random_blocks(type, values.size(), seed, shift);
+}
+}  // namespace
+
+std::vector<DType> weight_types() {
+  std::vector<DType> types;
+  for (int i = 0; i < kDTypeCount; ++i) {
+    const DTypeInfo& info = dtype_info(static_cast<DType>(i));
+    if (info.ggml_type >= 0 && info.decode && info.type != DType::F64 && info.type != DType::MXFP4)
+      types.push_back(info.type);
+  }
+  return types;
+}
+
+CanonicalModel small_model_in(DType type) {
+  const SynthPreset preset{"rows-of-256", 2, 256, 256, 4, 1, 64, 4, 2, 512, 8, 33};
+  CanonicalModel model = synthesize_model(preset);
+  const std::string label = std::string(dtype_name(type));
+  uint32_t seed = 0;
+  for (auto& t : model.tensors) {
+    if (!is_matrix_role(t.spec.role)) continue;
+    const auto bytes = read_all(*t.source);
+    std::vector<float> values(*checked_product(t.spec.shape));
+    decode_to_f32(t.dtype, bytes.data(), values.size(), values.data());
+    t.source = owned_bytes(stand_in(type, values, ++seed));
+    t.dtype = type;
+    t.origin = label + " stand-in for " + t.origin;
+  }
+  for (uint32_t l = 0; l < preset.layers; ++l)
+    for (TensorRole role : {TensorRole::Mlp1Blocks, TensorRole::Mlp2Blocks}) {
+      const CanonicalTensor& matrix = model.get(role, static_cast<int>(l));
+      set_experts(model, static_cast<int>(l), role, type, stand_in(type, expert_values(model, matrix), ++seed),
+                  label + " stand-in for " + matrix.origin);
+    }
+  model.source_description = "rows-of-256 model in " + label;
+  finalize_canonical_tensors(model.config, model.tensors, model.source_description);
+  return model;
 }
 
 }  // namespace gptoss::test

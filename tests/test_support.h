@@ -85,6 +85,19 @@ std::vector<uint8_t> encode_for_tests(DType type, const std::vector<float>& valu
 // again as `type` (encode_for_tests), in the canonical form of experts other than MXFP4.
 CanonicalModel with_experts_as(const CanonicalModel& model, int layer, TensorRole role, DType type);
 
+// A small gpt-oss (2 layers, rows of 256 values so that every block type's rows are whole blocks,
+// 4 experts, a vocabulary of 512) whose every matrix is in `type`: the embedding, the attention
+// projections, the router, the experts and the unembedding. Where encode_from_f32 encodes `type`
+// they are the synthesized values encoded; ggml's other block types have no quantizer here, so they
+// are random blocks (tests/random_blocks.h) at the synthesized tensor's RMS. Norms, biases and
+// sinks stay as synthesized.
+CanonicalModel small_model_in(DType type);
+
+// The types a GGUF's weights come in that both engines read, from the DType table: F32, F16, BF16
+// and every ggml block quantization with a decoder (Q8_0, Q4_0 .. IQ1_M); not MXFP4, which is the
+// experts' own pair, nor F64.
+std::vector<DType> weight_types();
+
 }  // namespace gptoss::test
 
 #define GOLDENS_OR_SKIP()                                                                          \

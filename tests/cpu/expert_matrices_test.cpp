@@ -149,9 +149,13 @@ void expect_identical_to_predecoded(const CanonicalModel& model, const std::vect
   expect_identical(weights, predecoded, ids);
 }
 
-// The engine on `model` against the engine on its F32 twin (decoded_to_f32).
+// The engine on `model` against the engine on its F32 twin (decoded_to_f32) with the twin's experts
+// decoded at load (predecode_experts: the whole matrix at once, not the per-expert rows the engine
+// decodes, which an F32 twin's experts would take too).
 void expect_identical_to_f32_twin(const CanonicalModel& model, const std::vector<uint32_t>& ids) {
-  expect_identical(cpu::decode_cpu_weights(model), cpu::decode_cpu_weights(decoded_to_f32(model)), ids);
+  auto twin = cpu::decode_cpu_weights(decoded_to_f32(model));
+  cpu::predecode_experts(twin);
+  expect_identical(cpu::decode_cpu_weights(model), twin, ids);
 }
 
 std::vector<uint32_t> token_ids(uint32_t count, uint32_t vocab) {
@@ -210,6 +214,19 @@ TEST(CpuQuantizedTensors, Q8_0AndQ4_1ExpertsThroughGgufEqualTheirF32Twin) {
   EXPECT_EQ(model.get(TensorRole::Mlp2Blocks, 0).dtype, DType::Q4_1);
   EXPECT_TRUE(holds_mxfp4(model.get(TensorRole::Mlp1Blocks, 2)));
   expect_identical_to_f32_twin(model, token_ids(12, model.config.vocab_size));
+}
+
+// Every type the engines read in every matrix of one small model (small_model_in: the embedding,
+// projections, router, experts and unembedding), stage by stage and bit for bit its F32 twin. One
+// test for every type: a test process each would cost more than the forwards.
+TEST(CpuEngineEveryType, ModelInTheTypeEqualsItsF32Twin) {
+  for (DType type : weight_types()) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    const CanonicalModel model = small_model_in(type);
+    for (TensorRole role : {TensorRole::Embedding, TensorRole::Mlp1Blocks, TensorRole::Mlp2Blocks})
+      EXPECT_EQ(model.get(role, role == TensorRole::Embedding ? -1 : 1).dtype, type);
+    expect_identical_to_f32_twin(model, token_ids(6, model.config.vocab_size));
+  }
 }
 
 // Experts in a type the codecs only size are refused by name at load.

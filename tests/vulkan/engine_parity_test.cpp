@@ -154,18 +154,18 @@ INSTANTIATE_TEST_SUITE_P(IntegerDot, VulkanEngineQ8,
                          ::testing::Values(runtime::VulkanTuning::IntegerDot::Auto, runtime::VulkanTuning::IntegerDot::On),
                          [](const auto& p) { return p.param == runtime::VulkanTuning::IntegerDot::On ? "on" : "auto"; });
 
-// `model` on the Vulkan engine against the CPU engine: every stage of a prefill of 6 tokens, then
-// decode steps (the dense products in the decode matvec, the experts in the decode expert
-// kernels), within the Q8_0 GGUF's tolerances.
+// `model` on the Vulkan engine against the CPU engine: every stage of a prefill of `prompt` tokens
+// (the prefill GEMMs, the grouped expert GEMMs), then decode steps up to `tokens` (the dense
+// products in the decode matvec, the experts in the decode expert kernels), within the Q8_0 GGUF's
+// tolerances.
 void expect_prefill_and_decode_match_cpu(const CanonicalModel& model, std::shared_ptr<vk::Context> ctx,
-                                         const std::string& what) {
+                                         const std::string& what, size_t prompt = 6, uint32_t tokens = 12) {
   std::vector<uint32_t> ids;
-  for (uint32_t i = 0; i < 12; ++i) ids.push_back((i * 7919 + 13) % model.config.vocab_size);
+  for (uint32_t i = 0; i < tokens; ++i) ids.push_back((i * 7919 + 13) % model.config.vocab_size);
   runtime::EngineOptions options;
   options.max_context = 64;
   cpu::CpuEngine cpu_engine(model);
   vk::VulkanEngine vulkan_engine(model, options, std::move(ctx));
-  const size_t prompt = 6;
   Stages cpu_stages, vk_stages;
   const auto cpu_logits = run_traced(cpu_engine, std::span(ids).first(prompt), cpu_stages);
   const auto vk_logits = run_traced(vulkan_engine, std::span(ids).first(prompt), vk_stages);
@@ -177,7 +177,8 @@ void expect_prefill_and_decode_match_cpu(const CanonicalModel& model, std::share
     const std::string name = "layer " + std::to_string(l);
     const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
     EXPECT_LE(diff, 2e-3f) << name;
-    std::printf("%s %s max |vulkan - cpu| %.2e\n", what.c_str(), name.c_str(), static_cast<double>(diff));
+    std::printf("%s %s max |vulkan - cpu| %.2e of max |cpu| %.1f\n", what.c_str(), name.c_str(), static_cast<double>(diff),
+                static_cast<double>(max_abs_diff(cpu_stages[name], std::vector<float>(cpu_stages[name].size()))));
   }
   EXPECT_LE(max_abs_diff(vk_stages["final norm"], cpu_stages["final norm"]), 2e-3f);
   EXPECT_LE(max_abs_diff(vk_logits, cpu_logits), 1e-3f);
@@ -215,6 +216,23 @@ TEST(VulkanEngineQuantTypes, Q8_0AndQ4_1ExpertsMatchTheCpuEngine) {
   model = with_experts_as(model, 1, TensorRole::Mlp1Blocks, DType::Q4_1);
   model = with_experts_as(model, 1, TensorRole::Mlp2Blocks, DType::Q8_0);
   expect_prefill_and_decode_match_cpu(model, ctx, "Q8_0/Q4_1 experts");
+}
+
+// Every matrix of one small model in one type (small_model_in: the embedding gather, the
+// projections', router's and unembedding's products and the experts' kernels all decode it), a
+// prefill of 4 tokens and 2 decode steps, for one type of each family of decoders: Q5_0 (ggml's
+// first quantizations: a fifth bit apart, its block of 22 bytes), Q6_K (the 256-value K types) and
+// IQ2_XS (the grid types). Not every type: on lavapipe each costs seconds of shader compilation,
+// and the kernel tests take every type through the same load8 (*InEveryBlockType,
+// ExpertKernelsInOtherTypes); the CPU engine's CpuEngineEveryType takes every type.
+TEST(VulkanEngineQuantTypes, ModelsInOneTypeMatchTheCpuEngine) {
+  VULKAN_OR_SKIP();
+  for (DType type : {DType::Q5_0, DType::Q6_K, DType::IQ2_XS}) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    const auto model = small_model_in(type);
+    EXPECT_EQ(model.get(TensorRole::Mlp2Blocks, 1).dtype, type);
+    expect_prefill_and_decode_match_cpu(model, ctx, std::string(dtype_name(type)), 4, 6);
+  }
 }
 
 TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {

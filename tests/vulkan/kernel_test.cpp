@@ -24,7 +24,7 @@
 #include "runtime/vulkan/kernels.h"
 #include "shaders/kernel_abi.h"
 #include "tests/test_support.h"
-#include "tests/vulkan/random_blocks.h"
+#include "tests/random_blocks.h"
 #include "tests/vulkan/vulkan_test_support.h"
 #include "tools/common/vulkan_options.h"
 

@@ -25,7 +25,7 @@
 #include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/kernels.h"
 #include "shaders/kernel_abi.h"
-#include "tests/vulkan/random_blocks.h"
+#include "tests/random_blocks.h"
 #include "tests/vulkan/shaders/test_shader_registry.h"
 #include "tools/common/vulkan_options.h"
 
