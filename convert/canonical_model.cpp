@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "formats/core/checked_math.h"
 #include "formats/core/error.h"
@@ -23,6 +24,10 @@ bool is_mxfp4_role(TensorRole r) {
   return r == TensorRole::Mlp1Blocks || r == TensorRole::Mlp1Scales || r == TensorRole::Mlp2Blocks ||
          r == TensorRole::Mlp2Scales;
 }
+
+bool is_expert_matrix_role(TensorRole r) { return r == TensorRole::Mlp1Blocks || r == TensorRole::Mlp2Blocks; }
+
+bool holds_mxfp4(const CanonicalTensor& t) { return is_mxfp4_role(t.spec.role) && t.dtype == DType::U8; }
 
 bool is_matrix_role(TensorRole r) {
   return r == TensorRole::Embedding || r == TensorRole::Unembedding || r == TensorRole::AttnQ ||
@@ -60,9 +65,18 @@ std::string canonical_name(TensorRole role, int layer) {
 
 bool is_vector_role(TensorRole r) { return !is_matrix_role(r) && !is_mxfp4_role(r); }
 
-std::vector<uint64_t> canonical_shape(const GptOssConfig& c, TensorRole role) {
+std::vector<uint64_t> canonical_shape(const GptOssConfig& c, TensorRole role, DType experts) {
   const uint64_t V = c.vocab_size, H = c.hidden_size, I = c.intermediate_size, E = c.num_experts;
   const uint64_t Q = c.q_rows(), KV = c.kv_rows();
+  if (experts != DType::U8) {  // expert matrices in another type: the matrix itself, no scales
+    switch (role) {
+      case TensorRole::Mlp1Blocks: return {E, 2 * I, H};
+      case TensorRole::Mlp1Scales: return {E, 2 * I, 0};
+      case TensorRole::Mlp2Blocks: return {E, H, I};
+      case TensorRole::Mlp2Scales: return {E, H, 0};
+      default: break;
+    }
+  }
   switch (role) {
     case TensorRole::Embedding: return {V, H};
     case TensorRole::Unembedding: return {V, H};
@@ -110,11 +124,33 @@ const CanonicalTensor* CanonicalModel::find(const std::string& name) const {
   return nullptr;
 }
 
+void require_mxfp4_experts(const CanonicalModel& model, const std::string& format) {
+  for (const auto& t : model.tensors)
+    if (is_expert_matrix_role(t.spec.role) && !holds_mxfp4(t))
+      throw std::invalid_argument(t.spec.name + " (from " + t.origin + ") holds the experts as " +
+                                  std::string(dtype_name(t.dtype)) + "; " + format +
+                                  " stores experts only as the MXFP4 pair (GGUF keeps them as they are)");
+}
+
+namespace {
+// The matrix role of an expert scales role: its *Blocks tensor says in which form the pair is.
+TensorRole matrix_of(TensorRole scales) {
+  return scales == TensorRole::Mlp1Scales ? TensorRole::Mlp1Blocks : TensorRole::Mlp2Blocks;
+}
+}  // namespace
+
 void finalize_canonical_tensors(const GptOssConfig& config, std::vector<CanonicalTensor>& tensors,
                                 const std::string& source) {
   const auto specs = canonical_tensor_specs(config);
   std::map<std::string, size_t> order;
   for (size_t i = 0; i < specs.size(); ++i) order[specs[i].name] = i;
+  // The form of each layer's expert matrices, from their *Blocks tensors (the pair's shapes follow
+  // it): a type with a decoder other than ggml's MXFP4 layout (which readers repack into the
+  // pair); any other type is checked as the pair's bytes.
+  std::map<std::pair<TensorRole, int>, DType> expert_form;
+  for (const auto& t : tensors)
+    if (is_expert_matrix_role(t.spec.role) && dtype_info(t.dtype).decode && t.dtype != DType::MXFP4)
+      expert_form[{t.spec.role, t.spec.layer}] = t.dtype;
   std::set<std::string> seen;
   std::ostringstream problems;
   for (const auto& t : tensors) {
@@ -125,23 +161,31 @@ void finalize_canonical_tensors(const GptOssConfig& config, std::vector<Canonica
     }
     if (!seen.insert(t.spec.name).second) problems << "\n  - tensor " << t.spec.name << " appears twice";
     const auto& spec = specs[it->second];
-    if (t.spec.shape != spec.shape) {
+    DType form = DType::U8;
+    if (is_mxfp4_role(spec.role)) {
+      const TensorRole matrix = is_expert_matrix_role(spec.role) ? spec.role : matrix_of(spec.role);
+      if (auto f = expert_form.find({matrix, spec.layer}); f != expert_form.end()) form = f->second;
+    }
+    const auto expected = canonical_shape(config, spec.role, form);
+    if (t.spec.shape != expected) {
       auto fmt = [](const std::vector<uint64_t>& s) {
         std::string out = "[";
         for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
         return out + "]";
       };
       problems << "\n  - " << t.spec.name << " (from " << t.origin << ") has shape " << fmt(t.spec.shape)
-               << ", the config needs " << fmt(spec.shape);
+               << ", the config needs " << fmt(expected);
       continue;
     }
-    const bool mx = is_mxfp4_role(spec.role);
-    if (mx && t.dtype != DType::U8)
+    // The MXFP4 pair and the other form's empty scales are U8.
+    const bool pair_bytes = is_mxfp4_role(spec.role) && (form == DType::U8 || !is_expert_matrix_role(spec.role));
+    if (pair_bytes && t.dtype != DType::U8)
       problems << "\n  - " << t.spec.name << " must be U8 MXFP4 bytes, found " << dtype_name(t.dtype);
-    if (!mx && !dtype_info(t.dtype).is_float)
+    if (!pair_bytes && !dtype_info(t.dtype).is_float)
       problems << "\n  - " << t.spec.name << " must hold real numbers, found " << dtype_name(t.dtype);
-    const uint64_t needed = dtype_byte_size(t.dtype, checked_product(t.spec.shape).value_or(0)).value_or(0);
-    if (needed == 0 || needed != t.source->size())
+    const uint64_t elements = checked_product(t.spec.shape).value_or(0);
+    const uint64_t needed = dtype_byte_size(t.dtype, elements).value_or(0);
+    if ((needed == 0 && elements != 0) || needed != t.source->size())
       problems << "\n  - " << t.spec.name << " holds " << t.source->size() << " bytes, " << dtype_name(t.dtype)
                << " of its shape needs " << needed;
   }

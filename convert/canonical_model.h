@@ -5,8 +5,13 @@
 //   pairs half-split (i, i + D/2), no prescale;
 //   experts as the OpenAI MXFP4 pair: blocks U8 [E, rows, in/32, 16] (low nibble = even element)
 //   and scales U8 [E, rows, in/32] (value 2^(s-127)); mlp1 rows interleaved gate (even) / up (odd).
-// Dense tensors keep their stored encoding (BF16, F16, F32 or Q8_0) so nothing is converted
-// until a writer needs it.
+//   A GGUF may store a layer's experts in another type ggml decodes (fine-tunes ship Q8_0 or Q4_1
+//   experts): then the *Blocks tensor holds the matrix [E, rows, in] in that type, its rows as
+//   ggml stores them (each block carrying its own scales), and the *Scales tensor is empty (U8
+//   [E, rows, 0]). holds_mxfp4 tells the two apart; a writer that can only store the MXFP4 pair
+//   refuses the other form (require_mxfp4_experts).
+// Dense tensors keep their stored encoding (BF16, F16, F32, Q8_0 or another ggml type) so nothing
+// is converted until a writer needs it.
 #include <array>
 #include <cstdint>
 #include <map>
@@ -42,7 +47,8 @@ inline constexpr std::array kLayerRoles = {
 };
 
 bool is_layer_role(TensorRole role);
-bool is_mxfp4_role(TensorRole role);     // *Blocks and *Scales: stored as U8, never converted
+bool is_mxfp4_role(TensorRole role);     // *Blocks and *Scales: the experts (holds_mxfp4 says in which form)
+bool is_expert_matrix_role(TensorRole role);  // *Blocks: the expert matrices (Mlp1Blocks, Mlp2Blocks)
 bool is_matrix_role(TensorRole role);    // 2-D dense weights a writer may store as Q8_0/BF16/F16
 bool is_vector_role(TensorRole role);    // neither: norms, biases, sinks (always read whole)
 std::string canonical_name(TensorRole role, int layer);  // e.g. "layers.3.attn_q.weight"
@@ -54,8 +60,10 @@ struct TensorSpec {
   std::vector<uint64_t> shape;  // elements, outermost first (numpy order)
 };
 
-// The shape of a role's tensors in a model with this config (elements, outermost first).
-std::vector<uint64_t> canonical_shape(const GptOssConfig& config, TensorRole role);
+// The shape of a role's tensors in a model with this config (elements, outermost first), where
+// the layer's experts are stored as `experts`: U8 for the MXFP4 pair, else the type of the
+// *Blocks matrix [E, rows, in] (its *Scales then [E, rows, 0]). Only the expert roles depend on it.
+std::vector<uint64_t> canonical_shape(const GptOssConfig& config, TensorRole role, DType experts = DType::U8);
 
 // Every tensor of a model with `num_layers` layers, in canonical order, as gemma.cpp's
 // ForEachTensor: visit(role, layer) for the embedding (layer -1), each layer's kLayerRoles, then
@@ -79,6 +87,10 @@ struct CanonicalTensor {
   std::string origin;  // "file:tensor" it came from, for messages
 };
 
+// Whether `tensor` (of an expert role) is part of an MXFP4 pair: U8 bytes. An expert matrix in
+// another type (and its empty scales) is not; the other roles never are.
+bool holds_mxfp4(const CanonicalTensor& tensor);
+
 struct CanonicalModel {
   GptOssConfig config;
   std::vector<CanonicalTensor> tensors;  // canonical order, complete
@@ -97,6 +109,10 @@ template <class Visit>
 void for_each_layer_tensor(const CanonicalModel& model, int layer, Visit&& visit) {
   for (TensorRole role : kLayerRoles) visit(role, model.get(role, layer));
 }
+
+// Throws std::invalid_argument naming the first expert matrix of `model` that is not the MXFP4
+// pair, its type and `format`, which stores experts only as that pair.
+void require_mxfp4_experts(const CanonicalModel& model, const std::string& format);
 
 // Checks that `tensors` has exactly the canonical set with the right shapes and plausible
 // encodings, then sorts it into canonical order. Throws FormatError naming `source`.

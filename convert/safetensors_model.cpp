@@ -154,6 +154,7 @@ CanonicalModel load_safetensors_model(const fs::path& path) {
 
 std::vector<std::string> write_safetensors_model(const CanonicalModel& model, const fs::path& dir,
                                                  const SafetensorsWriteOptions& options) {
+  require_mxfp4_experts(model, "safetensors");
   fs::create_directories(dir);
   const auto& c = model.config;
   std::vector<std::string> notes;

@@ -56,10 +56,12 @@ vec4 int8x4(uint word) {
               float(bitfieldExtract(int(word), 16, 8)), float(bitfieldExtract(int(word), 24, 8)));
 }
 
+#include "ggml_blocks.glsl"
+
 // The raw bytes of elements index .. index + 7 (index a multiple of 8) of the matrix at `data` in
 // ENCODING: loads kept apart from decoding, so a kernel can issue its loads early and decode
-// later (F32 uses a and b; BF16/F16 a; Q8_0 a.xy for the quants and a.z for the word holding the
-// block's f16 scale, from `scales`).
+// later (F32 uses a and b; BF16/F16 a; the block types what ggml_blocks.glsl's loaders say, Q8_0
+// a.xy for the quants and a.z for the word holding the block's f16 scale, from `scales`).
 void load_raw8(uvec2 data, uvec2 scales, uint index, out uvec4 a, out uvec4 b) {
   b = uvec4(0u);
   if (ENCODING == ENC_F32) {
@@ -68,14 +70,15 @@ void load_raw8(uvec2 data, uvec2 scales, uint index, out uvec4 a, out uvec4 b) {
   } else if (ENCODING == ENC_BF16 || ENCODING == ENC_F16) {
     a = QuadsIn(data).v[index >> 3];
   } else {
-    a = uvec4(PairsIn(data).v[index >> 3], WordsIn(scales).v[index >> 6], 0u);
+    load_block8(data, scales, index, a, b);
   }
 }
 // The scale of the Q8_0 block of element `index`, from the word of two f16 scales load_raw8 read.
 float q8_0_scale(uint scale_word, uint index) {
   return unpackHalf2x16(((index >> 5) & 1u) != 0u ? (scale_word >> 16) : scale_word).x;
 }
-void decode_raw8(uvec4 a, uvec4 b, uint index, out vec4 lo, out vec4 hi) {
+// Their values (`data` the matrix load_raw8 read: the block types with a lookup table read it there).
+void decode_raw8(uvec2 data, uvec4 a, uvec4 b, uint index, out vec4 lo, out vec4 hi) {
   if (ENCODING == ENC_F32) {
     lo = uintBitsToFloat(a);
     hi = uintBitsToFloat(b);
@@ -86,16 +89,14 @@ void decode_raw8(uvec4 a, uvec4 b, uint index, out vec4 lo, out vec4 hi) {
     lo = f16_low_high(a.x, a.y);
     hi = f16_low_high(a.z, a.w);
   } else {
-    float d = q8_0_scale(a.z, index);
-    lo = d * int8x4(a.x);
-    hi = d * int8x4(a.y);
+    decode_block8(data, a, b, index, lo, hi);
   }
 }
 // Elements index .. index + 7 of the matrix at `data` in ENCODING, decoded.
 void load8(uvec2 data, uvec2 scales, uint index, out vec4 lo, out vec4 hi) {
   uvec4 a, b;
   load_raw8(data, scales, index, a, b);
-  decode_raw8(a, b, index, lo, hi);
+  decode_raw8(data, a, b, index, lo, hi);
 }
 
 // ---- MXFP4 (experts): blocks of 32 values, 16 bytes of nibbles (low nibble = even element) and

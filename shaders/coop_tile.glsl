@@ -10,7 +10,7 @@
 // zero (K * 2^-24 relative over K = 2880); and an f32 A or a Q8_0 weight (d * q: up to 19
 // significant bits) rounded to f16 keeps 11 bits.
 //   COOP_PRECISE (the default): A as f16 hi + lo (split_halves: 21 bits), W as hi + lo where its
-//     decoded value is not exact in f16 (Q8_0; BF16, F16 and MXFP4 values in f16's range are), and
+//     decoded value is not exact in f16 (ggml's block types; BF16, F16 and MXFP4 values in f16's range are), and
 //     each step's products summed into a fresh accumulator that is then added to the running f32
 //     sums (one rounded f32 addition per COOP_TILE_K of depth, as DeepSeek-V3's FP8 GEMMs promote
 //     their partial sums): about the f32 GEMMs' error.
@@ -45,9 +45,9 @@
 layout(constant_id = SPEC_COOP_PRECISION) const uint PRECISION = COOP_PRECISE;
 const bool SPLIT_A = PRECISION != COOP_FAST;
 const bool kPromote = PRECISION == COOP_PRECISE;
-// W as hi + lo: Q8_0 in the dense tile at COOP_PRECISE (nested selects: glslang 12 miscompiles &&
-// between specialization constants).
-const bool kSplitW = COOP_W_PARTS == 2 ? (PRECISION == COOP_PRECISE ? ENCODING == ENC_Q8_0 : false) : false;
+// W as hi + lo: ggml's block types (Q8_0 and the ids after it) in the dense tile at COOP_PRECISE
+// (nested selects: glslang 12 miscompiles && between specialization constants).
+const bool kSplitW = COOP_W_PARTS == 2 ? (PRECISION == COOP_PRECISE ? ENCODING >= ENC_Q8_0 : false) : false;
 layout(constant_id = SPEC_COOP_M) const uint lM = 16u;
 layout(constant_id = SPEC_COOP_N) const uint lN = 16u;
 layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
@@ -111,7 +111,8 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
 // This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves;
 // with kSplitW as hi (each value cut to f16's 11 significant bits by a mask, as split_halves cuts
 // A: exact in f16 within its normal range) and lo = (v - hi) * kWLoScale (at most 8 significant
-// bits of Q8_0's d * q; scaled up so that it stays in f16's normal range where hi does: a Q8_0
+// bits of Q8_0's d * q: exact in f16; the other block types' values rounded to f16 there: 22 bits
+// in all, as A keeps 21; scaled up so that it stays in f16's normal range where hi does: a Q8_0
 // weight of 1e-3 leaves a lo near 5e-7, an f16 subnormal with 2^-24 steps, and the products
 // carry that step back out). The mask, not a round trip through packHalf2x16: NVIDIA's compiler
 // folds unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.

@@ -1,5 +1,8 @@
 // What the decode expert kernels (expert_mlp1.comp, expert_mlp2.comp) share: EXPERT_ROWS
-// consecutive MXFP4 rows of one expert dotted with one input vector of `depth` values.
+// consecutive MXFP4 rows of one expert dotted with one input vector of `depth` values. Experts in
+// another encoding (ENCODING not ENC_MXFP4: a GGUF's Q8_0, Q4_1, ... experts, one matrix [experts *
+// rows, depth]) take the same loop with each lane's 32 values loaded and decoded 8 at a time by
+// load8 where they are used: correct, not tuned (the pair's loads ahead of the staging are MXFP4's).
 //
 // Why this shape: a decode expert product reads each weight byte once, so it is a race to keep
 // enough loads in flight. Each lane takes blocks lane, lane + S, ... (S the subgroup size: a
@@ -36,8 +39,8 @@ void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_add
       uint b = u * step + lane;
       bool here = b < blocks && r < rows;
       uint block = (first_row + r) * blocks + (here ? b : 0u);
-      q[u][r] = here ? QuadsIn(blocks_address).v[block] : uvec4(0u);
-      scale_words[u][r] = here ? WordsIn(scales_address).v[block >> 2] : 0u;
+      q[u][r] = here && ENCODING == ENC_MXFP4 ? QuadsIn(blocks_address).v[block] : uvec4(0u);
+      scale_words[u][r] = here && ENCODING == ENC_MXFP4 ? WordsIn(scales_address).v[block >> 2] : 0u;
     }
   for (uint i = gl_LocalInvocationIndex; i < depth / 4u; i += EXPERT_WORKGROUP_SIZE)
     staged_input[(i / 8u) * kStagedBlockQuads + i % 8u] = Vec4sIn(input_address).v[input_offset / 4u + i];
@@ -51,8 +54,8 @@ void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_add
           uint b = base + u * step + lane;
           bool here = b < blocks && r < rows;
           uint block = (first_row + r) * blocks + (here ? b : 0u);
-          q[u][r] = here ? QuadsIn(blocks_address).v[block] : uvec4(0u);
-          scale_words[u][r] = here ? WordsIn(scales_address).v[block >> 2] : 0u;
+          q[u][r] = here && ENCODING == ENC_MXFP4 ? QuadsIn(blocks_address).v[block] : uvec4(0u);
+          scale_words[u][r] = here && ENCODING == ENC_MXFP4 ? WordsIn(scales_address).v[block >> 2] : 0u;
         }
     }
     [[unroll]] for (uint u = 0u; u < EXPERT_BATCH; ++u) {
@@ -68,14 +71,20 @@ void expert_rows_dot(uvec2 blocks_address, uvec2 scales_address, uvec2 input_add
         [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) {
           if (r >= rows) break;
           vec4 lo, hi;
-          fp4x8(q[u][r][w], lo, hi);
+          if (ENCODING == ENC_MXFP4)
+            fp4x8(q[u][r][w], lo, hi);
+          else
+            load8(blocks_address, scales_address, ((first_row + r) * blocks + b) * 32u + 8u * w, lo, hi);
           block_sums[r] += dot(lo, x_lo) + dot(hi, x_hi);
         }
       }
       [[unroll]] for (uint r = 0u; r < EXPERT_ROWS; ++r) {
         if (r >= rows) break;
         uint block = (first_row + r) * blocks + b;
-        expert_acc[r] += block_sums[r] * mxfp4_scale_value((scale_words[u][r] >> ((block & 3u) * 8u)) & 0xFFu);
+        if (ENCODING == ENC_MXFP4)
+          expert_acc[r] += block_sums[r] * mxfp4_scale_value((scale_words[u][r] >> ((block & 3u) * 8u)) & 0xFFu);
+        else
+          expert_acc[r] += block_sums[r];
       }
     }
   }

@@ -1,9 +1,9 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Prefill's expert products, one tile of one expert's rows (from moe_route's tile list) per
-// workgroup row y, GEMM_TILE_N weight rows per workgroup column x, MXFP4 blocks decoded into the
-// shared W tile (GEMM_TILE_K = one block). mlp1 (EXPERT_GATHER | EXPERT_SWIGLU): A rows are the
-// normed inputs of the rows' tokens, the gate/up row pairs become act = (clamp(up) + 1) * gate *
+// workgroup row y, GEMM_TILE_N weight rows per workgroup column x, MXFP4 blocks (or the values of
+// experts in another encoding: load8) decoded into the shared W tile (GEMM_TILE_K = one block).
+// mlp1 (EXPERT_GATHER | EXPERT_SWIGLU): A rows are the normed inputs of the rows' tokens, the gate/up row pairs become act = (clamp(up) + 1) * gate *
 // sigmoid(1.702 gate); mlp2: A rows are act, out = y (bias added; the gate weight is applied by
 // moe_combine). The portable kernel: f32 throughout.
 #include "common.glsl"
@@ -34,13 +34,15 @@ void main() {
     store_a(lo, hi);
     lo = vec4(0.0);
     hi = vec4(0.0);
-    if (n < args.weight_rows) {
+    if (n < args.weight_rows && ENCODING == ENC_MXFP4) {
       uint block = w_row * blocks_per_row + k0 / 32u;
       uint word = WordsIn(args.blocks).v[block * 4u + tile_load_depth() / 8u];
       fp4x8(word, lo, hi);
       float scale = mxfp4_scale(args.scales, block);
       lo *= scale;
       hi *= scale;
+    } else if (n < args.weight_rows) {  // experts in another encoding: one matrix [experts * rows, depth]
+      load8(args.blocks, args.scales, w_row * args.depth + k0 + tile_load_depth(), lo, hi);
     }
     store_w(lo, hi);
     barrier();

@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // gemm.comp on cooperative matrices (the arguments and grid are the same; the launcher picks this
-// one where the device offers fp16 cooperative matrices, for BF16, F16 and Q8_0 weights):
+// one where the device offers fp16 cooperative matrices, for BF16, F16 and ggml's block types):
 // C[m, n] (+)= A[m] . W[n] (+ bias[n]). Each step's global loads are issued before the previous
 // step's products (raw W bytes in registers, decoded after them). Depth must be a multiple of
 // COOP_TILE_K (the launcher checks; other depths take the portable kernel).
@@ -15,10 +15,19 @@ layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { GemmArgs args; };
 #include "coop_tile.glsl"
 
+// ggml's other block types: the 32 weights as four 8-value chunks, each loaded by load_raw8 and
+// decoded by decode_raw8 (ggml_blocks.glsl), their raw words held here in between.
+uvec4 block_chunks[4][2];
 // The 32 weights at element `index` (a multiple of 32), raw: BF16/F16 as four uvec4, Q8_0 as two
-// uvec4 of quants and the word holding the block's scale.
+// uvec4 of quants and the word holding the block's scale, the other block types in block_chunks.
 void load_raw_w(uint index, out uvec4 r[4], out uint scale_word) {
-  if (ENCODING == ENC_Q8_0) {
+  if (ENCODING > ENC_Q8_0) {
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      load_raw8(args.weight, args.scales, index + 8u * i, block_chunks[i][0], block_chunks[i][1]);
+      r[i] = uvec4(0u);
+    }
+    scale_word = 0u;
+  } else if (ENCODING == ENC_Q8_0) {
     r[0] = QuadsIn(args.weight).v[index >> 4];
     r[1] = QuadsIn(args.weight).v[(index >> 4) + 1u];
     r[2] = uvec4(0u);
@@ -30,7 +39,16 @@ void load_raw_w(uint index, out uvec4 r[4], out uint scale_word) {
   }
 }
 void decode_raw_w(uint index, uvec4 r[4], uint scale_word, out vec4 v[8]) {
-  if (ENCODING == ENC_Q8_0) {
+  if (ENCODING > ENC_Q8_0) {
+    // Only where main loaded them (a W row of the matrix): unset words decode to nothing defined.
+    bool loaded = gl_WorkGroupID.x * GEMM_TILE_N + coop_load_w_row() < args.cols;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      v[2u * i] = vec4(0.0);
+      v[2u * i + 1u] = vec4(0.0);
+      if (loaded)
+        decode_raw8(args.weight, block_chunks[i][0], block_chunks[i][1], index + 8u * i, v[2u * i], v[2u * i + 1u]);
+    }
+  } else if (ENCODING == ENC_Q8_0) {
     float d = q8_0_scale(scale_word, index);
     [[unroll]] for (uint i = 0u; i < 2u; ++i) {
       v[4u * i] = d * int8x4(r[i].x);

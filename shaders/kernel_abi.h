@@ -37,13 +37,51 @@ using uint = uint32_t;
 #define SPEC_MATVEC_BATCH 11  // decode matvec: 8-value loads per lane and row in flight before any is used
 #define SPEC_ATTENTION_KEY_LANES 12  // decode attention: lanes per key in the score loop (1 or 2)
 
-// Dense encodings as the kernels read them. Q8_0 blocks are split at upload into the int8
-// quants, row-major [rows, cols], and their f16 scales [rows, cols / 32] (the same bytes, laid
-// out for 16-byte loads); every other encoding is the stored bytes as they are.
+// Dense encodings as the kernels read them: the plain floats as stored, and ggml's block
+// quantizations (GGML_BLOCK_ENCODINGS below, ENC_Q8_0 and the ids after it).
 ABI_CONST(uint, ENC_F32, 0u);
 ABI_CONST(uint, ENC_F16, 1u);
 ABI_CONST(uint, ENC_BF16, 2u);
-ABI_CONST(uint, ENC_Q8_0, 3u);
+
+// ggml's block quantizations on the device: the one table the host (runtime/vulkan/
+// device_tensors.cpp) and the decoders (shaders/ggml_blocks.glsl) derive their layouts from. Each
+// block of BLOCK values (as ggml stores it: formats/codecs/ggml_quants.h) is split at upload into
+// two arrays over the matrix's blocks, keeping every byte once and decoding none:
+//   quants: per block its bytes [Q, Q + QN): the bits of the values, a multiple of 16 bytes, so
+//           a lane loads a chunk's bits as aligned 8- or 16-byte words;
+//   meta:   per block its bytes [M0, M0 + M0N) then [M1, M1 + M1N): scales, d, dmin (an even
+//           size; f16 fields fall within one 32-bit word).
+// Types that look their values up (IQ4's 16 levels, the IQ grids: formats/codecs/iq_grids.h) have
+// the GRID bytes of the table at the start of the weight buffer, the quants after it. Matrix rows
+// are whole blocks, so element index i lies in block i / BLOCK at value i % BLOCK.
+//   X(type, ENC id, BLOCK, Q, QN, M0, M0N, M1, M1N, GRID)
+#define GGML_BLOCK_ENCODINGS(X)                        \
+  X(Q8_0, 3, 32, 2, 32, 0, 2, 0, 0, 0)                 \
+  X(Q4_0, 4, 32, 2, 16, 0, 2, 0, 0, 0)                 \
+  X(Q4_1, 5, 32, 4, 16, 0, 4, 0, 0, 0)                 \
+  X(Q5_0, 6, 32, 6, 16, 0, 6, 0, 0, 0)                 \
+  X(Q5_1, 7, 32, 8, 16, 0, 8, 0, 0, 0)                 \
+  X(IQ4_NL, 8, 32, 2, 16, 0, 2, 0, 0, 16)              \
+  X(Q2_K, 9, 256, 16, 64, 0, 16, 80, 4, 0)             \
+  X(Q3_K, 10, 256, 0, 96, 96, 14, 0, 0, 0)             \
+  X(Q4_K, 11, 256, 16, 128, 0, 16, 0, 0, 0)            \
+  X(Q5_K, 12, 256, 16, 160, 0, 16, 0, 0, 0)            \
+  X(Q6_K, 13, 256, 0, 192, 192, 18, 0, 0, 0)           \
+  X(IQ4_XS, 14, 256, 8, 128, 0, 8, 0, 0, 16)           \
+  X(IQ3_S, 15, 256, 2, 64, 0, 2, 66, 44, 2048)         \
+  X(IQ3_XXS, 16, 256, 2, 96, 0, 2, 0, 0, 1024)         \
+  X(IQ2_S, 17, 256, 2, 64, 0, 2, 66, 16, 8192)         \
+  X(IQ2_XS, 18, 256, 2, 64, 0, 2, 66, 8, 4096)         \
+  X(IQ2_XXS, 19, 256, 2, 64, 0, 2, 0, 0, 2048)         \
+  X(IQ1_S, 20, 256, 2, 48, 0, 2, 0, 0, 16384)          \
+  X(IQ1_M, 21, 256, 0, 48, 48, 8, 0, 0, 16384)
+#define ABI_BLOCK_ENCODING_ID(T, ID, BLOCK, Q, QN, M0, M0N, M1, M1N, GRID) ABI_CONST(uint, ENC_##T, uint(ID));
+GGML_BLOCK_ENCODINGS(ABI_BLOCK_ENCODING_ID)
+#undef ABI_BLOCK_ENCODING_ID
+// The expert kernels' encoding of the OpenAI MXFP4 pair (blocks and scales as stored). Experts in
+// another type take that type's encoding above: one matrix [experts * rows, cols] laid out as a
+// dense one, which the expert kernels read through load_raw8 / load8.
+ABI_CONST(uint, ENC_MXFP4, 100u);
 
 // ---- limits ----
 ABI_CONST(uint, kMaxExpertsPerToken, 32u);  // router, expert kernels: per-token arrays

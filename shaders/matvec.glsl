@@ -125,7 +125,7 @@ void main() {
 #else
       vec4 xlo = staged_lo[c], xhi = staged_hi[c], lo, hi;
       [[unroll]] for (uint r = 0u; r < ROWS_PER_SUBGROUP; ++r) {
-        decode_raw8(raw[u][r][0], raw[u][r][1], clamped_row(row0, r) * args.cols + 8u * c, lo, hi);
+        decode_raw8(args.weight, raw[u][r][0], raw[u][r][1], clamped_row(row0, r) * args.cols + 8u * c, lo, hi);
         row_sums[r] += dot(lo, xlo) + dot(hi, xhi);
       }
 #endif

@@ -59,7 +59,7 @@ void main() {
           uint c = c0 + u * stride;
           if (c >= chunks) break;
           vec4 lo, hi;
-          decode_raw8(raw[u][0], raw[u][1], e * H + 8u * c, lo, hi);
+          decode_raw8(args.weight, raw[u][0], raw[u][1], e * H + 8u * c, lo, hi);
           acc += dot(lo, staged_lo[c]) + dot(hi, staged_hi[c]);
         }
       }

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +16,12 @@
 #include "convert/model_io.h"
 #include "convert/safetensors_model.h"
 #include "convert/synthesize.h"
+#include "formats/codecs/float_codec.h"
+#include "formats/codecs/mxfp4.h"
+#include "formats/core/checked_math.h"
+#include "formats/core/float16.h"
+#include "formats/core/tensor_source.h"
+#include "tests/random_blocks.h"
 #include "verify/sha256.h"
 
 namespace gptoss::test {
@@ -144,6 +153,153 @@ const fs::path& preset_a_bf16_gguf() {
     return file;
   }();
   return path;
+}
+
+fs::path quant_goldens_mixed_gguf() { return fs::path(GPTOSS_DATA_DIR) / "quant-goldens" / "mixed.gguf"; }
+
+namespace {
+std::vector<uint8_t> float_bytes(const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// Every value of an expert matrix (either form), [E, rows, in].
+std::vector<float> expert_values(const CanonicalModel& model, const CanonicalTensor& matrix) {
+  const auto bytes = read_all(*matrix.source);
+  if (!holds_mxfp4(matrix)) {
+    std::vector<float> values(*checked_product(matrix.spec.shape));
+    decode_to_f32(matrix.dtype, bytes.data(), values.size(), values.data());
+    return values;
+  }
+  const TensorRole scales_role = matrix.spec.role == TensorRole::Mlp1Blocks ? TensorRole::Mlp1Scales : TensorRole::Mlp2Scales;
+  const auto scales = read_all(*model.get(scales_role, matrix.spec.layer).source);
+  std::vector<float> values(scales.size() * 32);
+  mxfp4::dequantize_oai(bytes.data(), scales.data(), scales.size(), values.data());
+  return values;
+}
+
+// The two tensors of an expert matrix in the canonical form of types other than MXFP4.
+void set_experts(CanonicalModel& model, int layer, TensorRole role, DType type, std::vector<uint8_t> bytes,
+                 const std::string& origin) {
+  const TensorRole scales_role = role == TensorRole::Mlp1Blocks ? TensorRole::Mlp1Scales : TensorRole::Mlp2Scales;
+  for (auto& t : model.tensors) {
+    if (t.spec.layer != layer || (t.spec.role != role && t.spec.role != scales_role)) continue;
+    t.spec.shape = canonical_shape(model.config, t.spec.role, type);
+    t.dtype = t.spec.role == role ? type : DType::U8;
+    t.source = owned_bytes(t.spec.role == role ? std::move(bytes) : std::vector<uint8_t>{});
+    t.origin = origin;
+  }
+}
+}  // namespace
+
+CanonicalModel decoded_to_f32(const CanonicalModel& model) {
+  CanonicalModel out = model;
+  for (auto& t : out.tensors) {
+    if (is_mxfp4_role(t.spec.role)) continue;  // the experts: below
+    const auto bytes = read_all(*t.source);
+    std::vector<float> values(*checked_product(t.spec.shape));
+    decode_to_f32(t.dtype, bytes.data(), values.size(), values.data());
+    t.dtype = DType::F32;
+    t.source = owned_bytes(float_bytes(values));
+    t.origin = "f32 twin of " + t.origin;
+  }
+  for (uint32_t l = 0; l < model.config.num_layers; ++l)
+    for (TensorRole role : {TensorRole::Mlp1Blocks, TensorRole::Mlp2Blocks}) {
+      const CanonicalTensor& matrix = model.get(role, static_cast<int>(l));
+      set_experts(out, static_cast<int>(l), role, DType::F32, float_bytes(expert_values(model, matrix)),
+                  "f32 twin of " + matrix.origin);
+    }
+  out.source_description = "F32 twin of " + model.source_description;
+  finalize_canonical_tensors(out.config, out.tensors, out.source_description);
+  return out;
+}
+
+std::vector<uint8_t> encode_for_tests(DType type, const std::vector<float>& values) {
+  if (type != DType::Q4_1) {
+    std::vector<uint8_t> bytes(*dtype_byte_size(type, values.size()));
+    encode_from_f32(type, values.data(), values.size(), bytes.data());
+    return bytes;
+  }
+  const auto& info = dtype_info(type);  // d f16, m f16, byte j = level of element j | element j + 16 << 4
+  std::vector<uint8_t> bytes(values.size() / info.block_elements * info.block_bytes);
+  for (size_t b = 0; b < values.size() / 32; ++b) {
+    const float* x = values.data() + 32 * b;
+    uint8_t* block = bytes.data() + b * info.block_bytes;
+    const float lo = *std::min_element(x, x + 32), hi = *std::max_element(x, x + 32);
+    const uint16_t d = f32_to_f16((hi - lo) / 15), m = f32_to_f16(lo);
+    std::memcpy(block, &d, 2);
+    std::memcpy(block + 2, &m, 2);
+    const float step = f16_to_f32(d), low = f16_to_f32(m);
+    auto level = [&](float v) {
+      return step > 0 ? static_cast<uint8_t>(std::clamp(std::lround((v - low) / step), 0L, 15L)) : uint8_t{0};
+    };
+    for (int j = 0; j < 16; ++j) block[4 + j] = static_cast<uint8_t>(level(x[j]) | (level(x[j + 16]) << 4));
+  }
+  return bytes;
+}
+
+CanonicalModel with_experts_as(const CanonicalModel& model, int layer, TensorRole role, DType type) {
+  CanonicalModel out = model;
+  const CanonicalTensor& matrix = model.get(role, layer);
+  set_experts(out, layer, role, type, encode_for_tests(type, expert_values(model, matrix)),
+              std::string(dtype_name(type)) + " re-encoding of " + matrix.origin);
+  finalize_canonical_tensors(out.config, out.tensors, out.source_description);
+  return out;
+}
+
+namespace {
+double rms(const std::vector<float>& values) {
+  double sum = 0;
+  for (float v : values) sum += static_cast<double>(v) * v;
+  return std::sqrt(sum / static_cast<double>(values.size()));
+}
+
+// `values` in `type`: encoded where encode_from_f32 can, else random blocks (seeded by `seed`) at
+// about the values' RMS (above it where f16's normal range ends).
+std::vector<uint8_t> stand_in(DType type, const std::vector<float>& values, uint32_t seed) {
+  if (is_encodable(type)) return encode_for_tests(type, values);
+  const auto blocks = random_blocks(type, values.size(), seed);
+  std::vector<float> decoded(values.size());
+  decode_to_f32(type, blocks.data(), decoded.size(), decoded.data());
+  const int shift = static_cast<int>(std::lround(std::log2(rms(values) / rms(decoded))));
+  return shift == 0 ? blocks : random_blocks(type, values.size(), seed, shift);
+}
+}  // namespace
+
+std::vector<DType> weight_types() {
+  std::vector<DType> types;
+  for (int i = 0; i < kDTypeCount; ++i) {
+    const DTypeInfo& info = dtype_info(static_cast<DType>(i));
+    if (info.ggml_type >= 0 && info.decode && info.type != DType::F64 && info.type != DType::MXFP4)
+      types.push_back(info.type);
+  }
+  return types;
+}
+
+CanonicalModel small_model_in(DType type) {
+  const SynthPreset preset{"rows-of-256", 2, 256, 256, 4, 1, 64, 4, 2, 512, 8, 33};
+  CanonicalModel model = synthesize_model(preset);
+  const std::string label = std::string(dtype_name(type));
+  uint32_t seed = 0;
+  for (auto& t : model.tensors) {
+    if (!is_matrix_role(t.spec.role)) continue;
+    const auto bytes = read_all(*t.source);
+    std::vector<float> values(*checked_product(t.spec.shape));
+    decode_to_f32(t.dtype, bytes.data(), values.size(), values.data());
+    t.source = owned_bytes(stand_in(type, values, ++seed));
+    t.dtype = type;
+    t.origin = label + " stand-in for " + t.origin;
+  }
+  for (uint32_t l = 0; l < preset.layers; ++l)
+    for (TensorRole role : {TensorRole::Mlp1Blocks, TensorRole::Mlp2Blocks}) {
+      const CanonicalTensor& matrix = model.get(role, static_cast<int>(l));
+      set_experts(model, static_cast<int>(l), role, type, stand_in(type, expert_values(model, matrix), ++seed),
+                  label + " stand-in for " + matrix.origin);
+    }
+  model.source_description = "rows-of-256 model in " + label;
+  finalize_canonical_tensors(model.config, model.tensors, model.source_description);
+  return model;
 }
 
 }  // namespace gptoss::test

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "convert/canonical_model.h"
+
 namespace gptoss::test {
 
 // ../shared/goldens when it holds the goldens; tests that need them call GOLDENS_OR_SKIP().
@@ -64,6 +66,37 @@ const std::filesystem::path& preset_a_checkpoint();
 // Preset a's hf/ as a GGUF with BF16 dense tensors (what `gptoss-convert hf/ model.gguf --dense
 // bf16` writes): made by the same fixture, or once per process by hand.
 const std::filesystem::path& preset_a_bf16_gguf();
+
+// data/quant-goldens/mixed.gguf: a 4-layer gpt-oss whose dense tensors are in every type
+// llama-quantize writes (data/quant-goldens/README.md).
+std::filesystem::path quant_goldens_mixed_gguf();
+
+// `model` with every tensor decoded to F32: dense tensors, and the experts as F32 matrices [E,
+// rows, in] with empty scales (canonical_model.h). The same values in the plainest encoding: what an
+// engine's result on `model` must equal.
+CanonicalModel decoded_to_f32(const CanonicalModel& model);
+
+// `values` encoded as `type`: the encodable types (encode_from_f32), and Q4_1 by a plain
+// round-to-nearest of each block's [min, max] in 15 steps (a valid Q4_1 file, not llama-quantize's
+// choice of steps).
+std::vector<uint8_t> encode_for_tests(DType type, const std::vector<float>& values);
+
+// `model` with the expert matrix `role` (Mlp1Blocks or Mlp2Blocks) of `layer` decoded and encoded
+// again as `type` (encode_for_tests), in the canonical form of experts other than MXFP4.
+CanonicalModel with_experts_as(const CanonicalModel& model, int layer, TensorRole role, DType type);
+
+// A small gpt-oss (2 layers, rows of 256 values so that every block type's rows are whole blocks,
+// 4 experts, a vocabulary of 512) whose every matrix is in `type`: the embedding, the attention
+// projections, the router, the experts and the unembedding. Where encode_from_f32 encodes `type`
+// they are the synthesized values encoded; ggml's other block types have no quantizer here, so they
+// are random blocks (tests/random_blocks.h) at the synthesized tensor's RMS. Norms, biases and
+// sinks stay as synthesized.
+CanonicalModel small_model_in(DType type);
+
+// The types a GGUF's weights come in that both engines read, from the DType table: F32, F16, BF16
+// and every ggml block quantization with a decoder (Q8_0, Q4_0 .. IQ1_M); not MXFP4, which is the
+// experts' own pair, nor F64.
+std::vector<DType> weight_types();
 
 }  // namespace gptoss::test
 

@@ -28,7 +28,7 @@ void for_each_dense_chunk(const CanonicalTensor& t, const DenseChunkSink& sink) 
 }
 
 void for_each_canonical_chunk(const CanonicalTensor& t, const std::function<void(std::span<const uint8_t>)>& sink) {
-  if (is_mxfp4_role(t.spec.role)) {
+  if (holds_mxfp4(t)) {
     stream_source(*t.source, sink, 8u << 20);
     return;
   }

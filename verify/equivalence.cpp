@@ -124,7 +124,7 @@ ModelComparison compare_models(const CanonicalModel& a, const CanonicalModel& b,
       out.tensors.push_back(c);
       continue;
     }
-    if (is_mxfp4_role(ta.spec.role) || ta.spec.shape.size() != tb->spec.shape.size()) {
+    if (holds_mxfp4(ta) || ta.spec.shape.size() != tb->spec.shape.size()) {
       c.verdict = Verdict::Different;
       c.detail = "MXFP4 bytes differ";
       out.tensors.push_back(c);

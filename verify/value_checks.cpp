@@ -94,7 +94,7 @@ TensorValueStats tensor_stats(const CanonicalTensor& t) {
   s.dtype = std::string(dtype_name(t.dtype));
   const bool scales = t.spec.role == TensorRole::Mlp1Scales || t.spec.role == TensorRole::Mlp2Scales;
   try {
-    if (is_mxfp4_role(t.spec.role)) {
+    if (holds_mxfp4(t)) {
       stream_source(*t.source, [&](std::span<const uint8_t> chunk) {
         if (scales) scan_scale_bytes(chunk, s.elements, s);
         s.elements += chunk.size();
@@ -141,7 +141,7 @@ void report_tensor(const CanonicalTensor& t, const TensorValueStats& s, const st
   if (s.inf)
     report.error("inf", file, s.name, std::to_string(s.inf) + " infinite values" + at_element(s.first_inf), "none",
                  at(element_byte(t.dtype, s.first_inf)));
-  if (!is_mxfp4_role(t.spec.role) && !s.read_failure && s.elements > 0 && s.zeros == s.elements)
+  if (!holds_mxfp4(t) && !s.read_failure && s.elements > 0 && s.zeros == s.elements)
     report.warning("zeros", file, s.name, "every one of " + std::to_string(s.elements) + " values is zero",
                    "at least one non-zero value (a trained tensor is never all zeros)", start);
 
@@ -162,7 +162,7 @@ void report_tensor(const CanonicalTensor& t, const TensorValueStats& s, const st
   if (norm && s.abs_max > kNormGainMax)
     report.warning("range", file, s.name, "norm gain abs max " + std::to_string(s.abs_max) + at_element(s.abs_max_at),
                    "< 1000", abs_max_byte);
-  if (!norm && !is_mxfp4_role(t.spec.role) && s.abs_max > kF16Max)
+  if (!norm && !holds_mxfp4(t) && s.abs_max > kF16Max)
     report.warning("range", file, s.name, "abs max " + std::to_string(s.abs_max) + " overflows f16" + at_element(s.abs_max_at),
                    "<= 65504", abs_max_byte);
 

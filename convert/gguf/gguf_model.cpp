@@ -47,7 +47,7 @@ std::string size_label(const CanonicalModel& model) {
   uint64_t shared = 0, experts = 0;
   for (const auto& t : model.tensors) {
     const uint64_t elements = checked_product(t.spec.shape).value_or(0);
-    if (t.spec.role == TensorRole::Mlp1Blocks || t.spec.role == TensorRole::Mlp2Blocks) experts += 2 * elements;
+    if (is_expert_matrix_role(t.spec.role)) experts += holds_mxfp4(t) ? 2 * elements : elements;  // a pair's byte: two values
     else if (t.spec.role == TensorRole::Mlp1Bias || t.spec.role == TensorRole::Mlp2Bias) experts += elements;
     else if (!is_mxfp4_role(t.spec.role)) shared += elements;
   }
@@ -166,16 +166,26 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
         add(g.name, dense_matrix ? dense : DType::F32, reversed(t.spec.shape), encoded(t, dense_matrix ? dense : DType::F32));
         break;
       }
+      // Experts as ggml MXFP4 from the pair; in another type as they are (gate and up: every
+      // other row of mlp1).
       case GgufTensorKind::GateExps:
       case GgufTensorKind::UpExps: {
         const auto& blocks = model.get(TensorRole::Mlp1Blocks, g.layer);
+        const uint64_t phase = g.kind == GgufTensorKind::UpExps ? 1 : 0;
+        if (!holds_mxfp4(blocks)) {
+          add(g.name, blocks.dtype, {H, I, E}, make_strided_units(blocks.source, *dtype_row_bytes(blocks.dtype, H), 2, phase));
+          break;
+        }
         const auto& scales = model.get(TensorRole::Mlp1Scales, g.layer);
-        add(g.name, DType::MXFP4, {H, I, E},
-            make_ggml_mxfp4_rows(blocks.source, scales.source, H / 32, 2, g.kind == GgufTensorKind::UpExps ? 1 : 0));
+        add(g.name, DType::MXFP4, {H, I, E}, make_ggml_mxfp4_rows(blocks.source, scales.source, H / 32, 2, phase));
         break;
       }
       case GgufTensorKind::DownExps: {
         const auto& blocks = model.get(TensorRole::Mlp2Blocks, g.layer);
+        if (!holds_mxfp4(blocks)) {
+          add(g.name, blocks.dtype, {I, H, E}, blocks.source);
+          break;
+        }
         const auto& scales = model.get(TensorRole::Mlp2Scales, g.layer);
         add(g.name, DType::MXFP4, {I, H, E}, make_ggml_mxfp4_rows(blocks.source, scales.source, I / 32, 1, 0));
         break;
@@ -324,13 +334,16 @@ CanonicalModel load_gguf_model(const fs::path& path) {
                      "type " + std::string(dtype_name(t.dtype)) + " is not supported for dense tensors");
     return t.dtype;
   };
-  auto mxfp4 = [&](const GgufTensorRef& ref) {
-    if (ref.info->dtype != DType::MXFP4)
-      ref.file->fail(ref.info->name, ref.info->info_offset,
-                     "experts must be MXFP4 (type 39), found " + std::string(dtype_name(ref.info->dtype)));
-    return mapped(ref);
+  // Experts: MXFP4 (repacked into the canonical pair), or any type the toolkit decodes, kept as
+  // it is (canonical_model.h); gate and up in the same form.
+  auto expert_type = [&](const GgufTensorRef& ref) {
+    const auto& t = *ref.info;
+    if (t.dtype != DType::MXFP4 && !is_decodable(t.dtype))
+      ref.file->fail(t.name, t.info_offset, "type " + std::string(dtype_name(t.dtype)) + " is not supported for experts");
+    return t.dtype;
   };
   std::set<DType> quantized;  // the lossy dense encodings the file holds
+  std::set<DType> quantized_experts;  // and those of experts other than MXFP4
 
   std::vector<CanonicalTensor> tensors;
   const auto specs = canonical_tensor_specs(c);
@@ -338,6 +351,18 @@ CanonicalModel load_gguf_model(const fs::path& path) {
     for (const auto& s : specs)
       if (s.role == role && s.layer == layer) return s;
     throw std::logic_error("no canonical spec");
+  };
+  // Experts in another type than MXFP4: the matrix as stored and no scales (canonical_model.h).
+  auto expert_matrix = [&](TensorRole role, int layer, DType type, TensorSourcePtr source, const std::string& origin) {
+    TensorSpec spec = spec_of(role, layer);
+    spec.shape = canonical_shape(c, role, type);
+    if (dtype_info(type).block_elements > 1) quantized_experts.insert(type);
+    return CanonicalTensor{std::move(spec), type, std::move(source), origin};
+  };
+  auto empty_scales = [&](TensorRole role, int layer, DType type, const std::string& origin) {
+    TensorSpec spec = spec_of(role, layer);
+    spec.shape = canonical_shape(c, role, type);
+    return CanonicalTensor{std::move(spec), DType::U8, std::make_shared<OwnedSource>(std::vector<uint8_t>{}), origin};
   };
   for (const auto& g : gguf_tensor_names(c.num_layers)) {
     switch (g.kind) {
@@ -353,23 +378,40 @@ CanonicalModel load_gguf_model(const fs::path& path) {
         const auto& gate = require(g.name, {H, I, E});
         const auto& up = require(gguf_expert_tensor_name(GgufTensorKind::UpExps, g.layer), {H, I, E});
         const std::string origin = fs::path(gate.file->path()).filename().string() + ":" + g.name + " + ffn_up_exps";
-        const auto gate_src = mxfp4(gate), up_src = mxfp4(up);
-        tensors.push_back({spec_of(TensorRole::Mlp1Blocks, g.layer), DType::U8,
-                           make_interleaved_units(make_oai_blocks_from_ggml(gate_src, H / 32),
-                                                  make_oai_blocks_from_ggml(up_src, H / 32), H / 32 * 16),
-                           origin});
-        tensors.push_back({spec_of(TensorRole::Mlp1Scales, g.layer), DType::U8,
-                           make_interleaved_units(make_oai_scales_from_ggml(gate_src, H / 32),
-                                                  make_oai_scales_from_ggml(up_src, H / 32), H / 32),
-                           origin});
+        const DType type = expert_type(gate);
+        if (expert_type(up) != type)
+          up.file->fail(up.info->name, up.info->info_offset,
+                        "is " + std::string(dtype_name(up.info->dtype)) + " but " + g.name + " is " +
+                            std::string(dtype_name(type)) + ": gate and up experts must have one type");
+        const auto gate_src = mapped(gate), up_src = mapped(up);
+        if (type == DType::MXFP4) {
+          tensors.push_back({spec_of(TensorRole::Mlp1Blocks, g.layer), DType::U8,
+                             make_interleaved_units(make_oai_blocks_from_ggml(gate_src, H / 32),
+                                                    make_oai_blocks_from_ggml(up_src, H / 32), H / 32 * 16),
+                             origin});
+          tensors.push_back({spec_of(TensorRole::Mlp1Scales, g.layer), DType::U8,
+                             make_interleaved_units(make_oai_scales_from_ggml(gate_src, H / 32),
+                                                    make_oai_scales_from_ggml(up_src, H / 32), H / 32),
+                             origin});
+        } else {  // rows interleaved gate (even) / up (odd), each as stored
+          tensors.push_back(expert_matrix(TensorRole::Mlp1Blocks, g.layer, type,
+                                          make_interleaved_units(gate_src, up_src, *dtype_row_bytes(type, H)), origin));
+          tensors.push_back(empty_scales(TensorRole::Mlp1Scales, g.layer, type, origin));
+        }
         break;
       }
       case GgufTensorKind::DownExps: {
         const auto& down = require(g.name, {I, H, E});
-        const auto src = mxfp4(down);
+        const DType type = expert_type(down);
+        const auto src = mapped(down);
         const std::string origin = fs::path(down.file->path()).filename().string() + ":" + g.name;
-        tensors.push_back({spec_of(TensorRole::Mlp2Blocks, g.layer), DType::U8, make_oai_blocks_from_ggml(src, I / 32), origin});
-        tensors.push_back({spec_of(TensorRole::Mlp2Scales, g.layer), DType::U8, make_oai_scales_from_ggml(src, I / 32), origin});
+        if (type == DType::MXFP4) {
+          tensors.push_back({spec_of(TensorRole::Mlp2Blocks, g.layer), DType::U8, make_oai_blocks_from_ggml(src, I / 32), origin});
+          tensors.push_back({spec_of(TensorRole::Mlp2Scales, g.layer), DType::U8, make_oai_scales_from_ggml(src, I / 32), origin});
+        } else {
+          tensors.push_back(expert_matrix(TensorRole::Mlp2Blocks, g.layer, type, src, origin));
+          tensors.push_back(empty_scales(TensorRole::Mlp2Scales, g.layer, type, origin));
+        }
         break;
       }
       case GgufTensorKind::GateExpsBias: {
@@ -391,6 +433,12 @@ CanonicalModel load_gguf_model(const fs::path& path) {
   for (const auto& ref : files->tensors())
     if (!used.count(ref.info->name))
       model.notes.push_back("tensor " + ref.info->name + " is not part of gpt-oss and was ignored");
+  if (!quantized_experts.empty()) {
+    std::string types;
+    for (DType t : quantized_experts) types += (types.empty() ? "" : ", ") + std::string(dtype_name(t));
+    model.notes.push_back("experts are " + types + " in this GGUF (not MXFP4): GGUF output keeps them as they are; "
+                          "safetensors and model.bin store experts only as MXFP4 and refuse them");
+  }
   if (!quantized.empty()) {
     std::string types;
     for (DType t : quantized) types += (types.empty() ? "" : ", ") + std::string(dtype_name(t));

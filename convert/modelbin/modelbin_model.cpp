@@ -37,6 +37,7 @@ struct LossyConversion {
 std::vector<std::string> write_modelbin_model(const CanonicalModel& model, const fs::path& path,
                                               const ModelBinWriteOptions& options) {
   const GptOssConfig& c = model.config;
+  require_mxfp4_experts(model, "model.bin");
   std::vector<std::string> notes;
   const modelbin::ModelHeader header = modelbin_header_from_config(c, notes);
   if (!model.tokenizer)

@@ -12,7 +12,7 @@
 // share of that, so it is the sharper ruler for parity work.
 //
 // Memory: dense tensors are decoded at load, 4 bytes per parameter (f32) or 8 (f64); the experts
-// (~95% of the parameters at 20b and 120b) stay MXFP4, 0.53 bytes per parameter, and one expert at
+// (~95% of the parameters at 20b and 120b) stay encoded (MXFP4: 0.53 bytes per parameter), and one expert at
 // a time is decoded (exactly, so the results are those of decoding everything at load) just before
 // its GEMMs. gpt-oss-120b: 69.6 GB in f32, 78.3 GB in f64; gpt-oss-20b: 17.4 / 24.6 GB (cpu_weights.h).
 #include <cstdint>

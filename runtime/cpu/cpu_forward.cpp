@@ -164,12 +164,12 @@ void ForwardPass<Real>::attention_block(uint32_t layer, const Real* x, size_t co
   linear(attn.data(), count, q_rows, w.out.data(), hidden, w.out_bias.data(), out);
 }
 
-// Expert `expert` of `layer`, mlp1 and mlp2, from MXFP4 into mlp1_rows_ and mlp2_rows_ (exact:
-// the values decode_mxfp4_experts gives), row slices spread over the cores.
+// Expert `expert` of `layer`, mlp1 and mlp2, from their encoding into mlp1_rows_ and mlp2_rows_ (exact:
+// the values of decode_all), row slices spread over the cores.
 template <class Real>
 void ForwardPass<Real>::decode_expert(uint32_t layer, uint64_t expert) {
   const auto& w = weights_.layers[layer];
-  const Mxfp4Experts* matrices[2] = {&w.mlp1, &w.mlp2};
+  const ExpertMatrices* matrices[2] = {&w.mlp1, &w.mlp2};
   std::vector<Real>* targets[2] = {&mlp1_rows_, &mlp2_rows_};
   uint64_t slice_rows[2], slices[2], values = 0;
   for (int m = 0; m < 2; ++m) {
@@ -189,7 +189,7 @@ void ForwardPass<Real>::decode_expert(uint32_t layer, uint64_t expert) {
 }
 
 // The mixture of experts: router top-k, softmax over the k, and per chosen expert its weights
-// decoded from MXFP4, then one GEMM over the tokens that chose it. `out` gets Σ_e w_e · (W2 act + b2).
+// decoded from its encoding, then one GEMM over the tokens that chose it. `out` gets Σ_e w_e · (W2 act + b2).
 template <class Real>
 void ForwardPass<Real>::moe_block(uint32_t layer, const Real* x, size_t count, Real* out) {
   const auto& c = weights_.config;

@@ -46,7 +46,7 @@ class ForwardPass final : public ForwardPassBase {
   uint64_t cache_capacity_ = 0;
   std::vector<std::vector<Real>> k_cache_, v_cache_;  // per layer [capacity, kv_heads * D], K rotated
   runtime::KvCacheType kv_cache_type_;  // F16: the cached values rounded to f16 (held in Real)
-  // One expert's mlp1 [2I, H] and mlp2 [H, I] decoded from MXFP4 just before its GEMMs.
+  // One expert's mlp1 [2I, H] and mlp2 [H, I] decoded from their encoding just before its GEMMs.
   std::vector<Real> mlp1_rows_, mlp2_rows_;
   // The last moe_block's choices, [count, experts_per_token] expert ids (Stage::RouterChoices).
   std::vector<float> router_choices_;

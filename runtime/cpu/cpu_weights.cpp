@@ -115,11 +115,37 @@ void decode_blocks(const uint8_t* blocks, const uint8_t* scales, uint64_t block_
 
 }  // namespace
 
-Mxfp4Experts::Mxfp4Experts(const CanonicalTensor& blocks, const CanonicalTensor& scales) {
-  if (blocks.dtype != DType::U8 || scales.dtype != DType::U8)
-    throw_format_error(blocks.origin, blocks.spec.name, std::nullopt, "MXFP4 experts must be U8 blocks and scales");
+ExpertMatrices::ExpertMatrices(const CanonicalTensor& blocks, const CanonicalTensor& scales) {
   const auto& bs = blocks.spec.shape;
   const auto& ss = scales.spec.shape;
+  if (!holds_mxfp4(blocks)) {
+    // A matrix in another type: [experts, rows, columns] as the type stores it, no scales.
+    if (!is_decodable(blocks.dtype) || blocks.dtype == DType::MXFP4)
+      throw_format_error(blocks.origin, blocks.spec.name, std::nullopt,
+                         "experts stored as " + std::string(dtype_name(blocks.dtype)) +
+                             ", which the CPU engine cannot decode (expected the MXFP4 pair or a type the codecs decode)");
+    if (bs.size() != 3 || scales.dtype != DType::U8 || ss.size() != 3 || ss[0] != bs[0] || ss[1] != bs[1] || ss[2] != 0)
+      throw_format_error(blocks.origin, blocks.spec.name, std::nullopt,
+                         std::string(dtype_name(blocks.dtype)) +
+                             " experts need a matrix [experts, rows, columns] and empty U8 scales [experts, rows, 0]; "
+                             "found " + shape_text(bs) + " and " + shape_text(ss));
+    const auto row_bytes = dtype_row_bytes(blocks.dtype, bs[2]);
+    const auto rows = checked_mul(bs[0], bs[1]);
+    const auto size = row_bytes && rows ? checked_mul(*row_bytes, *rows) : std::nullopt;
+    if (!size)
+      throw_format_error(blocks.origin, blocks.spec.name, std::nullopt,
+                         "rows of " + std::to_string(bs[2]) + " values are not a whole number of " +
+                             std::string(dtype_name(blocks.dtype)) + " blocks");
+    dtype_ = blocks.dtype;
+    experts_ = bs[0];
+    rows_ = bs[1];
+    columns_ = bs[2];
+    row_bytes_ = *row_bytes;
+    blocks_ = keep_bytes(blocks, *size, owner_);
+    return;
+  }
+  if (scales.dtype != DType::U8)
+    throw_format_error(blocks.origin, blocks.spec.name, std::nullopt, "MXFP4 experts must be U8 blocks and scales");
   if (bs.size() != 4 || bs[3] != kMxfp4OaiBlockBytes || ss.size() != 3 || ss[0] != bs[0] || ss[1] != bs[1] ||
       ss[2] != bs[2])
     throw_format_error(blocks.origin, blocks.spec.name, std::nullopt,
@@ -137,19 +163,30 @@ Mxfp4Experts::Mxfp4Experts(const CanonicalTensor& blocks, const CanonicalTensor&
       std::move(block_owner), std::move(scale_owner));
 }
 
-void Mxfp4Experts::decode_rows(uint64_t expert, uint64_t first_row, uint64_t row_count, float* out) const {
+void ExpertMatrices::decode_rows(uint64_t expert, uint64_t first_row, uint64_t row_count, float* out) const {
+  if (!mxfp4()) {  // the type's decoder, through the DType table
+    const auto& info = dtype_info(dtype_);
+    info.decode(blocks_.data() + (expert * rows_ + first_row) * row_bytes_, row_count * columns_ / info.block_elements, out);
+    return;
+  }
   const uint64_t row_blocks = columns_ / kMxfp4BlockElements, first_block = (expert * rows_ + first_row) * row_blocks;
   decode_blocks(blocks_.data() + first_block * kMxfp4OaiBlockBytes, scales_.data() + first_block,
                 row_count * row_blocks, out);
 }
 
-void Mxfp4Experts::decode_rows(uint64_t expert, uint64_t first_row, uint64_t row_count, double* out) const {
+void ExpertMatrices::decode_rows(uint64_t expert, uint64_t first_row, uint64_t row_count, double* out) const {
+  if (!mxfp4()) {  // in f32, then widened (exact)
+    std::vector<float> values(row_count * columns_);
+    decode_rows(expert, first_row, row_count, values.data());
+    std::copy(values.begin(), values.end(), out);
+    return;
+  }
   const uint64_t row_blocks = columns_ / kMxfp4BlockElements, first_block = (expert * rows_ + first_row) * row_blocks;
   decode_blocks(blocks_.data() + first_block * kMxfp4OaiBlockBytes, scales_.data() + first_block,
                 row_count * row_blocks, out);
 }
 
-std::vector<float> Mxfp4Experts::decode_all() const {
+std::vector<float> ExpertMatrices::decode_all() const {
   std::vector<float> values(experts_ * rows_ * columns_);
   for (uint64_t e = 0; e < experts_; ++e) decode_rows(e, 0, rows_, values.data() + e * rows_ * columns_);
   return values;
@@ -159,7 +196,8 @@ std::vector<float> decode_dense_tensor(const CanonicalTensor& tensor) {
   if (!is_decodable(tensor.dtype) || tensor.dtype == DType::MXFP4)
     throw_format_error(tensor.origin, tensor.spec.name, std::nullopt,
                        "dense tensor stored as " + std::string(dtype_name(tensor.dtype)) +
-                           ", which the CPU engine cannot decode (expected F32, F16, BF16, F64 or Q8_0)");
+                           ", which the CPU engine cannot decode (expected F32, F16, BF16, F64, Q8_0 or another of "
+                           "ggml's quantizations the codecs decode)");
   const uint64_t elements = element_count(tensor);
   const auto size = dtype_byte_size(tensor.dtype, elements);
   if (!size)
@@ -194,7 +232,7 @@ CpuWeights decode_cpu_weights(const CanonicalModel& model) {
   const uint64_t hidden = model.config.hidden_size, inter = model.config.intermediate_size;
   auto experts = [&](TensorRole blocks_role, TensorRole scales_role, int layer, uint64_t rows, uint64_t columns) {
     const auto& blocks = model.get(blocks_role, layer);
-    Mxfp4Experts e(blocks, model.get(scales_role, layer));
+    ExpertMatrices e(blocks, model.get(scales_role, layer));
     if (e.experts() != model.config.num_experts || e.rows() != rows || e.columns() != columns)
       throw_format_error(blocks.origin, blocks.spec.name, std::nullopt,
                          "holds " + std::to_string(e.experts()) + " experts of " + std::to_string(e.rows()) + " x " +
@@ -240,9 +278,12 @@ CpuWeights decode_cpu_weights(const CanonicalModel& model) {
 }
 
 void predecode_experts(CpuWeights& weights) {
-  auto decode = [](const Mxfp4Experts& experts) {
+  auto decode = [](const ExpertMatrices& experts) {
     std::vector<float> values(experts.experts() * experts.rows() * experts.columns());
-    mxfp4::dequantize_oai(experts.blocks().data(), experts.scales().data(), experts.scales().size(), values.data());
+    if (experts.mxfp4())
+      mxfp4::dequantize_oai(experts.blocks().data(), experts.scales().data(), experts.scales().size(), values.data());
+    else
+      decode_to_f32(experts.dtype(), experts.blocks().data(), values.size(), values.data());
     return values;
   };
   for (auto& layer : weights.layers) {

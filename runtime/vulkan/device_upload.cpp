@@ -51,23 +51,29 @@ void DeviceUploader::write(Buffer& target, uint64_t offset, std::span<const uint
   });
 }
 
-void DeviceUploader::write_q8_0_split(Buffer& target, uint64_t quants_offset, uint64_t scales_offset,
-                                      const TensorSource& source) {
-  constexpr uint64_t kBlockBytes = 34;
-  const uint64_t blocks = source.size() / kBlockBytes;
-  // Blocks per pass: a staging load of quants and scales together.
-  const uint64_t per_pass = staging_.size() / kBlockBytes;
-  std::vector<uint8_t> raw(per_pass * kBlockBytes), quants(per_pass * 32), scales(per_pass * 2);
+void DeviceUploader::write_blocks_split(Buffer& target, uint64_t quants_offset, uint64_t meta_offset,
+                                        const TensorSource& source, const BlockSplit& split) {
+  const uint64_t block_bytes = split.block_bytes, quant_bytes = split.quants.size;
+  const uint64_t meta_bytes = split.meta[0].size + split.meta[1].size;
+  const uint64_t blocks = source.size() / block_bytes;
+  // Blocks per pass: a staging load of quants and meta together.
+  const uint64_t per_pass = staging_.size() / block_bytes;
+  std::vector<uint8_t> raw(per_pass * block_bytes), quants(per_pass * quant_bytes), meta(per_pass * meta_bytes);
   for (uint64_t first = 0; first < blocks; first += per_pass) {
     const uint64_t n = std::min(per_pass, blocks - first);
-    source.read(first * kBlockBytes, std::span(raw.data(), n * kBlockBytes));
-    source.release_range(first * kBlockBytes, n * kBlockBytes);
+    source.read(first * block_bytes, std::span(raw.data(), n * block_bytes));
+    source.release_range(first * block_bytes, n * block_bytes);
     for (uint64_t b = 0; b < n; ++b) {
-      std::memcpy(scales.data() + 2 * b, raw.data() + b * kBlockBytes, 2);
-      std::memcpy(quants.data() + 32 * b, raw.data() + b * kBlockBytes + 2, 32);
+      const uint8_t* block = raw.data() + b * block_bytes;
+      std::memcpy(quants.data() + b * quant_bytes, block + split.quants.offset, quant_bytes);
+      uint8_t* record = meta.data() + b * meta_bytes;
+      for (const ByteRange& range : split.meta) {
+        std::memcpy(record, block + range.offset, range.size);
+        record += range.size;
+      }
     }
-    write(target, quants_offset + 32 * first, std::span<const uint8_t>(quants.data(), 32 * n));
-    write(target, scales_offset + 2 * first, std::span<const uint8_t>(scales.data(), 2 * n));
+    write(target, quants_offset + quant_bytes * first, std::span<const uint8_t>(quants.data(), quant_bytes * n));
+    write(target, meta_offset + meta_bytes * first, std::span<const uint8_t>(meta.data(), meta_bytes * n));
   }
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // Uploads of tensors to device-local buffers through one host-visible staging buffer, chunk by
 // chunk, so host memory stays bounded by the staging size whatever the tensor size. Bytes go up
-// in their stored encoding; the only rearrangement is layout (Q8_0 blocks split into quants and
-// scales, several tensors stacked in one buffer), never a decode of a matrix.
+// in their stored encoding; the only rearrangement is layout (ggml blocks split into quants and
+// meta records, several tensors stacked in one buffer), never a decode of a matrix.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,9 +23,20 @@ class DeviceUploader {
   // Copies bytes [0, size) of `source` to `target` at `offset`, releasing the source's pages behind.
   void write(Buffer& target, uint64_t offset, const TensorSource& source);
   void write(Buffer& target, uint64_t offset, std::span<const uint8_t> bytes);
-  // Streams `source` (ggml Q8_0: blocks of an f16 scale and 32 int8) into `target`: the quants of
-  // block b to quants_offset + 32 b, its scale to scales_offset + 2 b.
-  void write_q8_0_split(Buffer& target, uint64_t quants_offset, uint64_t scales_offset, const TensorSource& source);
+  // Where the bytes of one ggml block go: its quants range to the quants array, its meta ranges
+  // (in order) to the meta array (shaders/kernel_abi.h's GGML_BLOCK_ENCODINGS).
+  struct ByteRange {
+    uint32_t offset, size;
+  };
+  struct BlockSplit {
+    uint32_t block_bytes;
+    ByteRange quants;
+    ByteRange meta[2];
+  };
+  // Streams `source` (ggml blocks of split.block_bytes) into `target`: the quants of block b to
+  // quants_offset + b * quants.size, its meta record to meta_offset + b * (meta sizes).
+  void write_blocks_split(Buffer& target, uint64_t quants_offset, uint64_t meta_offset, const TensorSource& source,
+                          const BlockSplit& split);
 
  private:
   // Fills staging with `bytes` produced by `produce` in chunks, copying each to the device.

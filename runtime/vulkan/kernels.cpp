@@ -21,15 +21,6 @@ std::string limit(const char* what, uint64_t value, const char* relation, uint64
 
 uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
-const char* encoding_name(uint32_t encoding) {
-  switch (encoding) {
-    case abi::ENC_F32: return "f32";
-    case abi::ENC_F16: return "f16";
-    case abi::ENC_BF16: return "bf16";
-    default: return "q8_0";
-  }
-}
-
 // A grid of `groups` workgroups split over x and y to stay under the 65535 limit per dimension.
 std::pair<uint32_t, uint32_t> split_grid(uint32_t groups) {
   constexpr uint32_t kMaxX = 65535;
@@ -362,13 +353,13 @@ void Kernels::expert_mlp1(DispatchList& list, const DeviceExperts& mlp1, Address
   check_experts("expert_mlp1", mlp1, k);
   check_choices("expert_mlp1", choices, k);
   const uint32_t intermediate = mlp1.rows / 2;
-  const abi::ExpertMlp1Args args{mlp1.blocks->address(), mlp1.scales->address(), bias, x, choices.chosen,
+  const abi::ExpertMlp1Args args{mlp1.blocks_address(), mlp1.scales_address(), bias, x, choices.chosen,
                                  choices.gate_weights, choices.logits, act, mlp1.cols, intermediate, k,
                                  choices.experts, limit_value};
   // One subgroup per (slot, group of outputs), every slot's groups in one row of workgroups.
   const uint32_t subgroups = EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size;
   const uint32_t items = k * ceil_div(intermediate, expert_shape_.mlp1_outputs);
-  list.dispatch(pipeline("expert_mlp1", sizeof args), args, ceil_div(items, subgroups));
+  list.dispatch(pipeline("expert_mlp1", sizeof args, mlp1.encoding), args, ceil_div(items, subgroups));
 }
 
 uint64_t Kernels::expert_mlp2_partials(uint32_t hidden, uint32_t k) { return uint64_t{hidden} * k; }
@@ -376,12 +367,12 @@ uint64_t Kernels::expert_mlp2_partials(uint32_t hidden, uint32_t k) { return uin
 void Kernels::expert_mlp2(DispatchList& list, const DeviceExperts& mlp2, Address bias, Address act, Address chosen,
                           Address gate_weights, Address residual, uint32_t k, const Shared& shared) {
   check_experts("expert_mlp2", mlp2, k);
-  const abi::ExpertMlp2Args args{mlp2.blocks->address(), mlp2.scales->address(), bias,           act,
+  const abi::ExpertMlp2Args args{mlp2.blocks_address(), mlp2.scales_address(), bias,           act,
                                  chosen,                 gate_weights,           residual,       shared.partials,
                                  shared.counters,        mlp2.rows,              mlp2.cols,      k};
   const uint32_t groups = ceil_div(mlp2.rows, EXPERT_WORKGROUP_SIZE / ctx_.info().subgroup_size * expert_shape_.mlp2_outputs);
   require(groups <= kCounters, "expert_mlp2", limit("output groups", groups, ">", kCounters));
-  list.dispatch(pipeline("expert_mlp2", sizeof args), args, groups, k);
+  list.dispatch(pipeline("expert_mlp2", sizeof args, mlp2.encoding), args, groups, k);
 }
 
 void Kernels::argmax(DispatchList& list, Address values, Address result, uint32_t count, const Shared& shared) {
@@ -415,7 +406,7 @@ uint32_t Kernels::max_moe_tiles(uint32_t choices, uint32_t experts) {
 }
 
 bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
-  return cooperative() && weights.cols % COOP_TILE_K == 0;
+  return cooperative() && weights.cols % COOP_TILE_K == 0 && weights.encoding == abi::ENC_MXFP4;  // its tile decodes MXFP4
 }
 
 uint32_t Kernels::expert_column_tiles(const DeviceExperts& weights) const {
@@ -438,12 +429,12 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
   require(weights.cols % GEMM_TILE_K == 0, "expert_gemm", limit("depth", weights.cols, "is not a multiple of", GEMM_TILE_K));
   require(!first_projection || weights.rows % 2 == 0, "expert_gemm", "gate/up rows come in pairs");
   const uint32_t flags = first_projection ? (abi::EXPERT_SWIGLU | abi::EXPERT_GATHER) : 0u;
-  const abi::ExpertGemmArgs args{halves.hi, halves.lo, a,       tables.assign_token, weights.blocks->address(),
-                                 weights.scales->address(), bias, tables.tiles, target, weights.cols,
+  const abi::ExpertGemmArgs args{halves.hi, halves.lo, a,       tables.assign_token, weights.blocks_address(),
+                                 weights.scales_address(), bias, tables.tiles, target, weights.cols,
                                  weights.rows, flags, limit_value};
   const bool coop = expert_cooperative(weights);
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
-  list.dispatch_indirect(pipeline(coop ? "expert_gemm_coop" : "expert_gemm", sizeof args), args, *tables.dispatch,
+  list.dispatch_indirect(pipeline(coop ? "expert_gemm_coop" : "expert_gemm", sizeof args, weights.encoding), args, *tables.dispatch,
                          first_projection ? 0 : 12);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The Vulkan engine: the GPT-OSS forward pass on a Vulkan device, with weights uploaded once in
-// their stored encoding (BF16/F16/F32/Q8_0 dense, MXFP4 experts) and decoded inside the kernels,
+// their stored encoding (BF16/F16/F32 and ggml's block quantizations, MXFP4 experts or experts in
+// any of those) and decoded inside the kernels,
 // and a per-layer KV cache in device memory (f32, or f16 with EngineOptions::kv_cache). It implements runtime::Engine and is
 // checked against the CPU reference engine stage by stage (tests/vulkan).
 //

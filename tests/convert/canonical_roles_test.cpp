@@ -3,9 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <stdexcept>
 
 #include "convert/canonical_model.h"
+#include "convert/modelbin/modelbin_model.h"
+#include "convert/safetensors_model.h"
 #include "convert/synthesize.h"
+#include "formats/core/error.h"
+#include "tests/test_support.h"
 
 namespace gptoss {
 namespace {
@@ -49,6 +54,71 @@ TEST(CanonicalRoles, ForEachTensorIsTheSpecList) {
   EXPECT_EQ(canonical_shape(c, TensorRole::AttnSinks), (std::vector<uint64_t>{c.num_heads}));
   EXPECT_EQ(canonical_shape(c, TensorRole::Mlp1Blocks), (std::vector<uint64_t>{E, 2 * I, H / 32, 16}));
   EXPECT_EQ(canonical_shape(c, TensorRole::Mlp2Scales), (std::vector<uint64_t>{E, H, I / 32}));
+  // Experts in another type: the matrix itself and empty scales; the other roles do not depend on it.
+  EXPECT_EQ(canonical_shape(c, TensorRole::Mlp1Blocks, DType::Q8_0), (std::vector<uint64_t>{E, 2 * I, H}));
+  EXPECT_EQ(canonical_shape(c, TensorRole::Mlp1Scales, DType::Q8_0), (std::vector<uint64_t>{E, 2 * I, 0}));
+  EXPECT_EQ(canonical_shape(c, TensorRole::Mlp2Blocks, DType::F16), (std::vector<uint64_t>{E, H, I}));
+  EXPECT_EQ(canonical_shape(c, TensorRole::Mlp2Scales, DType::F16), (std::vector<uint64_t>{E, H, 0}));
+  EXPECT_EQ(canonical_shape(c, TensorRole::Mlp1Bias, DType::Q8_0), canonical_shape(c, TensorRole::Mlp1Bias));
+}
+
+// Experts other than MXFP4 (a GGUF's Q8_0 or Q4_1 experts) are a complete canonical model: the
+// matrix in its type with empty scales, checked for shape and size like any tensor; writers that
+// store experts only as the MXFP4 pair refuse them by name.
+TEST(CanonicalRoles, ExpertsInAnotherTypeAreAMatrixWithEmptyScales) {
+  SynthPreset p = synth_preset("a");
+  p.vocab = 1000;
+  const CanonicalModel base = synthesize_model(p);
+  const CanonicalModel model = test::with_experts_as(base, 2, TensorRole::Mlp2Blocks, DType::Q4_1);
+  const CanonicalTensor& matrix = model.get(TensorRole::Mlp2Blocks, 2);
+  EXPECT_EQ(matrix.dtype, DType::Q4_1);
+  EXPECT_FALSE(holds_mxfp4(matrix));
+  EXPECT_EQ(model.get(TensorRole::Mlp2Scales, 2).source->size(), 0u);
+  EXPECT_TRUE(holds_mxfp4(model.get(TensorRole::Mlp2Blocks, 1)));
+
+  auto expect_refused = [&](std::vector<CanonicalTensor> tensors, const std::string& message) {
+    try {
+      finalize_canonical_tensors(model.config, tensors, "edited");
+      ADD_FAILURE() << "accepted; expected " << message;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  auto edited = [&](TensorRole role, auto edit) {
+    std::vector<CanonicalTensor> tensors = model.tensors;
+    for (auto& t : tensors)
+      if (t.spec.role == role && t.spec.layer == 2) edit(t);
+    return tensors;
+  };
+  // Scales that are not empty beside a Q4_1 matrix; a matrix one row short; bytes of another size.
+  expect_refused(edited(TensorRole::Mlp2Scales, [&](CanonicalTensor& t) { t = base.get(TensorRole::Mlp2Scales, 2); }),
+                 "layers.2.mlp2.scales (from ");
+  expect_refused(edited(TensorRole::Mlp2Blocks, [](CanonicalTensor& t) { t.spec.shape[1] -= 1; }),
+                 "layers.2.mlp2.blocks (from ");
+  expect_refused(edited(TensorRole::Mlp2Blocks, [](CanonicalTensor& t) { t.dtype = DType::Q4_0; }),
+                 "layers.2.mlp2.blocks holds");
+  // A type the codecs only size is not the other form: its bytes are checked as the pair's.
+  expect_refused(edited(TensorRole::Mlp2Blocks, [](CanonicalTensor& t) { t.dtype = DType::Q8_1; }),
+                 "layers.2.mlp2.blocks (from ");
+
+  test::TempDir dir;
+  const std::string refusal = "layers.2.mlp2.blocks (from Q4_1 re-encoding of ";
+  try {
+    write_safetensors_model(model, dir / "hf", {});
+    ADD_FAILURE() << "safetensors took Q4_1 experts";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(refusal), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("holds the experts as Q4_1; safetensors stores experts only as the MXFP4 pair"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    write_modelbin_model(model, dir / "model.bin", {});
+    ADD_FAILURE() << "model.bin took Q4_1 experts";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("holds the experts as Q4_1; model.bin stores experts only"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

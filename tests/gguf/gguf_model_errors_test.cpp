@@ -225,13 +225,24 @@ TEST(GgufModelErrors, DenseTypeNotAllowed) {
                      }),
                      "blk.0.attn_q.weight", "type I8 is not supported for dense tensors");
 }
-TEST(GgufModelErrors, ExpertsThatAreNotMxfp4) {
+// Experts may be in any type the codecs decode (canonical_model.h); not in one they only size, and
+// gate and up in one type.
+TEST(GgufModelErrors, ExpertsInATypeTheCodecsDoNotDecode) {
   expect_model_error(edit_tensors([](auto& es) {
                        GgufTensorEntry* e = entry(es, "blk.1.ffn_down_exps.weight");
-                       e->ggml_type = 8;  // Q8_0
+                       e->ggml_type = 9;  // Q8_1
                        zero_data(*e);
                      }),
-                     "blk.1.ffn_down_exps.weight", "experts must be MXFP4 (type 39), found Q8_0");
+                     "blk.1.ffn_down_exps.weight", "type Q8_1 is not supported for experts");
+}
+TEST(GgufModelErrors, GateAndUpExpertsOfDifferentTypes) {
+  expect_model_error(edit_tensors([](auto& es) {
+                       GgufTensorEntry* e = entry(es, "blk.0.ffn_up_exps.weight");
+                       e->ggml_type = 8;  // Q8_0 beside an MXFP4 gate
+                       zero_data(*e);
+                     }),
+                     "blk.0.ffn_up_exps.weight",
+                     "is Q8_0 but blk.0.ffn_gate_exps.weight is MXFP4: gate and up experts must have one type");
 }
 TEST(GgufModelErrors, ExpertBiasInQ8_0) {
   expect_model_error(edit_tensors([](auto& es) {

@@ -154,6 +154,87 @@ INSTANTIATE_TEST_SUITE_P(IntegerDot, VulkanEngineQ8,
                          ::testing::Values(runtime::VulkanTuning::IntegerDot::Auto, runtime::VulkanTuning::IntegerDot::On),
                          [](const auto& p) { return p.param == runtime::VulkanTuning::IntegerDot::On ? "on" : "auto"; });
 
+// `model` on the Vulkan engine against the CPU engine: every stage of a prefill of `prompt` tokens
+// (the prefill GEMMs, the grouped expert GEMMs), then decode steps up to `tokens` (the dense
+// products in the decode matvec, the experts in the decode expert kernels), within the Q8_0 GGUF's
+// tolerances.
+void expect_prefill_and_decode_match_cpu(const CanonicalModel& model, std::shared_ptr<vk::Context> ctx,
+                                         const std::string& what, size_t prompt = 6, uint32_t tokens = 12) {
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < tokens; ++i) ids.push_back((i * 7919 + 13) % model.config.vocab_size);
+  runtime::EngineOptions options;
+  options.max_context = 64;
+  cpu::CpuEngine cpu_engine(model);
+  vk::VulkanEngine vulkan_engine(model, options, std::move(ctx));
+  Stages cpu_stages, vk_stages;
+  const auto cpu_logits = run_traced(cpu_engine, std::span(ids).first(prompt), cpu_stages);
+  const auto vk_logits = run_traced(vulkan_engine, std::span(ids).first(prompt), vk_stages);
+  ASSERT_EQ(vk_stages.size(), 2 * model.config.num_layers + 2u);  // and each layer's routing
+  EXPECT_EQ(max_abs_diff(vk_stages["embedding"], cpu_stages["embedding"]), 0.0f);
+  for (uint32_t l = 0; l < model.config.num_layers; ++l) {
+    const std::string router = "router " + std::to_string(l);
+    EXPECT_EQ(vk_stages[router], cpu_stages[router]) << what << " " << router << ": the same experts, in the same order";
+    const std::string name = "layer " + std::to_string(l);
+    const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
+    EXPECT_LE(diff, 2e-3f) << name;
+    std::printf("%s %s max |vulkan - cpu| %.2e of max |cpu| %.1f\n", what.c_str(), name.c_str(), static_cast<double>(diff),
+                static_cast<double>(max_abs_diff(cpu_stages[name], std::vector<float>(cpu_stages[name].size()))));
+  }
+  EXPECT_LE(max_abs_diff(vk_stages["final norm"], cpu_stages["final norm"]), 2e-3f);
+  EXPECT_LE(max_abs_diff(vk_logits, cpu_logits), 1e-3f);
+  const size_t vocab = vulkan_engine.vocab_size();
+  cpu_engine.reset();
+  const auto cpu_all = cpu_engine.forward(ids, runtime::LogitRows::All);  // row t predicts t + 1
+  for (size_t step = 0; prompt + step < ids.size(); ++step) {
+    const auto decoded = vulkan_engine.forward(std::span(ids).subspan(prompt + step, 1));
+    ASSERT_EQ(decoded.size(), vocab);
+    const float diff = max_abs_diff(decoded, logit_row(cpu_all, prompt + step, vocab));
+    EXPECT_LE(diff, 1e-3f) << "decode step " << step;
+    std::printf("%s decode step %zu logits max |vulkan - cpu| %.2e\n", what.c_str(), step, static_cast<double>(diff));
+  }
+}
+
+// The mixed golden (data/quant-goldens/mixed.gguf: dense tensors in each of llama-quantize's 18
+// types, the experts MXFP4): every type decoded inside the kernels (the embedding gather of Q4_K,
+// the prefill GEMMs and decode products of the projections in the 16 others, the unembedding in
+// Q6_K).
+TEST(VulkanEngineQuantTypes, MixedGoldenMatchesTheCpuEngine) {
+  VULKAN_OR_SKIP();
+  const auto model = load_model(quant_goldens_mixed_gguf());
+  EXPECT_EQ(model.get(TensorRole::Embedding).dtype, DType::Q4_K);
+  EXPECT_EQ(model.get(TensorRole::Unembedding).dtype, DType::Q6_K);
+  expect_prefill_and_decode_match_cpu(model, ctx, "mixed golden");
+}
+
+// Experts in Q8_0 and Q4_1 (as fine-tunes ship them; canonical_model.h's other expert form), each
+// in mlp1 and mlp2 of a layer, beside MXFP4 layers: the expert kernels read them through load8.
+TEST(VulkanEngineQuantTypes, Q8_0AndQ4_1ExpertsMatchTheCpuEngine) {
+  VULKAN_OR_SKIP();
+  auto model = load_model(preset_a_checkpoint() / "hf");
+  model = with_experts_as(model, 0, TensorRole::Mlp1Blocks, DType::Q8_0);
+  model = with_experts_as(model, 0, TensorRole::Mlp2Blocks, DType::Q4_1);
+  model = with_experts_as(model, 1, TensorRole::Mlp1Blocks, DType::Q4_1);
+  model = with_experts_as(model, 1, TensorRole::Mlp2Blocks, DType::Q8_0);
+  expect_prefill_and_decode_match_cpu(model, ctx, "Q8_0/Q4_1 experts");
+}
+
+// Every matrix of one small model in one type (small_model_in: the embedding gather, the
+// projections', router's and unembedding's products and the experts' kernels all decode it), a
+// prefill of 4 tokens and 2 decode steps, for one type of each family of decoders: Q5_0 (ggml's
+// first quantizations: a fifth bit apart, its block of 22 bytes), Q6_K (the 256-value K types) and
+// IQ2_XS (the grid types). Not every type: on lavapipe each costs seconds of shader compilation,
+// and the kernel tests take every type through the same load8 (*InEveryBlockType,
+// ExpertKernelsInOtherTypes); the CPU engine's CpuEngineEveryType takes every type.
+TEST(VulkanEngineQuantTypes, ModelsInOneTypeMatchTheCpuEngine) {
+  VULKAN_OR_SKIP();
+  for (DType type : {DType::Q5_0, DType::Q6_K, DType::IQ2_XS}) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    const auto model = small_model_in(type);
+    EXPECT_EQ(model.get(TensorRole::Mlp2Blocks, 1).dtype, type);
+    expect_prefill_and_decode_match_cpu(model, ctx, std::string(dtype_name(type)), 4, 6);
+  }
+}
+
 TEST(VulkanEngineKvCache, DecodeAfterPrefillEqualsLongerPrefill) {
   GOLDENS_OR_SKIP();
   VULKAN_OR_SKIP();

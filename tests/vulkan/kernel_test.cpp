@@ -15,6 +15,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "formats/codecs/float_codec.h"
 #include "formats/codecs/mxfp4.h"
@@ -24,6 +25,7 @@
 #include "runtime/vulkan/kernels.h"
 #include "shaders/kernel_abi.h"
 #include "tests/test_support.h"
+#include "tests/random_blocks.h"
 #include "tests/vulkan/vulkan_test_support.h"
 #include "tools/common/vulkan_options.h"
 
@@ -112,7 +114,10 @@ struct Matrix {
 Matrix dense_matrix(const vk::Context& ctx, DType type, uint32_t rows, uint32_t cols, uint32_t seed, float scale = 1.0f) {
   const auto f = random_floats(size_t{rows} * cols, seed, scale);
   std::vector<uint8_t> bytes(*dtype_byte_size(type, f.size()));
-  encode_from_f32(type, f.data(), f.size(), bytes.data());
+  if (is_encodable(type))
+    encode_from_f32(type, f.data(), f.size(), bytes.data());
+  else
+    bytes = random_blocks(type, f.size(), seed);
   Matrix m;
   m.values.resize(f.size());
   decode_to_f32(type, bytes.data(), f.size(), m.values.data());
@@ -147,6 +152,23 @@ Experts mxfp4_experts(const vk::Context& ctx, uint32_t experts, uint32_t rows, u
   return e;
 }
 
+// Experts [experts, rows, cols] in another type (canonical_model.h: the matrix, empty scales):
+// random blocks of `type`, uploaded as the engine uploads them, and their decoded values.
+Experts block_experts(const vk::Context& ctx, DType type, uint32_t experts, uint32_t rows, uint32_t cols, uint32_t seed) {
+  const uint64_t elements = uint64_t{experts} * rows * cols;
+  std::vector<uint8_t> bytes = random_blocks(type, elements, seed);
+  Experts e;
+  e.values.resize(elements);
+  decode_to_f32(type, bytes.data(), elements, e.values.data());
+  CanonicalTensor b{{TensorRole::Mlp1Blocks, 0, "test.blocks", {experts, rows, cols}}, type,
+                    std::make_shared<OwnedSource>(std::move(bytes)), "test"};
+  CanonicalTensor s{{TensorRole::Mlp1Scales, 0, "test.scales", {experts, rows, 0}}, DType::U8,
+                    std::make_shared<OwnedSource>(std::vector<uint8_t>{}), "test"};
+  vk::DeviceUploader uploader(ctx, 1 << 20);
+  e.device = vk::upload_experts(ctx, uploader, b, s);
+  return e;
+}
+
 // |got - want| <= tolerance * scale for every element, where scale is the element's sum of
 // absolute products (the size of the rounding an f32 sum of them can make).
 void expect_close(const std::vector<float>& got, const Doubles& want, const Doubles& scale, double tolerance,
@@ -175,60 +197,169 @@ double gemm_tolerance(const vk::Kernels& k, DType weight_type, uint32_t depth,
   const bool coop = k.cooperative() && weight_type != DType::F32 && depth % COOP_TILE_K == 0;
   if (!coop || precision == P::Precise) return 2e-6;
   if (precision == P::Fast) return 2e-3;
-  return weight_type == DType::Q8_0 ? 2e-3 : 1e-4;
+  return dtype_info(weight_type).block_elements > 1 ? 2e-3 : 1e-4;
 }
+
+// ggml's quantizations other than Q8_0 (which the tests of every encoding take with the float
+// encodings), and row widths of whole blocks: the kernels' 8-value chunks at every position of a
+// block and, for the 256-value types, more than one block per row.
+std::vector<DType> other_block_types() {
+  std::vector<DType> types;
+  for (const auto& e : vk::block_encodings())
+    if (e.type != DType::Q8_0) types.push_back(e.type);
+  return types;
+}
+uint32_t block_of(DType type) { return dtype_info(type).block_elements; }
 
 struct GemmCase {
   uint32_t rows, cols, depth;
   bool bias, accumulate;
 };
 
-TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
-  VULKAN_OR_SKIP();
-  const GemmCase cases[] = {{1, 63, 32, true, false},   {3, 65, 96, false, true},  {31, 130, 64, true, true},
-                            {33, 1, 32, true, false},   {65, 64, 2880, false, false}, {513, 70, 96, true, true}};
-  // Every precision of the cooperative GEMMs where the device has them (elsewhere they are one path).
+// C = A W^T (+ bias) (+ C) of one case against a double computation of the decoded weights.
+void check_gemm(const vk::Context& ctx, vk::Kernels& tuned, runtime::VulkanTuning::GemmPrecision precision, DType type,
+                const GemmCase& g) {
+  const std::string what = std::string(dtype_name(type)) + " rows " + std::to_string(g.rows) + " cols " +
+                           std::to_string(g.cols) + " depth " + std::to_string(g.depth);
+  const auto w = dense_matrix(ctx, type, g.cols, g.depth, 7 + g.rows);
+  const auto a = random_floats(size_t{g.rows} * g.depth, 11 + g.cols);
+  const auto bias = random_floats(g.cols, 13);
+  const auto c0 = random_floats(size_t{g.rows} * g.cols, 17);
+  auto a_buf = host_buffer(ctx, a), b_buf = host_buffer(ctx, bias), c_buf = host_buffer(ctx, c0);
+  auto hi = host_buffer(ctx, std::vector<uint16_t>(a.size())), lo = host_buffer(ctx, std::vector<uint16_t>(a.size()));
+  run(ctx, [&](vk::DispatchList& list) {
+    tuned.gemm(list, w.device, g.bias ? b_buf->address() : 0, a_buf->address(), g.depth, c_buf->address(), g.cols,
+               g.rows, g.accumulate, {hi->address(), lo->address()});
+  });
+  Doubles want(c0.size()), scale(c0.size());
+  for (uint32_t m = 0; m < g.rows; ++m)
+    for (uint32_t n = 0; n < g.cols; ++n) {
+      double sum = g.bias ? bias[n] : 0.0, size = std::abs(sum);
+      for (uint32_t k = 0; k < g.depth; ++k) {
+        const double p = double{w.values[size_t{n} * g.depth + k]} * a[size_t{m} * g.depth + k];
+        sum += p;
+        size += std::abs(p);
+      }
+      const size_t i = size_t{m} * g.cols + n;
+      want[i] = sum + (g.accumulate ? c0[i] : 0.0);
+      scale[i] = size + (g.accumulate ? std::abs(c0[i]) : 0.0);
+    }
+  expect_close(read_buffer<float>(*c_buf, c0.size()), want, scale, gemm_tolerance(tuned, type, g.depth, precision), what);
+}
+
+// `check` for each precision of the cooperative GEMMs where the device has them (elsewhere they are one path).
+void for_each_gemm_precision(const vk::Context& ctx,
+                             const std::function<void(vk::Kernels&, runtime::VulkanTuning::GemmPrecision)>& check) {
   for (const char* precision : {"precise", "split", "fast"}) {
-  if (!kernels(*ctx).cooperative() && std::string(precision) != "precise") continue;
-  SCOPED_TRACE(precision);
-  const auto tuning = tuning_of(std::string("gemm_precision=") + precision);
-  vk::Kernels tuned(*ctx, tuning);
-  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
-    for (const auto& g : cases) {
-      const std::string what = std::string(dtype_name(type)) + " rows " + std::to_string(g.rows) + " cols " +
-                               std::to_string(g.cols) + " depth " + std::to_string(g.depth);
-      const auto w = dense_matrix(*ctx, type, g.cols, g.depth, 7 + g.rows);
-      const auto a = random_floats(size_t{g.rows} * g.depth, 11 + g.cols);
-      const auto bias = random_floats(g.cols, 13);
-      const auto c0 = random_floats(size_t{g.rows} * g.cols, 17);
-      auto a_buf = host_buffer(*ctx, a), b_buf = host_buffer(*ctx, bias), c_buf = host_buffer(*ctx, c0);
-      auto hi = host_buffer(*ctx, std::vector<uint16_t>(a.size())), lo = host_buffer(*ctx, std::vector<uint16_t>(a.size()));
-      run(*ctx, [&](vk::DispatchList& list) {
-        tuned.gemm(list, w.device, g.bias ? b_buf->address() : 0, a_buf->address(), g.depth, c_buf->address(), g.cols,
-                   g.rows, g.accumulate, {hi->address(), lo->address()});
-      });
-      Doubles want(c0.size()), scale(c0.size());
-      for (uint32_t m = 0; m < g.rows; ++m)
-        for (uint32_t n = 0; n < g.cols; ++n) {
-          double sum = g.bias ? bias[n] : 0.0, size = std::abs(sum);
-          for (uint32_t k = 0; k < g.depth; ++k) {
-            const double p = double{w.values[size_t{n} * g.depth + k]} * a[size_t{m} * g.depth + k];
-            sum += p;
-            size += std::abs(p);
-          }
-          const size_t i = size_t{m} * g.cols + n;
-          want[i] = sum + (g.accumulate ? c0[i] : 0.0);
-          scale[i] = size + (g.accumulate ? std::abs(c0[i]) : 0.0);
-        }
-      expect_close(read_buffer<float>(*c_buf, c0.size()), want, scale,
-                   gemm_tolerance(tuned, type, g.depth, tuning.gemm_precision), what);
+    if (!kernels(ctx).cooperative() && std::string(precision) != "precise") continue;
+    SCOPED_TRACE(precision);
+    const auto tuning = tuning_of(std::string("gemm_precision=") + precision);
+    vk::Kernels tuned(ctx, tuning);
+    check(tuned, tuning.gemm_precision);
+  }
+}
+
+// GGML_BLOCK_ENCODINGS (kernel_abi.h), the device layout of ggml's block types: every byte of a
+// block in exactly one of its ranges (the device holds the stored information, nothing decoded),
+// the quants in whole 16-byte words, the meta records of even size (f16 fields within one word),
+// the type's block shape and lookup table as formats/codecs have them, one id per type from
+// ENC_Q8_0 on, and every type the codecs decode but MXFP4 (the experts' pair) in the table.
+TEST(VulkanKernels, BlockEncodingsKeepEveryByteOfTheBlock) {
+  std::set<DType> listed;
+  uint32_t id = vk::abi::ENC_Q8_0;
+  for (const auto& e : vk::block_encodings()) {
+    SCOPED_TRACE(std::string(dtype_name(e.type)));
+    const auto& info = dtype_info(e.type);
+    EXPECT_EQ(e.encoding, id++);
+    EXPECT_EQ(vk::kernel_encoding(e.type), e.encoding);
+    EXPECT_EQ(e.block_elements, info.block_elements);
+    ASSERT_EQ(e.split.block_bytes, info.block_bytes);
+    std::vector<int> owners(info.block_bytes, 0);
+    for (const auto& range : {e.split.quants, e.split.meta[0], e.split.meta[1]})
+      for (uint32_t i = range.offset; i < range.offset + range.size; ++i) {
+        ASSERT_LT(i, info.block_bytes);
+        ++owners[i];
+      }
+    EXPECT_EQ(std::count(owners.begin(), owners.end(), 1), static_cast<long>(info.block_bytes));
+    EXPECT_EQ(e.split.quants.size % 16, 0u);
+    EXPECT_EQ((e.split.meta[0].size + e.split.meta[1].size) % 2, 0u);
+    EXPECT_EQ(vk::encoding_grid(e.type).size(), e.grid_bytes);
+    EXPECT_EQ(e.grid_bytes % 16, 0u);
+    std::string lower(dtype_name(e.type));
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(vk::encoding_name(e.encoding), lower);
+    listed.insert(e.type);
+  }
+  for (int t = 0; t < kDTypeCount; ++t) {
+    const auto type = static_cast<DType>(t);
+    if (dtype_info(type).block_elements > 1 && is_decodable(type) && type != DType::MXFP4) {
+      EXPECT_TRUE(listed.count(type)) << dtype_name(type) << " has a decoder but no device encoding";
     }
   }
 }
 
+TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
+  VULKAN_OR_SKIP();
+  const GemmCase cases[] = {{1, 63, 32, true, false},   {3, 65, 96, false, true},  {31, 130, 64, true, true},
+                            {33, 1, 32, true, false},   {65, 64, 2880, false, false}, {513, 70, 96, true, true}};
+  for_each_gemm_precision(*ctx, [&](vk::Kernels& tuned, runtime::VulkanTuning::GemmPrecision precision) {
+    for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
+      for (const auto& g : cases) check_gemm(*ctx, tuned, precision, type, g);
+  });
+}
+
+// Every other block type, its depths whole blocks: one, several, and a long row.
+TEST(VulkanKernels, GemmInEveryBlockType) {
+  VULKAN_OR_SKIP();
+  for_each_gemm_precision(*ctx, [&](vk::Kernels& tuned, runtime::VulkanTuning::GemmPrecision precision) {
+    for (DType type : other_block_types()) {
+      const uint32_t b = block_of(type);
+      for (const GemmCase& g : {GemmCase{1, 63, b, true, false}, GemmCase{33, 65, 3 * b, false, true},
+                                GemmCase{65, 64, b == 32 ? 2880u : 2048u, true, true}})
+        check_gemm(*ctx, tuned, precision, type, g);
+    }
+  });
+}
+
+// y (+)= W x' (+ bias) of a rows x cols matrix in `type`, x' = x with bias (variant 0) or its
+// RMSNorm times a norm, accumulated (variant 1), against a double computation.
+void check_matvec(const vk::Context& ctx, vk::Kernels& shaped, DType type, uint32_t rows, uint32_t cols, int variant) {
+  const float eps = 1e-5f;
+  const bool normed = variant == 1, bias = variant == 0, accumulate = variant == 1;
+  const std::string what = std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                           (normed ? " normed, accumulated" : " with bias");
+  const auto w = dense_matrix(ctx, type, rows, cols, rows + cols);
+  const auto x = random_floats(cols, 3, 4.0f), norm = random_floats(cols, 5), b = random_floats(rows, 6);
+  const auto y0 = random_floats(rows, 8);
+  auto x_buf = host_buffer(ctx, x), n_buf = host_buffer(ctx, norm), b_buf = host_buffer(ctx, b);
+  auto y_buf = host_buffer(ctx, y0);
+  run(ctx, [&](vk::DispatchList& list) {
+    shaped.matvec(list, w.device, bias ? b_buf->address() : 0, x_buf->address(), normed ? n_buf->address() : 0,
+                  y_buf->address(), accumulate, eps);
+  });
+  Doubles xin(x.begin(), x.end());
+  if (normed) {
+    double ss = 0;
+    for (double v : xin) ss += v * v;
+    const double inv = 1 / std::sqrt(ss / cols + eps);
+    for (uint32_t i = 0; i < cols; ++i) xin[i] = xin[i] * inv * norm[i];
+  }
+  Doubles want(rows), scale(rows);
+  for (uint32_t r = 0; r < rows; ++r) {
+    double sum = bias ? b[r] : 0.0, size = std::abs(sum);
+    for (uint32_t k = 0; k < cols; ++k) {
+      const double p = double{w.values[size_t{r} * cols + k]} * xin[k];
+      sum += p;
+      size += std::abs(p);
+    }
+    want[r] = sum + (accumulate ? y0[r] : 0.0);
+    scale[r] = size + (accumulate ? std::abs(y0[r]) : 0.0);
+  }
+  expect_close(read_buffer<float>(*y_buf, rows), want, scale, 2e-6, what);
+}
+
 TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   VULKAN_OR_SKIP();
-  const float eps = 1e-5f;
   // The default shape and shapes the tuning can pick: rows per subgroup that divide no row count,
   // one load per pass, more loads per pass than a row has; Q8_0 as the device's default takes it
   // (lavapipe: decoded to floats, its integer dot products are not accelerated), through integer
@@ -251,40 +382,20 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
     for (uint32_t rows : {1u, 3u, 67u})
       for (uint32_t cols : {32u, 2880u})
-        for (int variant = 0; variant < 2; ++variant) {
-          const bool normed = variant == 1, bias = variant == 0, accumulate = variant == 1;
-          const std::string what = std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" +
-                                   std::to_string(cols) + (normed ? " normed, accumulated" : " with bias");
-          const auto w = dense_matrix(*ctx, type, rows, cols, rows + cols);
-          const auto x = random_floats(cols, 3, 4.0f), norm = random_floats(cols, 5), b = random_floats(rows, 6);
-          const auto y0 = random_floats(rows, 8);
-          auto x_buf = host_buffer(*ctx, x), n_buf = host_buffer(*ctx, norm), b_buf = host_buffer(*ctx, b);
-          auto y_buf = host_buffer(*ctx, y0);
-          run(*ctx, [&](vk::DispatchList& list) {
-            shaped.matvec(list, w.device, bias ? b_buf->address() : 0, x_buf->address(),
-                                 normed ? n_buf->address() : 0, y_buf->address(), accumulate, eps);
-          });
-          Doubles xin(x.begin(), x.end());
-          if (normed) {
-            double ss = 0;
-            for (double v : xin) ss += v * v;
-            const double inv = 1 / std::sqrt(ss / cols + eps);
-            for (uint32_t i = 0; i < cols; ++i) xin[i] = xin[i] * inv * norm[i];
-          }
-          Doubles want(rows), scale(rows);
-          for (uint32_t r = 0; r < rows; ++r) {
-            double sum = bias ? b[r] : 0.0, size = std::abs(sum);
-            for (uint32_t k = 0; k < cols; ++k) {
-              const double p = double{w.values[size_t{r} * cols + k]} * xin[k];
-              sum += p;
-              size += std::abs(p);
-            }
-            want[r] = sum + (accumulate ? y0[r] : 0.0);
-            scale[r] = size + (accumulate ? std::abs(y0[r]) : 0.0);
-          }
-          expect_close(read_buffer<float>(*y_buf, rows), want, scale, 2e-6, what);
-        }
+        for (int variant = 0; variant < 2; ++variant) check_matvec(*ctx, shaped, type, rows, cols, variant);
   }
+}
+
+// Every other block type in the engine's shape (the shapes the tuning picks read the same
+// load_raw8 / decode_raw8 as the float encodings above, and each pipeline is one type's code to
+// compile), with rows of one block and of many (4096: attn_output's width, where the 256-value
+// types occur in llama-quantize's files).
+TEST(VulkanKernels, MatvecInEveryBlockType) {
+  VULKAN_OR_SKIP();
+  for (DType type : other_block_types())
+    for (uint32_t rows : {1u, 3u, 67u})
+      for (uint32_t cols : {block_of(type), block_of(type) == 32 ? 2880u : 4096u})
+        for (int variant = 0; variant < 2; ++variant) check_matvec(*ctx, kernels(*ctx), type, rows, cols, variant);
 }
 
 // matvec_int_dot holds x to 24 bits of each 8-value chunk's largest value (block floating point):
@@ -375,23 +486,32 @@ TEST(VulkanKernels, MatvecRowsPerSubgroupFillOneWave) {
   EXPECT_EQ(K::matvec_shape_for(5120, 8, 132, MATVEC_INT_DOT_WAVE_LOADS).batch, 4u);  // Q8_0's qkv: 3 x 4
 }
 
+// Rows of a vocab x hidden table in `type` gathered for `count` tokens: exactly the decoded values.
+void check_embed(const vk::Context& ctx, DType type, uint32_t count, uint32_t vocab, uint32_t hidden) {
+  const auto table = dense_matrix(ctx, type, vocab, hidden, 21);
+  std::vector<uint32_t> tokens(count);
+  for (uint32_t t = 0; t < count; ++t) tokens[t] = (t * 7 + 3) % vocab;
+  auto tok_buf = host_buffer(ctx, tokens);
+  auto x_buf = host_buffer(ctx, std::vector<float>(size_t{count} * hidden, -1.0f));
+  run(ctx, [&](vk::DispatchList& list) { kernels(ctx).embed(list, table.device, tok_buf->address(), x_buf->address(), count); });
+  const auto x = read_buffer<float>(*x_buf, size_t{count} * hidden);
+  for (uint32_t t = 0; t < count; ++t)
+    for (uint32_t i = 0; i < hidden; ++i)
+      ASSERT_EQ(x[size_t{t} * hidden + i], table.values[size_t{tokens[t]} * hidden + i])
+          << dtype_name(type) << " token " << t << " value " << i;
+}
+
 TEST(VulkanKernels, EmbeddingGathersRowsInEveryEncoding) {
   VULKAN_OR_SKIP();
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
-    for (uint32_t count : {1u, 3u, 33u}) {
-      const uint32_t vocab = 37, hidden = 96;
-      const auto table = dense_matrix(*ctx, type, vocab, hidden, 21);
-      std::vector<uint32_t> tokens(count);
-      for (uint32_t t = 0; t < count; ++t) tokens[t] = (t * 7 + 3) % vocab;
-      auto tok_buf = host_buffer(*ctx, tokens);
-      auto x_buf = host_buffer(*ctx, std::vector<float>(size_t{count} * hidden, -1.0f));
-      run(*ctx, [&](vk::DispatchList& list) { kernels(*ctx).embed(list, table.device, tok_buf->address(), x_buf->address(), count); });
-      const auto x = read_buffer<float>(*x_buf, size_t{count} * hidden);
-      for (uint32_t t = 0; t < count; ++t)
-        for (uint32_t i = 0; i < hidden; ++i)
-          ASSERT_EQ(x[size_t{t} * hidden + i], table.values[size_t{tokens[t]} * hidden + i])
-              << dtype_name(type) << " token " << t << " value " << i;
-    }
+    for (uint32_t count : {1u, 3u, 33u}) check_embed(*ctx, type, count, 37, 96);
+}
+
+// The block types' values are the codec's bit for bit: each decoder does ggml's operations in
+// ggml's order (shaders/ggml_blocks.glsl). Rows of three blocks: every 8-value chunk of a block.
+TEST(VulkanKernels, EmbeddingGathersRowsInEveryBlockType) {
+  VULKAN_OR_SKIP();
+  for (DType type : other_block_types()) check_embed(*ctx, type, 33, 37, 3 * block_of(type));
 }
 
 TEST(VulkanKernels, RmsNormOfRowsFromAnOffset) {
@@ -920,117 +1040,144 @@ Doubles reference_moe(const MoeProblem& p, const Experts& mlp1, const Experts& m
   return x;
 }
 
+struct MoeCase {
+  uint32_t count, experts, k, hidden, inter;
+};
+
+// The MoE of `c.count` tokens grouped by expert (route, the two expert GEMMs, combine) against the
+// per-token sum of the decoded experts.
+void check_grouped_moe(const vk::Context& ctx, const MoeCase& c, const Experts& mlp1, const Experts& mlp2) {
+  const float limit = 7.0f;
+  const auto p = moe_problem(c.count, c.experts, c.k, c.hidden, c.inter);
+  Doubles scale;
+  const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
+  const uint32_t choices = c.count * c.k;
+  auto chosen = host_buffer(ctx, p.chosen), gate = host_buffer(ctx, p.gate), xn = host_buffer(ctx, p.xn);
+  auto x = host_buffer(ctx, p.x0), b1 = host_buffer(ctx, p.b1), b2 = host_buffer(ctx, p.b2);
+  auto assign = host_buffer(ctx, std::vector<uint32_t>(choices)), row_of = host_buffer(ctx, std::vector<uint32_t>(choices));
+  auto tiles = host_buffer(ctx, std::vector<uint32_t>(3 * size_t{vk::Kernels::max_moe_tiles(choices, c.experts)}));
+  vk::Buffer dispatch(ctx, 32, false);
+  auto act = host_buffer(ctx, std::vector<float>(size_t{choices} * c.inter));
+  auto y = host_buffer(ctx, std::vector<float>(size_t{choices} * c.hidden));
+  const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
+  const size_t halves = std::max(size_t{c.count} * c.hidden, size_t{choices} * c.inter);
+  auto hi = host_buffer(ctx, std::vector<uint16_t>(halves)), lo = host_buffer(ctx, std::vector<uint16_t>(halves));
+  run(ctx, [&](vk::DispatchList& list) {
+    auto& k = kernels(ctx);
+    k.moe_route(list, chosen->address(), tables, c.count, c.k, mlp1.device, mlp2.device);
+    k.expert_gemm(list, mlp1.device, b1->address(), xn->address(), c.count, tables, act->address(), true, limit,
+                  {hi->address(), lo->address()});
+    k.expert_gemm(list, mlp2.device, b2->address(), act->address(), choices, tables, y->address(), false, 0.0f,
+                  {hi->address(), lo->address()});
+    k.moe_combine(list, y->address(), tables, chosen->address(), gate->address(), x->address(), c.hidden, c.k, c.count);
+  });
+  // The grouping: every choice has a row, rows of one expert are contiguous, each row's token is
+  // the choice's token.
+  const auto rows = read_buffer<uint32_t>(*row_of, choices), tokens = read_buffer<uint32_t>(*assign, choices);
+  std::vector<uint32_t> sorted(rows);
+  std::sort(sorted.begin(), sorted.end());
+  for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(sorted[i], i);
+  for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(tokens[rows[i]], i / c.k);
+  for (uint32_t i = 0; i < choices; ++i)
+    for (uint32_t j = 0; j < choices; ++j)
+      if (p.chosen[i] < p.chosen[j]) {
+        ASSERT_LT(rows[i], rows[j]);
+      }
+  const double tolerance = 1e-5;  // the portable GEMMs and the precise cooperative ones alike
+  expect_close(read_buffer<float>(*x, want.size()), want, scale, tolerance, "x after the MoE");
+}
+
 TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
   VULKAN_OR_SKIP();
-  const float limit = 7.0f;
-  struct Case {
-    uint32_t count, experts, k, hidden, inter;
-  };
   // On cooperative matrices (depths a multiple of COOP_TILE_K, weight rows COOP_EXPERT_TILE_N per
   // tile): 64 to 320 weight rows (partial last tiles), depths of 1 to 3 double-buffered steps.
-  for (const Case c : {Case{1, 8, 4, 64, 64}, Case{3, 8, 4, 96, 64}, Case{33, 8, 4, 64, 96}, Case{65, 32, 4, 64, 64},
-                       Case{513, 128, 4, 64, 32}, Case{17, 4, 2, 192, 128}, Case{40, 4, 3, 128, 160}}) {
+  for (const MoeCase c : {MoeCase{1, 8, 4, 64, 64}, MoeCase{3, 8, 4, 96, 64}, MoeCase{33, 8, 4, 64, 96},
+                          MoeCase{65, 32, 4, 64, 64}, MoeCase{513, 128, 4, 64, 32}, MoeCase{17, 4, 2, 192, 128},
+                          MoeCase{40, 4, 3, 128, 160}}) {
     SCOPED_TRACE("tokens " + std::to_string(c.count) + " experts " + std::to_string(c.experts));
-    const auto p = moe_problem(c.count, c.experts, c.k, c.hidden, c.inter);
-    const auto mlp1 = mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1);
-    const auto mlp2 = mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2);
-    Doubles scale;
-    const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
-    const uint32_t choices = c.count * c.k;
-    auto chosen = host_buffer(*ctx, p.chosen), gate = host_buffer(*ctx, p.gate), xn = host_buffer(*ctx, p.xn);
-    auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
-    auto assign = host_buffer(*ctx, std::vector<uint32_t>(choices)), row_of = host_buffer(*ctx, std::vector<uint32_t>(choices));
-    auto tiles = host_buffer(*ctx, std::vector<uint32_t>(3 * size_t{vk::Kernels::max_moe_tiles(choices, c.experts)}));
-    vk::Buffer dispatch(*ctx, 32, false);
-    auto act = host_buffer(*ctx, std::vector<float>(size_t{choices} * c.inter));
-    auto y = host_buffer(*ctx, std::vector<float>(size_t{choices} * c.hidden));
-    const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
-    const size_t halves = std::max(size_t{c.count} * c.hidden, size_t{choices} * c.inter);
-    auto hi = host_buffer(*ctx, std::vector<uint16_t>(halves)), lo = host_buffer(*ctx, std::vector<uint16_t>(halves));
-    run(*ctx, [&](vk::DispatchList& list) {
-      auto& k = kernels(*ctx);
-      k.moe_route(list, chosen->address(), tables, c.count, c.k, mlp1.device, mlp2.device);
-      k.expert_gemm(list, mlp1.device, b1->address(), xn->address(), c.count, tables, act->address(), true, limit,
-                    {hi->address(), lo->address()});
-      k.expert_gemm(list, mlp2.device, b2->address(), act->address(), choices, tables, y->address(), false, 0.0f,
-                    {hi->address(), lo->address()});
-      k.moe_combine(list, y->address(), tables, chosen->address(), gate->address(), x->address(), c.hidden, c.k, c.count);
-    });
-    // The grouping: every choice has a row, rows of one expert are contiguous, each row's token is
-    // the choice's token.
-    const auto rows = read_buffer<uint32_t>(*row_of, choices), tokens = read_buffer<uint32_t>(*assign, choices);
-    std::vector<uint32_t> sorted(rows);
-    std::sort(sorted.begin(), sorted.end());
-    for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(sorted[i], i);
-    for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(tokens[rows[i]], i / c.k);
-    for (uint32_t i = 0; i < choices; ++i)
-      for (uint32_t j = 0; j < choices; ++j)
-        if (p.chosen[i] < p.chosen[j]) {
-          ASSERT_LT(rows[i], rows[j]);
-        }
-    const double tolerance = 1e-5;  // the portable GEMMs and the precise cooperative ones alike
-    expect_close(read_buffer<float>(*x, want.size()), want, scale, tolerance, "x after the MoE");
+    check_grouped_moe(*ctx, c, mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1),
+                      mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2));
   }
+}
+
+// The decode expert kernels (mlp1 ranking the router's logits, mlp2 adding to the residual) of one
+// token against the per-token sum: the problem's choices, or a tie at the cut.
+void check_decode_moe(const vk::Context& ctx, vk::Kernels& shaped, const MoeCase& c, bool tie, const Experts& mlp1,
+                      const Experts& mlp2) {
+  const float limit = 7.0f;
+  SCOPED_TRACE("k " + std::to_string(c.k) + " hidden " + std::to_string(c.hidden) +
+               (tie ? ", a tie at the cut" : ", the problem's choices"));
+  auto p = moe_problem(1, c.experts, c.k, c.hidden, c.inter);
+  // The logits the decode router writes (mlp1 ranks them): decreasing along the problem's
+  // choices (any order of expert ids), the rest below; or k - 1 experts above a tie of experts
+  // 2 and 6 at the cut (the lower id must win). The choices' weights are their softmax.
+  std::vector<float> logits(c.experts);
+  for (uint32_t e = 0; e < c.experts; ++e) logits[e] = -1.0f - 0.25f * static_cast<float>(e);
+  if (tie) {
+    const uint32_t above_order[] = {7, 0, 5, 3, 1, 4};
+    p.chosen.clear();
+    for (uint32_t i = 0; i + 1 < c.k; ++i) p.chosen.push_back(above_order[i]);
+  }
+  for (uint32_t i = 0; i < p.chosen.size(); ++i) logits[p.chosen[i]] = 3.0f - 0.5f * static_cast<float>(i);
+  if (tie) {
+    logits[2] = logits[6] = 1.0f;
+    p.chosen.push_back(2);
+  }
+  double sum = 0;
+  for (uint32_t e : p.chosen) sum += std::exp(double{logits[e]} - logits[p.chosen[0]]);
+  for (uint32_t s = 0; s < c.k; ++s)
+    p.gate[s] = static_cast<float>(std::exp(double{logits[p.chosen[s]]} - logits[p.chosen[0]]) / sum);
+  Doubles scale;
+  const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
+  // mlp1 writes the choices over these.
+  auto chosen = host_buffer(ctx, std::vector<uint32_t>(c.k, 99));
+  auto gate = host_buffer(ctx, std::vector<float>(c.k, NAN)), xn = host_buffer(ctx, p.xn);
+  auto logits_buf = host_buffer(ctx, logits);
+  auto x = host_buffer(ctx, p.x0), b1 = host_buffer(ctx, p.b1), b2 = host_buffer(ctx, p.b2);
+  auto act = host_buffer(ctx, std::vector<float>(size_t{c.k} * c.inter));
+  auto partials = host_buffer(ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
+  auto counters = host_buffer(ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
+  const vk::Kernels::Choices choices{chosen->address(), gate->address(), logits_buf->address(), c.experts};
+  run(ctx, [&](vk::DispatchList& list) {
+    shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), choices, act->address(), c.k, limit);
+    shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
+                       x->address(), c.k, {partials->address(), counters->address()});
+  });
+  EXPECT_EQ(read_buffer<uint32_t>(*chosen, c.k), p.chosen) << "the choices mlp2 read";
+  EXPECT_EQ(read_buffer<uint32_t>(*counters, 8), std::vector<uint32_t>(8, 0u));
+  expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE");
 }
 
 TEST(VulkanKernels, DecodeExpertKernelsEqualThePerTokenSum) {
   VULKAN_OR_SKIP();
-  const float limit = 7.0f;
-  struct Case {
-    uint32_t k, hidden, inter;
-  };
   // Every shape the launchers take is the same function: the defaults and shapes the tuning can
   // pick (outputs per subgroup that do not divide the rows, batches past the blocks a lane has).
   for (const char* shape : {"", "4,2,4,2", "8,1,8,2", "3,3,5,1", "1,8,16,1"}) {
-  SCOPED_TRACE(shape);
-  vk::Kernels shaped = kernels_with(*ctx, expert_keys(shape));
-  // 3 and 2 blocks per row (fewer than a quad's lanes), 10 and 9 (the two-block passes and a tail).
-  for (const Case c : {Case{1, 96, 64}, Case{4, 96, 64}, Case{4, 320, 288}})
-    for (bool tie : {false, true}) {
-      SCOPED_TRACE("k " + std::to_string(c.k) + " hidden " + std::to_string(c.hidden) +
-                   (tie ? ", a tie at the cut" : ", the problem's choices"));
-      auto p = moe_problem(1, 8, c.k, c.hidden, c.inter);
-      // The logits the decode router writes (mlp1 ranks them): decreasing along the problem's
-      // choices (any order of expert ids), the rest below; or k - 1 experts above a tie of experts
-      // 2 and 6 at the cut (the lower id must win). The choices' weights are their softmax.
-      std::vector<float> logits(8);
-      for (uint32_t e = 0; e < 8; ++e) logits[e] = -1.0f - 0.25f * static_cast<float>(e);
-      if (tie) {
-        const uint32_t above_order[] = {7, 0, 5, 3, 1, 4};
-        p.chosen.clear();
-        for (uint32_t i = 0; i + 1 < c.k; ++i) p.chosen.push_back(above_order[i]);
-      }
-      for (uint32_t i = 0; i < p.chosen.size(); ++i) logits[p.chosen[i]] = 3.0f - 0.5f * static_cast<float>(i);
-      if (tie) {
-        logits[2] = logits[6] = 1.0f;
-        p.chosen.push_back(2);
-      }
-      double sum = 0;
-      for (uint32_t e : p.chosen) sum += std::exp(double{logits[e]} - logits[p.chosen[0]]);
-      for (uint32_t s = 0; s < c.k; ++s)
-        p.gate[s] = static_cast<float>(std::exp(double{logits[p.chosen[s]]} - logits[p.chosen[0]]) / sum);
-      const auto mlp1 = mxfp4_experts(*ctx, 8, 2 * c.inter, c.hidden, 3);
-      const auto mlp2 = mxfp4_experts(*ctx, 8, c.hidden, c.inter, 4);
-      Doubles scale;
-      const auto want = reference_moe(p, mlp1, mlp2, limit, &scale);
-      // mlp1 writes the choices over these.
-      auto chosen = host_buffer(*ctx, std::vector<uint32_t>(c.k, 99));
-      auto gate = host_buffer(*ctx, std::vector<float>(c.k, NAN)), xn = host_buffer(*ctx, p.xn);
-      auto logits_buf = host_buffer(*ctx, logits);
-      auto x = host_buffer(*ctx, p.x0), b1 = host_buffer(*ctx, p.b1), b2 = host_buffer(*ctx, p.b2);
-      auto act = host_buffer(*ctx, std::vector<float>(size_t{c.k} * c.inter));
-      auto partials = host_buffer(*ctx, std::vector<float>(vk::Kernels::expert_mlp2_partials(c.hidden, c.k), NAN));
-      auto counters = host_buffer(*ctx, std::vector<uint32_t>(vk::Kernels::kCounters, 0u));
-      const vk::Kernels::Choices choices{chosen->address(), gate->address(), logits_buf->address(), 8};
-      run(*ctx, [&](vk::DispatchList& list) {
-        shaped.expert_mlp1(list, mlp1.device, b1->address(), xn->address(), choices, act->address(), c.k, limit);
-        shaped.expert_mlp2(list, mlp2.device, b2->address(), act->address(), chosen->address(), gate->address(),
-                           x->address(), c.k, {partials->address(), counters->address()});
-      });
-      EXPECT_EQ(read_buffer<uint32_t>(*chosen, c.k), p.chosen) << "the choices mlp2 read";
-      EXPECT_EQ(read_buffer<uint32_t>(*counters, 8), std::vector<uint32_t>(8, 0u));
-      expect_close(read_buffer<float>(*x, want.size()), want, scale, 1e-5, "x after the decode MoE");
-    }
+    SCOPED_TRACE(shape);
+    vk::Kernels shaped = kernels_with(*ctx, expert_keys(shape));
+    // 3 and 2 blocks per row (fewer than a quad's lanes), 10 and 9 (the two-block passes and a tail).
+    for (const MoeCase c : {MoeCase{1, 8, 1, 96, 64}, MoeCase{1, 8, 4, 96, 64}, MoeCase{1, 8, 4, 320, 288}})
+      for (bool tie : {false, true})
+        check_decode_moe(*ctx, shaped, c, tie, mxfp4_experts(*ctx, 8, 2 * c.inter, c.hidden, 3),
+                         mxfp4_experts(*ctx, 8, c.hidden, c.inter, 4));
+  }
+}
+
+// Experts in other types (a GGUF's Q8_0 or Q4_1 experts; any type the dense kernels read): the
+// grouped prefill MoE and the decode expert kernels read them through load8, against the codec's
+// values: the two types fine-tunes ship and a 256-value one (two and three blocks per row); the
+// decode kernels in the default shape and in one whose outputs divide no row count.
+TEST(VulkanKernels, ExpertKernelsInOtherTypes) {
+  VULKAN_OR_SKIP();
+  vk::Kernels shaped = kernels_with(*ctx, expert_keys("3,3,5,1"));
+  for (DType type : {DType::Q8_0, DType::Q4_1, DType::Q4_K}) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    const uint32_t b = block_of(type), hidden = b == 32 ? 96 : 2 * b, inter = b == 32 ? 64 : 3 * b;
+    const MoeCase grouped{33, 8, 4, hidden, inter}, decode{1, 8, 4, hidden, inter};
+    const auto mlp1 = block_experts(*ctx, type, 8, 2 * inter, hidden, 5), mlp2 = block_experts(*ctx, type, 8, hidden, inter, 6);
+    EXPECT_EQ(mlp1.device.encoding, vk::kernel_encoding(type));
+    check_grouped_moe(*ctx, grouped, mlp1, mlp2);
+    check_decode_moe(*ctx, type == DType::Q4_1 ? shaped : kernels(*ctx), decode, type == DType::Q4_1, mlp1, mlp2);
   }
 }
 

@@ -15,7 +15,8 @@ uint64_t elements(const TensorSpec& spec) {
 
 uint64_t parameters(const CanonicalTensor& tensor) {
   switch (tensor.spec.role) {
-    case TensorRole::Mlp1Blocks: case TensorRole::Mlp2Blocks: return 2 * elements(tensor.spec);  // bytes of two values
+    case TensorRole::Mlp1Blocks: case TensorRole::Mlp2Blocks:  // the pair's bytes hold two values each
+      return holds_mxfp4(tensor) ? 2 * elements(tensor.spec) : elements(tensor.spec);
     case TensorRole::Mlp1Scales: case TensorRole::Mlp2Scales: return 0;
     default: return elements(tensor.spec);
   }

@@ -7,7 +7,8 @@
 // floor, hot (default the first three): a shape sweep times only the kernels it changes; stream and
 // floor time the bytes decode attention (stream) and the other decode kernels (floor) read, read
 // by a kernel that does nothing else (tests/vulkan/shaders/stream_read.comp); hot times the dense
-// products and the expert kernels with their weights in the L2 (one copy, used again and again).
+// products and the expert kernels with their weights in the L2 (one copy, used again and again);
+// blocks times the dense products in every ggml block type beside BF16 (with prefill, the GEMM too).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,6 +26,7 @@
 #include "runtime/rope.h"
 #include "runtime/vulkan/kernels.h"
 #include "shaders/kernel_abi.h"
+#include "tests/random_blocks.h"
 #include "tests/vulkan/shaders/test_shader_registry.h"
 #include "tools/common/vulkan_options.h"
 
@@ -52,11 +54,15 @@ std::unique_ptr<vk::Buffer> device_words(const vk::Context& ctx, const std::vect
 
 vk::DeviceMatrix matrix(const vk::Context& ctx, DType type, uint32_t rows, uint32_t cols, uint32_t seed) {
   // Random bytes of the right size: timing does not need meaningful values, only realistic ones
-  // (BF16/F16 from random floats; Q8_0 with sane f16 scales).
+  // (BF16/F16 from random floats; Q8_0 with sane f16 scales; the other block types random blocks
+  // with sane f16 fields).
   const auto f = random_floats(std::min<size_t>(size_t{rows} * cols, size_t{1} << 24), seed, 0.05f);
   std::vector<uint8_t> bytes(*gptoss::dtype_byte_size(type, size_t{rows} * cols));
   std::vector<uint8_t> chunk(*gptoss::dtype_byte_size(type, f.size()));
-  gptoss::encode_from_f32(type, f.data(), f.size(), chunk.data());
+  if (gptoss::is_encodable(type))
+    gptoss::encode_from_f32(type, f.data(), f.size(), chunk.data());
+  else
+    chunk = gptoss::test::random_blocks(type, f.size(), seed);
   for (size_t at = 0; at < bytes.size(); at += chunk.size())
     std::copy_n(chunk.begin(), std::min(chunk.size(), bytes.size() - at), bytes.begin() + static_cast<std::ptrdiff_t>(at));
   gptoss::CanonicalTensor t{{gptoss::TensorRole::AttnQ, 0, "bench", {rows, cols}}, type,
@@ -164,7 +170,7 @@ int main(int argc, char** argv) {
   std::string sections = "prefill,decode,attention";
   gptoss::runtime::VulkanTuning tuning;
   app.add_option("repeats", repeats, "timed dispatches per kernel")->capture_default_str();
-  app.add_option("sections", sections, "prefill, decode, attention, stream, floor, hot (comma list)")->capture_default_str();
+  app.add_option("sections", sections, "prefill, decode, attention, stream, floor, hot, blocks (comma list)")->capture_default_str();
   gptoss::add_vulkan_options(app, tuning);
   CLI11_PARSE(app, argc, argv);
   const auto timed = [&](const char* section) { return sections.find(section) != std::string::npos; };
@@ -309,6 +315,44 @@ int main(int argc, char** argv) {
                               x->address(), k, {partials->address(), counters->address()});
         });
         report("hot: expert_mlp2 decode (4 experts)", us, 0, mlp2_bytes);
+      }
+    }
+  }
+
+  // ---- ggml's block types (section blocks) beside BF16: the decode matvec of attn_output (2880 x
+  // 4096, the width every type fits) and of qkv (5120 x 2880, the 32-value types), copies rotated
+  // over more than twice the L2, and the prefill GEMM of attn_output over T tokens ----
+  if (timed("blocks")) {
+    auto x = device_floats(*ctx, random_floats(Q, 80)), y = device_floats(*ctx, std::vector<float>(Q + 2 * KV));
+    auto norm = device_floats(*ctx, random_floats(H, 81)), b = device_floats(*ctx, random_floats(Q + 2 * KV, 82));
+    std::vector<DType> types = {DType::BF16};
+    for (const auto& e : vk::block_encodings()) types.push_back(e.type);
+    for (DType type : types) {
+      const std::string name(gptoss::dtype_name(type));
+      for (const auto& [rows, cols] : {std::pair<uint32_t, uint32_t>{H, Q}, {Q + 2 * KV, H}}) {
+        if (cols % gptoss::dtype_info(type).block_elements != 0) continue;
+        const double bytes = dense_bytes(type, rows, cols);
+        std::vector<vk::DeviceMatrix> copies;
+        for (uint32_t i = 0; i < std::max(6.0, std::ceil(120e6 / bytes)); ++i) copies.push_back(matrix(*ctx, type, rows, cols, 90 + i));
+        const bool normed = rows != H;
+        double us = bench.time([&](vk::DispatchList& l, uint32_t i) {
+          kernels.matvec(l, copies[i % copies.size()], b->address(), x->address(), normed ? norm->address() : 0,
+                         y->address(), !normed, 1e-5f);
+        });
+        report(("blocks: matvec " + std::to_string(rows) + "x" + std::to_string(cols) + " " + name).c_str(), us, 0, bytes);
+        if (normed || !timed("prefill")) continue;
+        for (bool portable : {false, true}) {
+          if (!portable && !kernels.cooperative()) continue;
+          kernels.force_portable(portable);
+          us = bench.time([&](vk::DispatchList& l, uint32_t) {
+            kernels.gemm(l, copies[0], bias->address(), a->address(), Q, c->address(), H, T, true, halves);
+          });
+          report(("blocks: gemm " + std::string(portable ? "portable " : "coop ") + std::to_string(T) + "x" +
+                  std::to_string(rows) + "x" + std::to_string(cols) + " " + name)
+                     .c_str(),
+                 us, 2.0 * T * rows * cols, 0);
+        }
+        kernels.force_portable(false);
       }
     }
   }
