@@ -43,14 +43,6 @@ Trace trace_engine(runtime::Engine& engine, std::span<const uint32_t> tokens, st
   return recorder.take();
 }
 
-Trace trace_model(runtime::EngineKind kind, const CanonicalModel& model, std::span<const uint32_t> tokens,
-                  std::string label) {
-  runtime::EngineOptions options;
-  options.max_context = std::max<size_t>(tokens.size(), 1);
-  const auto engine = runtime::make_engine(kind, model, options);
-  return trace_engine(*engine, tokens, std::move(label));
-}
-
 namespace {
 Stage stage_from_refs(const SafetensorsFile& refs, const std::string& tensor, const std::string& name) {
   const auto* t = refs.find(tensor);

@@ -44,10 +44,6 @@ class TraceRecorder {
 
 // Runs `tokens` as one prefill on `engine` (from an empty cache) and records every stage.
 Trace trace_engine(runtime::Engine& engine, std::span<const uint32_t> tokens, std::string label);
-// The same on a new engine of `kind` whose KV cache holds just the prompt. Throws
-// std::runtime_error when that engine cannot run here (no usable Vulkan device).
-Trace trace_model(runtime::EngineKind kind, const CanonicalModel& model, std::span<const uint32_t> tokens,
-                  std::string label);
 
 // Golden references (shared/goldens/a/refs-a.safetensors): `prompt`.embed, .layerN, .final_norm
 // and .logits_last; also returns the prompt ids (`prompt`.ids).

@@ -7,6 +7,14 @@
 
 namespace gptoss::parity {
 
+Trace trace_model(runtime::EngineKind kind, const CanonicalModel& model, std::span<const uint32_t> tokens,
+                  std::string label) {
+  runtime::EngineOptions options;
+  options.max_context = std::max<size_t>(tokens.size(), 1);
+  const auto engine = runtime::make_engine(kind, model, options);
+  return trace_engine(*engine, tokens, std::move(label));
+}
+
 ParityResult run_parity(const ParityRequest& request) {
   if (request.decode_steps > 0 && request.reference)
     throw std::invalid_argument("decode steps continue the first run's greedy choices, and golden activations have no run "

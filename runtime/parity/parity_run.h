@@ -15,6 +15,11 @@
 
 namespace gptoss::parity {
 
+// trace_engine (activation_trace.h) on a new engine of `kind` whose KV cache holds just the
+// prompt. Throws std::runtime_error when that engine cannot run here (no usable Vulkan device).
+Trace trace_model(runtime::EngineKind kind, const CanonicalModel& model, std::span<const uint32_t> tokens,
+                  std::string label);
+
 struct ParityRequest {
   std::vector<std::filesystem::path> models;  // loaded one at a time, in this order (runs model-major)
   std::vector<runtime::EngineKind> engines;   // every model runs on each, in this order

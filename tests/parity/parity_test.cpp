@@ -4,6 +4,7 @@
 
 #include "convert/model_io.h"
 #include "runtime/parity/activation_trace.h"
+#include "runtime/parity/parity_run.h"
 #include "runtime/parity/trace_file.h"
 #include "runtime/sampler/sampler.h"
 #include "tests/test_support.h"

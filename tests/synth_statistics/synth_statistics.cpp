@@ -7,6 +7,7 @@
 
 #include "runtime/cpu/cpu_weights.h"
 #include "runtime/parity/activation_trace.h"
+#include "runtime/parity/parity_run.h"
 
 namespace gptoss::test {
 namespace {
