@@ -13,17 +13,28 @@ std::unique_ptr<ForwardPassBase> make_pass(CpuWeights weights, CpuPrecision prec
   return std::make_unique<ForwardPass<float>>(std::move(weights), kv_cache);
 }
 
+// From a model, the f64 engine's weights are decoded straight to double (no f32 copy first).
+std::unique_ptr<ForwardPassBase> make_pass(const CanonicalModel& model, CpuPrecision precision,
+                                           runtime::KvCacheType kv_cache) {
+  if (precision == CpuPrecision::F64)
+    return std::make_unique<ForwardPass<double>>(decode_cpu_weights_f64(model), kv_cache);
+  return std::make_unique<ForwardPass<float>>(decode_cpu_weights(model), kv_cache);
+}
+
 }  // namespace
 
 std::string_view precision_name(CpuPrecision precision) { return precision == CpuPrecision::F64 ? "f64" : "f32"; }
 
 CpuEngine::CpuEngine(const CanonicalModel& model, CpuPrecision precision, uint64_t max_context,
                      runtime::KvCacheType kv_cache)
-    : CpuEngine(decode_cpu_weights(model), precision, max_context, kv_cache) {}
+    : CpuEngine(make_pass(model, precision, kv_cache), precision, max_context) {}
 
 CpuEngine::CpuEngine(CpuWeights weights, CpuPrecision precision, uint64_t max_context, runtime::KvCacheType kv_cache)
+    : CpuEngine(make_pass(std::move(weights), precision, kv_cache), precision, max_context) {}
+
+CpuEngine::CpuEngine(std::unique_ptr<ForwardPassBase> pass, CpuPrecision precision, uint64_t max_context)
     : precision_(precision),
-      pass_(make_pass(std::move(weights), precision, kv_cache)),
+      pass_(std::move(pass)),
       capacity_(std::min<uint64_t>(max_context, pass_->config().max_position_embeddings)) {}
 
 CpuEngine::~CpuEngine() = default;

@@ -11,10 +11,11 @@
 // random layers (1e-3 absolute on a residual stream of |x| ~ 110); the f64 engine removes its own
 // share of that, so it is the sharper ruler for parity work.
 //
-// Memory: dense tensors are decoded at load, 4 bytes per parameter (f32) or 8 (f64); the experts
-// (~95% of the parameters at 20b and 120b) stay encoded (MXFP4: 0.53 bytes per parameter), and one expert at
-// a time is decoded (exactly, so the results are those of decoding everything at load) just before
-// its GEMMs. gpt-oss-120b: 69.6 GB in f32, 78.3 GB in f64; gpt-oss-20b: 17.4 / 24.6 GB (cpu_weights.h).
+// Memory: dense tensors but the embedding are decoded at load, 4 bytes per parameter (f32) or 8
+// (f64); the embedding (one row read per token) and the experts (~95% of the parameters at 20b
+// and 120b; MXFP4: 0.53 bytes per parameter, or a GGUF's other types) stay stored, and a row or
+// one expert at a time is decoded (exactly, so the results are those of decoding everything at
+// load) just before use. Totals at the real shapes: docs/cpu-engine.md ("Memory").
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -54,6 +55,7 @@ class CpuEngine final : public runtime::Engine {
   void reset() override;
 
  private:
+  CpuEngine(std::unique_ptr<ForwardPassBase> pass, CpuPrecision precision, uint64_t max_context);
   void run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,
                    const runtime::ActivationObserver& observer) override;
 

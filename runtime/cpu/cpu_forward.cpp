@@ -67,8 +67,15 @@ void ForwardPass<Real>::forward(std::span<const uint32_t> tokens, runtime::Logit
   };
 
   std::vector<Real> x(count * hidden);
-  for (size_t t = 0; t < count; ++t)
-    std::copy_n(weights_.embedding.data() + static_cast<size_t>(tokens[t]) * hidden, hidden, x.data() + t * hidden);
+  if constexpr (std::is_same_v<Real, float>) {
+    for (size_t t = 0; t < count; ++t) weights_.embedding.decode_row(tokens[t], x.data() + t * hidden);
+  } else {
+    std::vector<float> row(hidden);  // widened exactly
+    for (size_t t = 0; t < count; ++t) {
+      weights_.embedding.decode_row(tokens[t], row.data());
+      std::copy(row.begin(), row.end(), x.data() + t * hidden);
+    }
+  }
   observe(Stage::Embedding, -1, x);
 
   std::vector<Real> normed(count * hidden), block_out(count * hidden);

@@ -1,6 +1,7 @@
 #include "runtime/cpu/cpu_weights.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "formats/codecs/float_codec.h"
 #include "formats/codecs/mxfp4.h"
@@ -192,7 +193,10 @@ std::vector<float> ExpertMatrices::decode_all() const {
   return values;
 }
 
-std::vector<float> decode_dense_tensor(const CanonicalTensor& tensor) {
+namespace {
+
+// The tensor's element count and byte size, checked: a decodable dense encoding, whole blocks.
+std::pair<uint64_t, uint64_t> dense_size(const CanonicalTensor& tensor) {
   if (!is_decodable(tensor.dtype) || tensor.dtype == DType::MXFP4)
     throw_format_error(tensor.origin, tensor.spec.name, std::nullopt,
                        "dense tensor stored as " + std::string(dtype_name(tensor.dtype)) +
@@ -204,10 +208,65 @@ std::vector<float> decode_dense_tensor(const CanonicalTensor& tensor) {
     throw_format_error(tensor.origin, tensor.spec.name, std::nullopt,
                        std::to_string(elements) + " elements are not a whole number of " +
                            std::string(dtype_name(tensor.dtype)) + " blocks");
-  const auto bytes = tensor_bytes(tensor, *size);
+  return {elements, *size};
+}
+
+// decode_dense_tensor's values in Real: for double, decoded to f32 a slice at a time and widened
+// (exact) into a vector that is written once, never zero-filled first.
+template <class Real>
+std::vector<Real> decode_dense(const CanonicalTensor& tensor) {
+  if constexpr (std::is_same_v<Real, float>) {
+    return decode_dense_tensor(tensor);
+  } else {
+    const auto [elements, size] = dense_size(tensor);
+    const auto bytes = tensor_bytes(tensor, size);
+    constexpr uint64_t kSlice = 1u << 14;  // a multiple of every block size
+    const uint64_t slice_bytes = *dtype_byte_size(tensor.dtype, std::min(kSlice, elements));
+    std::vector<float> slice(std::min(kSlice, elements));
+    std::vector<Real> values;
+    values.reserve(elements);
+    for (uint64_t done = 0, offset = 0; done < elements; done += kSlice, offset += slice_bytes) {
+      const uint64_t n = std::min(kSlice, elements - done);
+      decode_to_f32(tensor.dtype, bytes.view.data() + offset, n, slice.data());
+      values.insert(values.end(), slice.begin(), slice.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    tensor.source->release_pages();
+    return values;
+  }
+}
+
+}  // namespace
+
+std::vector<float> decode_dense_tensor(const CanonicalTensor& tensor) {
+  const auto [elements, size] = dense_size(tensor);
+  const auto bytes = tensor_bytes(tensor, size);
   std::vector<float> values(elements);
   decode_to_f32(tensor.dtype, bytes.view.data(), elements, values.data());
   tensor.source->release_pages();  // a mapped file's pages: the values are all the engine keeps
+  return values;
+}
+
+DenseRows::DenseRows(const CanonicalTensor& tensor) : dtype_(tensor.dtype) {
+  const uint64_t size = dense_size(tensor).second;
+  const auto& shape = tensor.spec.shape;
+  const auto row_bytes = shape.size() == 2 ? dtype_row_bytes(tensor.dtype, shape[1]) : std::nullopt;
+  if (!row_bytes)
+    throw_format_error(tensor.origin, tensor.spec.name, std::nullopt,
+                       "needs [rows, columns] with whole " + std::string(dtype_name(tensor.dtype)) +
+                           " blocks per row; found " + shape_text(shape));
+  rows_ = shape[0];
+  columns_ = shape[1];
+  row_bytes_ = *row_bytes;
+  bytes_ = keep_bytes(tensor, size, owner_);
+}
+
+void DenseRows::decode_row(uint64_t row, float* out) const {
+  decode_to_f32(dtype_, bytes_.data() + row * row_bytes_, columns_, out);
+}
+
+std::vector<float> DenseRows::decode_all() const {
+  std::vector<float> values(rows_ * columns_);
+  decode_to_f32(dtype_, bytes_.data(), values.size(), values.data());
   return values;
 }
 
@@ -225,10 +284,13 @@ std::vector<float> decode_mxfp4_experts(const CanonicalTensor& blocks, const Can
   return values;
 }
 
-CpuWeights decode_cpu_weights(const CanonicalModel& model) {
-  CpuWeights w;
+namespace {
+
+template <class Real>
+BasicCpuWeights<Real> decode_weights(const CanonicalModel& model) {
+  BasicCpuWeights<Real> w;
   w.config = model.config;
-  auto dense = [&](TensorRole role, int layer = -1) { return decode_dense_tensor(model.get(role, layer)); };
+  auto dense = [&](TensorRole role) { return decode_dense<Real>(model.get(role, -1)); };
   const uint64_t hidden = model.config.hidden_size, inter = model.config.intermediate_size;
   auto experts = [&](TensorRole blocks_role, TensorRole scales_role, int layer, uint64_t rows, uint64_t columns) {
     const auto& blocks = model.get(blocks_role, layer);
@@ -241,7 +303,7 @@ CpuWeights decode_cpu_weights(const CanonicalModel& model) {
                              std::to_string(columns));
     return e;
   };
-  w.embedding = dense(TensorRole::Embedding);
+  w.embedding = DenseRows(model.get(TensorRole::Embedding, -1));
   w.final_norm = dense(TensorRole::FinalNorm);
   w.unembedding = dense(TensorRole::Unembedding);
   w.layers.resize(model.config.num_layers);
@@ -251,21 +313,21 @@ CpuWeights decode_cpu_weights(const CanonicalModel& model) {
     // The layer's roles from the one list (kLayerRoles); -Wswitch names a role left out here.
     for_each_layer_tensor(model, l, [&](TensorRole role, const CanonicalTensor& tensor) {
       switch (role) {
-        case TensorRole::AttnNorm: layer.attn_norm = decode_dense_tensor(tensor); break;
-        case TensorRole::AttnQ: layer.q = decode_dense_tensor(tensor); break;
-        case TensorRole::AttnQBias: layer.q_bias = decode_dense_tensor(tensor); break;
-        case TensorRole::AttnK: layer.k = decode_dense_tensor(tensor); break;
-        case TensorRole::AttnKBias: layer.k_bias = decode_dense_tensor(tensor); break;
-        case TensorRole::AttnV: layer.v = decode_dense_tensor(tensor); break;
-        case TensorRole::AttnVBias: layer.v_bias = decode_dense_tensor(tensor); break;
-        case TensorRole::AttnOut: layer.out = decode_dense_tensor(tensor); break;
-        case TensorRole::AttnOutBias: layer.out_bias = decode_dense_tensor(tensor); break;
-        case TensorRole::AttnSinks: layer.sinks = decode_dense_tensor(tensor); break;
-        case TensorRole::MlpNorm: layer.mlp_norm = decode_dense_tensor(tensor); break;
-        case TensorRole::RouterWeight: layer.router = decode_dense_tensor(tensor); break;
-        case TensorRole::RouterBias: layer.router_bias = decode_dense_tensor(tensor); break;
-        case TensorRole::Mlp1Bias: layer.mlp1_bias = decode_dense_tensor(tensor); break;
-        case TensorRole::Mlp2Bias: layer.mlp2_bias = decode_dense_tensor(tensor); break;
+        case TensorRole::AttnNorm: layer.attn_norm = decode_dense<Real>(tensor); break;
+        case TensorRole::AttnQ: layer.q = decode_dense<Real>(tensor); break;
+        case TensorRole::AttnQBias: layer.q_bias = decode_dense<Real>(tensor); break;
+        case TensorRole::AttnK: layer.k = decode_dense<Real>(tensor); break;
+        case TensorRole::AttnKBias: layer.k_bias = decode_dense<Real>(tensor); break;
+        case TensorRole::AttnV: layer.v = decode_dense<Real>(tensor); break;
+        case TensorRole::AttnVBias: layer.v_bias = decode_dense<Real>(tensor); break;
+        case TensorRole::AttnOut: layer.out = decode_dense<Real>(tensor); break;
+        case TensorRole::AttnOutBias: layer.out_bias = decode_dense<Real>(tensor); break;
+        case TensorRole::AttnSinks: layer.sinks = decode_dense<Real>(tensor); break;
+        case TensorRole::MlpNorm: layer.mlp_norm = decode_dense<Real>(tensor); break;
+        case TensorRole::RouterWeight: layer.router = decode_dense<Real>(tensor); break;
+        case TensorRole::RouterBias: layer.router_bias = decode_dense<Real>(tensor); break;
+        case TensorRole::Mlp1Bias: layer.mlp1_bias = decode_dense<Real>(tensor); break;
+        case TensorRole::Mlp2Bias: layer.mlp2_bias = decode_dense<Real>(tensor); break;
         // An expert pair is read at its scales, the second of the two in kLayerRoles.
         case TensorRole::Mlp1Scales: layer.mlp1 = experts(TensorRole::Mlp1Blocks, role, l, 2 * inter, hidden); break;
         case TensorRole::Mlp2Scales: layer.mlp2 = experts(TensorRole::Mlp2Blocks, role, l, hidden, inter); break;
@@ -276,6 +338,11 @@ CpuWeights decode_cpu_weights(const CanonicalModel& model) {
   }
   return w;
 }
+
+}  // namespace
+
+CpuWeights decode_cpu_weights(const CanonicalModel& model) { return decode_weights<float>(model); }
+BasicCpuWeights<double> decode_cpu_weights_f64(const CanonicalModel& model) { return decode_weights<double>(model); }
 
 void predecode_experts(CpuWeights& weights) {
   auto decode = [](const ExpertMatrices& experts) {
@@ -303,7 +370,7 @@ std::vector<double> widen(std::vector<float>& values) {
 BasicCpuWeights<double> widen_to_f64(CpuWeights weights) {
   BasicCpuWeights<double> w;
   w.config = weights.config;
-  w.embedding = widen(weights.embedding);
+  w.embedding = std::move(weights.embedding);
   w.final_norm = widen(weights.final_norm);
   w.unembedding = widen(weights.unembedding);
   w.layers.resize(weights.layers.size());

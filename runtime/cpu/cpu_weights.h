@@ -6,8 +6,8 @@
 // their stored encoding (the OpenAI MXFP4 pair, 17 bytes per 32 values, 0.53 bytes per parameter;
 // or a GGUF's Q8_0, Q4_1, ... experts) and are decoded one expert at a time, just before its GEMM
 // (ExpertMatrices::decode_rows): decoding is exact, so this gives the same numbers as decoding
-// everything at load. Host memory at the real shapes (dense in f32 or f64, plus MXFP4 experts):
-// gpt-oss-20b 7.2 or 14.4 GB + 10.2 GB, gpt-oss-120b 8.7 or 17.3 GB + 60.9 GB (docs/cpu-engine.md).
+// everything at load. The embedding stays in its stored encoding too (DenseRows: a forward reads
+// one row per token). Host memory at the real shapes: the table in docs/cpu-engine.md ("Memory").
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -56,6 +56,33 @@ class ExpertMatrices {
   std::span<const uint8_t> blocks_, scales_;
 };
 
+// A dense [rows, columns] matrix kept in its stored encoding (F32, F16, BF16, F64 or Q8_0, a row
+// a whole number of blocks), each row decoded when it is read, to exactly the values
+// decode_dense_tensor gives: the embedding, of which a forward reads one row per token. Decoding
+// all of it at load wrote the whole vocabulary (201088 rows; 4 or 8 bytes a value) for the few
+// rows a forward reads, most of a small model's start-up. The bytes are kept as Mxfp4Experts
+// keeps its own (a view of a mapped source, else one owned copy); copies share them.
+class DenseRows {
+ public:
+  DenseRows() = default;
+  // Throws FormatError (naming the tensor) unless it is 2-D in a decodable dense encoding whose
+  // rows are whole blocks and its bytes match its shape.
+  explicit DenseRows(const CanonicalTensor& tensor);
+
+  uint64_t rows() const { return rows_; }
+  uint64_t columns() const { return columns_; }
+  // Row `row` (< rows()) into out[columns()].
+  void decode_row(uint64_t row, float* out) const;
+  // Every row, [rows, columns] f32 (tests).
+  std::vector<float> decode_all() const;
+
+ private:
+  DType dtype_ = DType::F32;
+  uint64_t rows_ = 0, columns_ = 0, row_bytes_ = 0;
+  std::shared_ptr<const void> owner_;
+  std::span<const uint8_t> bytes_;
+};
+
 // `Real` is float for the engine's f32 arithmetic and double for its f64 reference mode (the
 // f32 values widened: every decoded weight is exact in f32 already).
 template <class Real>
@@ -81,7 +108,7 @@ struct BasicCpuLayerWeights {
 template <class Real>
 struct BasicCpuWeights {
   GptOssConfig config;
-  std::vector<Real> embedding;    // [V, H]
+  DenseRows embedding;            // [V, H], as stored
   std::vector<Real> final_norm;   // [H]
   std::vector<Real> unembedding;  // [V, H]
   std::vector<BasicCpuLayerWeights<Real>> layers;
@@ -96,12 +123,15 @@ using CpuWeights = BasicCpuWeights<float>;
 void predecode_experts(CpuWeights& weights);
 
 // The same weights with the dense tensors in double, releasing the f32 copies as it goes (peak:
-// one tensor in both); the experts move over as they are (encoded; predecoded ones are widened).
+// one tensor in both); the experts and the embedding move over as they are (stored; predecoded
+// experts are widened).
 BasicCpuWeights<double> widen_to_f64(CpuWeights weights);
 
 // Throws FormatError (naming the tensor's origin) when a tensor's encoding cannot be decoded, its
-// byte size does not match its shape, or the experts' shapes do not match the config.
+// byte size does not match its shape, or the experts' shapes do not match the config. The double
+// weights are decode_cpu_weights' widened (widen_to_f64's values), decoded straight to double.
 CpuWeights decode_cpu_weights(const CanonicalModel& model);
+BasicCpuWeights<double> decode_cpu_weights_f64(const CanonicalModel& model);
 
 // One dense tensor decoded to f32 (exposed for tests).
 std::vector<float> decode_dense_tensor(const CanonicalTensor& tensor);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -23,6 +24,78 @@ struct Merge {
   uint32_t result;  // id of the merged token
 };
 
+// Open-addressing tables (linear probing, a power-of-two array at most half full): the vocabulary
+// (200k tokens) and the merges (446k) in one flat array each instead of a heap node per entry,
+// whose allocations and scattered lookups were most of building a tokenizer, which every tool
+// that shows text does at start-up. Both keep the first entry of a key, as emplace did.
+size_t table_size(size_t entries) {
+  size_t size = 16;
+  while (size < 2 * entries) size *= 2;
+  return size;
+}
+
+// Token text -> id over `tokens` (the ids are stored; the texts stay in `tokens`).
+class VocabIndex {
+ public:
+  void build(const std::vector<std::string>& tokens, const std::vector<bool>& include) {
+    tokens_ = &tokens;
+    slots_.assign(table_size(tokens.size()), 0);
+    for (uint32_t id = 0; id < tokens.size(); ++id) {
+      if (!include[id]) continue;
+      uint32_t& slot = slots_[slot_of(tokens[id])];
+      if (slot == 0) slot = id + 1;
+    }
+  }
+  std::optional<uint32_t> find(std::string_view text) const {
+    const uint32_t slot = slots_[slot_of(text)];
+    if (slot == 0) return std::nullopt;
+    return slot - 1;
+  }
+
+ private:
+  // The slot holding `text`, else the empty slot where it would go.
+  size_t slot_of(std::string_view text) const {
+    const size_t mask = slots_.size() - 1;
+    size_t i = std::hash<std::string_view>()(text) & mask;
+    while (slots_[i] != 0 && (*tokens_)[slots_[i] - 1] != text) i = (i + 1) & mask;
+    return i;
+  }
+  const std::vector<std::string>* tokens_ = nullptr;
+  std::vector<uint32_t> slots_ = std::vector<uint32_t>(16, 0);  // id + 1; 0 is empty
+};
+
+// (left id, right id) -> merge.
+class MergeIndex {
+ public:
+  void reserve(size_t entries) { slots_.assign(table_size(entries), Slot{kEmpty, {}}); }
+  void emplace(uint64_t key, Merge merge) {
+    Slot& slot = slots_[slot_of(key)];
+    if (slot.key != kEmpty) return;
+    slot = {key, merge};
+    ++size_;
+  }
+  const Merge* find(uint64_t key) const {
+    const Slot& slot = slots_[slot_of(key)];
+    return slot.key == kEmpty ? nullptr : &slot.merge;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};  // ids are below 2^31: no pair is all ones
+  struct Slot {
+    uint64_t key;
+    Merge merge;
+  };
+  size_t slot_of(uint64_t key) const {
+    const size_t mask = slots_.size() - 1;
+    size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask;
+    return i;
+  }
+  std::vector<Slot> slots_ = std::vector<Slot>(16, Slot{kEmpty, {}});
+  size_t size_ = 0;
+};
+
 // Pieces longer than this are not cached: they are rare and would crowd the cache.
 constexpr size_t kMaxCachedPieceBytes = 64;
 constexpr size_t kMaxCacheEntries = 1 << 16;
@@ -31,8 +104,8 @@ constexpr size_t kMaxCacheEntries = 1 << 16;
 struct Tokenizer::Impl {
   std::vector<std::string> tokens;
   std::vector<bool> special;
-  std::unordered_map<std::string_view, uint32_t> vocab;  // Normal tokens, keys point into `tokens`
-  std::unordered_map<uint64_t, Merge> merges;            // (left id, right id) -> merge
+  VocabIndex vocab;   // Normal tokens (texts in `tokens`)
+  MergeIndex merges;  // (left id, right id) -> merge
   std::array<uint32_t, 256> byte_token{};
   std::vector<std::pair<std::string_view, uint32_t>> specials;  // longest first
   std::array<bool, 256> special_first_byte{};
@@ -56,30 +129,34 @@ Tokenizer::Tokenizer(const TokenizerData& data) : impl_(std::make_unique<Impl>()
   if (data.tokens.size() >= (size_t{1} << 31)) throw_format_error(kSource, "tokens", std::nullopt, "too many tokens");
   m.tokens = data.tokens;
   m.special.resize(m.tokens.size());
-  m.vocab.reserve(m.tokens.size());
+  std::vector<bool> normal(m.tokens.size());
   for (uint32_t id = 0; id < m.tokens.size(); ++id) {
     m.special[id] = data.is_special(id);
-    if (data.types[id] == TokenType::Normal && !m.tokens[id].empty()) m.vocab.emplace(m.tokens[id], id);
+    normal[id] = data.types[id] == TokenType::Normal && !m.tokens[id].empty();
     if (m.special[id] && !m.tokens[id].empty()) m.specials.emplace_back(m.tokens[id], id);
   }
+  m.vocab.build(m.tokens, normal);
   std::stable_sort(m.specials.begin(), m.specials.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   for (const auto& [text, id] : m.specials) m.special_first_byte[static_cast<uint8_t>(text[0])] = true;
   for (int b = 0; b < 256; ++b) {
-    const auto it = m.vocab.find(std::string_view(std::string(1, static_cast<char>(b))));
-    if (it == m.vocab.end())
+    const char byte = static_cast<char>(b);
+    const auto id = m.vocab.find(std::string_view(&byte, 1));
+    if (!id)
       throw_format_error(kSource, "tokens", std::nullopt, "byte " + std::to_string(b) + " has no token: not a byte-level BPE vocabulary");
-    m.byte_token[static_cast<size_t>(b)] = it->second;
+    m.byte_token[static_cast<size_t>(b)] = *id;
   }
   const auto add_merges = [&](const std::vector<std::pair<std::string, std::string>>& list) {
     m.merges.reserve(list.size());
+    std::string joined;  // one buffer for every merge's result text
     for (size_t rank = 0; rank < list.size(); ++rank) {
       const auto& [left, right] = list[rank];
-      const auto l = m.vocab.find(left), r = m.vocab.find(right), result = m.vocab.find(left + right);
-      if (l == m.vocab.end() || r == m.vocab.end() || result == m.vocab.end())
+      joined.assign(left).append(right);
+      const auto l = m.vocab.find(left), r = m.vocab.find(right), result = m.vocab.find(joined);
+      if (!l || !r || !result)
         throw_format_error(kSource, "merges", std::nullopt,
                            "merge " + std::to_string(rank) + " names a token that is not in the vocabulary");
-      m.merges.emplace(pair_key(l->second, r->second), Merge{static_cast<uint32_t>(rank), result->second});  // first rank wins
+      m.merges.emplace(pair_key(*l, *r), Merge{static_cast<uint32_t>(rank), *result});  // first rank wins
     }
   };
   if (data.merges.empty()) add_merges(derive_merges_from_ranks(data));
@@ -119,8 +196,8 @@ void Tokenizer::Impl::bpe(std::string_view piece, std::vector<uint32_t>& out) co
     if (left < 0) return;
     const int32_t right = symbols[static_cast<size_t>(left)].next;
     if (right < 0) return;
-    const auto it = merges.find(pair_key(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id));
-    if (it != merges.end()) heap.push({it->second.rank, left, it->second.result});
+    const Merge* merge = merges.find(pair_key(symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id));
+    if (merge) heap.push({merge->rank, left, merge->result});
   };
   for (int32_t i = 0; i + 1 < n; ++i) push_pair(i);
   while (!heap.empty()) {
@@ -130,8 +207,8 @@ void Tokenizer::Impl::bpe(std::string_view piece, std::vector<uint32_t>& out) co
     if (!left.alive || left.next < 0) continue;
     Symbol& right = symbols[static_cast<size_t>(left.next)];
     // Stale entry: one side has been merged since (the pair would now make another token).
-    const auto it = merges.find(pair_key(left.id, right.id));
-    if (it == merges.end() || it->second.result != top.result) continue;
+    const Merge* merge = merges.find(pair_key(left.id, right.id));
+    if (!merge || merge->result != top.result) continue;
     left.id = top.result;
     right.alive = false;
     left.next = right.next;
@@ -145,8 +222,8 @@ void Tokenizer::Impl::bpe(std::string_view piece, std::vector<uint32_t>& out) co
 void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<uint32_t>& out) const {
   // ignore_merges: a piece that is itself a token is that token (tokenizer.json sets it, and
   // tiktoken does the same).
-  if (const auto it = vocab.find(piece); it != vocab.end()) {
-    out.push_back(it->second);
+  if (const auto id = vocab.find(piece)) {
+    out.push_back(*id);
     return;
   }
   if (piece.size() > kMaxCachedPieceBytes) {

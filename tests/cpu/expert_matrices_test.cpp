@@ -7,7 +7,9 @@
 // Tensors of the other types: the mixed golden (dense tensors in each of llama-quantize's types,
 // data/quant-goldens) and a model whose experts are Q8_0 and Q4_1 (written by our GGUF writer and
 // read back) equal, stage by stage and bit for bit, their twins with every tensor decoded to F32 at
-// load (the engine sums its products in a fixed order: fixed_order_products.h).
+// load (the engine sums its products in a fixed order: fixed_order_products.h). The embedding
+// stays stored too (DenseRows: one row decoded per token), and the f64 engine's weights decoded
+// straight to double are the f32 ones widened, bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +19,7 @@
 #include "convert/gguf/gguf_model.h"
 #include "convert/model_io.h"
 #include "convert/synthesize.h"
+#include "formats/codecs/float_codec.h"
 #include "formats/codecs/mxfp4.h"
 #include "formats/core/error.h"
 #include "formats/core/tensor_source.h"
@@ -241,6 +244,58 @@ TEST(CpuQuantizedTensors, RefusesExpertsInATypeWithoutADecoder) {
     EXPECT_NE(std::string(e.what()).find("layers.1.mlp2.blocks"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("experts stored as Q8_1, which the CPU engine cannot decode"), std::string::npos)
         << e.what();
+  }
+}
+
+// A row read from the stored bytes is that row of the whole tensor decoded at once, in every
+// dense encoding the engine reads; a tensor without rows of whole blocks is refused by name.
+TEST(CpuDenseRows, EachRowIsThatRowOfTheWholeDecodedTensor) {
+  const uint64_t rows = 3, columns = 64;
+  std::vector<float> values(rows * columns);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(0.37f * static_cast<float>(i)) * (1.0f + static_cast<float>(i % 7));
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    std::vector<uint8_t> bytes(*dtype_byte_size(dtype, values.size()));
+    encode_from_f32(dtype, values.data(), values.size(), bytes.data());
+    const CanonicalTensor tensor{{TensorRole::Embedding, -1, "embedding", {rows, columns}}, dtype, owned_bytes(bytes), "test"};
+    const cpu::DenseRows stored(tensor);
+    const auto whole = cpu::decode_dense_tensor(tensor);
+    EXPECT_TRUE(same_bits(stored.decode_all(), whole));
+    for (uint64_t r : {2u, 0u, 1u}) {
+      std::vector<float> row(columns);
+      stored.decode_row(r, row.data());
+      EXPECT_TRUE(same_bits(row, std::vector<float>(whole.begin() + static_cast<std::ptrdiff_t>(r * columns),
+                                                    whole.begin() + static_cast<std::ptrdiff_t>((r + 1) * columns))))
+          << "row " << r;
+    }
+  }
+  std::vector<uint8_t> q8(*dtype_byte_size(DType::Q8_0, 64));
+  const CanonicalTensor split_blocks{{TensorRole::Embedding, -1, "embedding", {4, 16}}, DType::Q8_0, owned_bytes(q8), "test"};
+  try {
+    cpu::DenseRows refused(split_blocks);
+    FAIL() << "accepted rows of half a Q8_0 block";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("whole Q8_0 blocks per row; found [4, 16]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuDenseRows, F64WeightsDecodedStraightToDoubleAreTheF32OnesWidened) {
+  auto shape = synth_preset("a");
+  shape.vocab = 1000;  // preset a's layers; its vocabulary would only repeat the same decoding
+  const auto model = synthesize_model(shape);
+  const auto direct = cpu::decode_cpu_weights_f64(model);
+  const auto widened = cpu::widen_to_f64(cpu::decode_cpu_weights(model));
+  EXPECT_TRUE(same_bits(direct.unembedding, widened.unembedding));
+  EXPECT_TRUE(same_bits(direct.final_norm, widened.final_norm));
+  EXPECT_TRUE(same_bits(direct.embedding.decode_all(), widened.embedding.decode_all()));
+  ASSERT_EQ(direct.layers.size(), widened.layers.size());
+  for (size_t l = 0; l < direct.layers.size(); ++l) {
+    const auto &d = direct.layers[l], &w = widened.layers[l];
+    for (auto member : {&cpu::BasicCpuLayerWeights<double>::attn_norm, &cpu::BasicCpuLayerWeights<double>::q,
+                        &cpu::BasicCpuLayerWeights<double>::k_bias, &cpu::BasicCpuLayerWeights<double>::out,
+                        &cpu::BasicCpuLayerWeights<double>::sinks, &cpu::BasicCpuLayerWeights<double>::router,
+                        &cpu::BasicCpuLayerWeights<double>::mlp2_bias})
+      EXPECT_TRUE(same_bits(d.*member, w.*member)) << "layer " << l;
   }
 }
 

@@ -7,6 +7,13 @@
 namespace gptoss::test {
 
 const std::filesystem::path& preset_a_q8_gguf() {
+  // The goldens' llama.cpp Q8_0 GGUF holds exactly these Q8_0 tensors
+  // (CpuGoldenParity.GoldenQ8_0GgufIsOurQ8_0OfTheCheckpoint) and gives the same evaluation; taking
+  // it saves each test process a conversion of preset a.
+  if (const auto goldens = goldens_dir()) {
+    static const std::filesystem::path golden = *goldens / "a" / "model-q8_0.gguf";
+    if (std::filesystem::exists(golden)) return golden;
+  }
   static TempDir dir;
   static const std::filesystem::path path = dir / "model-q8_0.gguf";
   static std::once_flag once;

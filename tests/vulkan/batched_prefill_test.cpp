@@ -1,8 +1,8 @@
 // The batched prefill against token-by-token prefill through the decode kernels (the same engine
 // with prefill_chunk 1): every stage and the logits of every row within 1e-4 of the stage's
-// largest value, for T = 1..40 tokens of the 70-token "random" prompt (crossing the sliding window
-// of 8 on the even layers), for chunks that cut a prompt in several passes, and for a model whose
-// embedding exceeds lavapipe's 128 MiB storage-buffer binding limit.
+// largest value, for prompt lengths up to 40 tokens of the 70-token "random" prompt (crossing the
+// sliding window of 8 on the even layers), for chunks that cut a prompt in several passes, and for
+// a model whose embedding exceeds lavapipe's 128 MiB storage-buffer binding limit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -66,19 +66,28 @@ struct Pair {
   }
 };
 
-TEST(VulkanBatchedPrefill, EqualsTokenByTokenForEveryLengthUpTo40) {
+// The lengths where a prompt's shape meets the kernels' (shaders/kernel_abi.h): every length up to
+// 9 (the GEMMs' 4 tokens per invocation, the sliding window of 8 and its first slide), each side
+// of every multiple of 8 (prefill attention's query blocks: ATTENTION_ROWS / 8 query heads per KV
+// head = 8 queries), 31..33 (a block of ATTENTION_KEY_BLOCK = 32 keys and the next one started)
+// and the longest. A length between these is a combination the listed ones already take apart:
+// the same tiles, partly filled the same way. The GEMM and expert tiles (GEMM_TILE_M = 64 rows)
+// hold every one of these lengths in one tile, full or partial, as they would 10..14.
+constexpr size_t kLengths[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 39, 40};
+
+TEST(VulkanBatchedPrefill, EqualsTokenByTokenForTheLengthsAtTheKernelsTiles) {
   GOLDENS_OR_SKIP();
   VULKAN_OR_SKIP();
   GoldenRefs refs(*goldens);
   const auto random_ids = refs.ids("random");
-  const auto ids = std::span<const uint32_t>(random_ids).first(40);
+  const auto ids = std::span<const uint32_t>(random_ids).first(std::end(kLengths)[-1]);  // the longest
   Pair engines(load_model(preset_a_checkpoint() / "hf"), ctx, 512);
   // Token by token, a position's results do not depend on the tokens after it: one 40-token run
   // gives the reference rows of every shorter prompt.
   const auto reference = run_all(engines.stepwise, ids);
   const size_t vocab = engines.model.config.vocab_size;
   double worst = 0;
-  for (size_t t = 1; t <= ids.size(); ++t) {
+  for (size_t t : kLengths) {
     Stages mine, expected;
     engines.batched.reset();
     const auto last = engines.batched.forward(ids.first(t), runtime::LogitRows::Last, [&](const runtime::ActivationView& v) {
@@ -99,7 +108,7 @@ TEST(VulkanBatchedPrefill, EqualsTokenByTokenForEveryLengthUpTo40) {
   // And every row's logits of the longest prompt.
   std::string where;
   EXPECT_LE(worst_relative(run_all(engines.batched, ids), reference, &where), 1e-4) << where;
-  std::printf("batched vs token-by-token prefill, T = 1..40: worst relative difference %.2e\n", worst);
+  std::printf("batched vs token-by-token prefill, T up to 40: worst relative difference %.2e\n", worst);
 }
 
 TEST(VulkanBatchedPrefill, ChunksThatCutThePromptAndDecodeAfterThem) {
@@ -107,14 +116,16 @@ TEST(VulkanBatchedPrefill, ChunksThatCutThePromptAndDecodeAfterThem) {
   VULKAN_OR_SKIP();
   GoldenRefs refs(*goldens);
   const auto ids = refs.ids("random");
-  // Chunks of 7 put boundaries inside and across the 8-token window; the ring holds window + 7.
+  // Chunks of 7 put boundaries inside and across the 8-token window; the ring holds window + 7
+  // = 15 positions, so 32 tokens (four chunks and a partial one) wrap it twice.
   Pair engines(load_model(preset_a_checkpoint() / "hf"), ctx, 7);
   std::string where;
-  const auto prompt = std::span(ids).first(48);
+  constexpr size_t kPrompt = 32;
+  const auto prompt = std::span(ids).first(kPrompt);
   EXPECT_LE(worst_relative(run_all(engines.batched, prompt), run_all(engines.stepwise, prompt), &where), 1e-4) << where;
   // Then decode steps continue from the chunked cache.
   for (size_t step = 0; step < 4; ++step) {
-    const auto next = std::span(ids).subspan(48 + step, 1);
+    const auto next = std::span(ids).subspan(kPrompt + step, 1);
     const auto a = engines.batched.forward(next), b = engines.stepwise.forward(next);
     float largest = 0, diff = 0;
     for (size_t i = 0; i < b.size(); ++i) {

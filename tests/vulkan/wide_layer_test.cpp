@@ -68,8 +68,9 @@ std::vector<Doubles> reference_layer_zero(const cpu::CpuWeights& weights, const 
   const auto yarn = compute_yarn(c);
   std::vector<Doubles> keys, values, outputs;
   for (size_t t = 0; t < ids.size(); ++t) {
-    Doubles x(weights.embedding.begin() + static_cast<std::ptrdiff_t>(ids[t] * hidden),
-              weights.embedding.begin() + static_cast<std::ptrdiff_t>((ids[t] + 1) * hidden));
+    std::vector<float> row(hidden);
+    weights.embedding.decode_row(ids[t], row.data());
+    Doubles x(row.begin(), row.end());
     const Doubles normed = rms_norm_double(x, w.attn_norm, c.rms_norm_eps);
     Doubles q = linear_double(normed, w.q, w.q_bias, c.q_rows());
     Doubles k = linear_double(normed, w.k, w.k_bias, c.kv_rows());
