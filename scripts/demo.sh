@@ -73,3 +73,15 @@ text=/usr/share/common-licenses/GPL-3
 [ -f "$text" ] || text=data/eval/gnu-licenses.txt
 "$BIN"/gptoss-eval "$OUT/ckpt/hf" "$OUT/original" "$OUT/model-bf16.gguf" "$OUT/model-q8_0.gguf" "$OUT/model.bin" \
   "$OUT/from-modelbin" --text "$text" --ctx 128 --chunks 4
+
+echo
+echo "== 9. a GGUF in llama-quantize's types, made by llama.cpp (data/quant-goldens/mixed.gguf: Q2_K .. Q6_K, IQ1_S .. IQ4_XS,"
+echo "     Q4_0 .. Q5_1 dense tensors, MXFP4 experts): read and checked, against the model it was quantized from, run on both engines"
+mixed=data/quant-goldens/mixed.gguf
+"$BIN"/gptoss-synth "$OUT/mixed-source" --preset 20b --layers 4 --vocab 64 --hidden 256 --intermediate 32 --heads 1 \
+  --kv-heads 1 --head-dim 64 --experts 2 --experts-per-token 1 --layouts hf >/dev/null
+"$BIN"/gptoss-verify -q --values "$mixed" | grep -E 'types|errors,' || true
+"$BIN"/gptoss-verify --same "$OUT/mixed-source/hf" "$mixed" | grep -E '^tensors:|^(SAME|DIFFERENT)|lossy as declared \(' | head -5 || true
+"$BIN"/gptoss-run "$OUT/mixed-source/hf" --parity "$mixed" --engines cpu,vulkan --prompt-tokens 1,5,9,2,33,17,8,60 \
+  || echo "(no usable Vulkan device: the Vulkan column is skipped)"
+echo "(its vocabulary of 64 ids holds no real tokenizer, so gptoss-eval, which scores a text, has nothing to read here)"
