@@ -226,6 +226,7 @@ struct DeviceDescription {
   // Q8_0 products use them), "supported" (emulated: they do not, unless VulkanTuning::integer_dot
   // is On), "none".
   std::string integer_dot_product;
+  bool float64 = false;  // shaderFloat64: the router's sums in double, as the CPU engine's (else f32)
 };
 // Every Vulkan device the loader offers; throws std::runtime_error when Vulkan itself is unusable.
 std::vector<DeviceDescription> list_vulkan_devices();

@@ -43,7 +43,8 @@ std::vector<DeviceDescription> list_vulkan_devices() {
                    info.subgroup_size, info.max_storage_buffer_range, info.has_compute,
                    info.integer_dot_product_accelerated ? "accelerated"
                    : info.integer_dot_product           ? "supported"
-                                                        : "none"});
+                                                        : "none",
+                   info.float64});
   return all;
 }
 

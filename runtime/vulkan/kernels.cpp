@@ -329,7 +329,9 @@ void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bia
   require(count == 1 || out.logits == 0, "router", "writes logits for one token only, not " + std::to_string(count));
   const abi::RouterArgs args{x,           norm,        weight.address(), weight.scales_address(), bias, out.xn,
                              out.chosen,  out.gate_weights, out.logits,  weight.cols, weight.rows, k, count, eps};
-  list.dispatch(pipeline("router", sizeof args, weight.encoding), args, router_groups(weight.rows, out.logits != 0), count);
+  // Sums in double where the device has them (router.glsl: a logit rounded once, as the CPU engine's).
+  const char* shader = ctx_.info().float64 ? "router_f64" : "router";
+  list.dispatch(pipeline(shader, sizeof args, weight.encoding), args, router_groups(weight.rows, out.logits != 0), count);
 }
 
 namespace {

@@ -138,6 +138,7 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
     vkGetPhysicalDeviceFeatures2(device, &features);
     info.buffer_device_address = v12.bufferDeviceAddress;
     info.float16 = v12.shaderFloat16 && v11.storageBuffer16BitAccess;
+    info.float64 = features.features.shaderFloat64;
     info.integer_dot_product = dot.shaderIntegerDotProduct;
     info.integer_dot_product_accelerated =
         info.integer_dot_product && dot_props.integerDotProduct4x8BitPackedSignedAccelerated;
@@ -237,6 +238,7 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index, C
   v11.pNext = &v12;
   v12.bufferDeviceAddress = VK_TRUE;
   std::vector<const char*> extensions;
+  features.features.shaderFloat64 = info.float64 ? VK_TRUE : VK_FALSE;
   if (info.float16) {
     v12.shaderFloat16 = VK_TRUE;
     v11.storageBuffer16BitAccess = VK_TRUE;

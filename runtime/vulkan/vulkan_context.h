@@ -43,6 +43,7 @@ struct DeviceInfo {
   bool subgroup_arithmetic = false;       // required by the engine (compute stage)
   bool subgroup_shuffle = false;          // compute stage; decode attention's two lanes per key use it
   bool float16 = false;                   // shaderFloat16 + 16-bit storage
+  bool float64 = false;                   // shaderFloat64: the router sums in double (router.glsl)
   uint32_t multiprocessors = 0;           // streaming multiprocessors (VK_NV_shader_sm_builtins); 0: not told
   // VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (the Q8_0 decode products use it),
   // and whether the device says its packed signed 4x8-bit form is accelerated (dp4a).

@@ -69,6 +69,7 @@ TEST(GptossRunVulkan, ListsDevicesAndPicksOneByIndex) {
       EXPECT_EQ(dot, ctx->info().integer_dot_product_accelerated ? "accelerated"
                      : ctx->info().integer_dot_product          ? "supported"
                                                                 : "none");
+      EXPECT_EQ(devices[i]["float64"].get<bool>(), ctx->info().float64);
     }
   }
   EXPECT_TRUE(found_current) << ctx->info().name << " is missing from " << listed.output;

@@ -954,6 +954,20 @@ TEST(VulkanKernels, RouterTopKWithTiesAndSoftmaxPerToken) {
           }
           logits[e] = sum;
         }
+        if (ctx->info().float64) {
+          // router_f64: the input normalized as the CPU engine's rms_norm (1/rms rounded to f32,
+          // then (x * 1/rms) * norm), bit for bit, and each logit its double sum rounded once.
+          const float inv_f = static_cast<float>(1.0 / std::sqrt(ss / hidden + double{1e-5f}));
+          std::vector<float> xn_cpu(hidden);
+          for (uint32_t i = 0; i < hidden; ++i) xn_cpu[i] = (x[t * hidden + i] * inv_f) * norm[i];
+          for (uint32_t i = 0; i < hidden; ++i) ASSERT_EQ(xn[t * hidden + i], xn_cpu[i]) << "token " << t << " dim " << i;
+          if (decode)
+            for (uint32_t e = 0; e < experts; ++e) {
+              double sum = 0;
+              for (uint32_t i = 0; i < hidden; ++i) sum += double{w_values[e * hidden + i]} * xn_cpu[i];
+              EXPECT_EQ(device_logits[e], static_cast<float>(sum + bias[e])) << "expert " << e;
+            }
+        }
         if (decode) {
           for (uint32_t e = 0; e < experts; ++e) EXPECT_NEAR(device_logits[e], logits[e], 1e-5 * (1 + std::abs(logits[e])));
           EXPECT_EQ(device_logits[5], device_logits[1]) << "the tie, exact on the device as well";
