@@ -176,9 +176,13 @@ void expect_prefill_and_decode_match_cpu(const CanonicalModel& model, std::share
     EXPECT_EQ(vk_stages[router], cpu_stages[router]) << what << " " << router << ": the same experts, in the same order";
     const std::string name = "layer " + std::to_string(l);
     const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
-    EXPECT_LE(diff, 2e-3f) << name;
+    const float magnitude = max_abs_diff(cpu_stages[name], std::vector<float>(cpu_stages[name].size()));
+    // 2e-5 of the residual's magnitude, the wide layer's bound (an f32 GEMM's error): the
+    // cooperative GEMMs' precise mode keeps a block type's weight as f16 hi + lo, the lo part
+    // rounded for the types whose values need more than 22 bits (IQ2_XS: 1e-5 on an H200).
+    EXPECT_LE(diff, 2e-5f * magnitude) << name;
     std::printf("%s %s max |vulkan - cpu| %.2e of max |cpu| %.1f\n", what.c_str(), name.c_str(), static_cast<double>(diff),
-                static_cast<double>(max_abs_diff(cpu_stages[name], std::vector<float>(cpu_stages[name].size()))));
+                static_cast<double>(magnitude));
   }
   EXPECT_LE(max_abs_diff(vk_stages["final norm"], cpu_stages["final norm"]), 2e-3f);
   EXPECT_LE(max_abs_diff(vk_logits, cpu_logits), 1e-3f);
