@@ -9,11 +9,13 @@
 // their f32 accumulator with truncation, so a long sum drifts by up to an f32 ulp per step toward
 // zero (K * 2^-24 relative over K = 2880); and an f32 A or a Q8_0 weight (d * q: up to 19
 // significant bits) rounded to f16 keeps 11 bits.
-//   COOP_PRECISE (the default): A as f16 hi + lo (split_halves: 21 bits), W as hi + lo where its
-//     decoded value is not exact in f16 (ggml's block types; BF16, F16 and MXFP4 values in f16's range are), and
-//     each step's products summed into a fresh accumulator that is then added to the running f32
-//     sums (one rounded f32 addition per COOP_TILE_K of depth, as DeepSeek-V3's FP8 GEMMs promote
-//     their partial sums): about the f32 GEMMs' error.
+//   COOP_PRECISE (the default): A as f16 hi + lo (split_halves: 21 bits, lo scaled by
+//     COOP_LO_SCALE so that it stays out of f16's subnormals), W as hi + lo where its decoded value
+//     is not exact in f16 (ggml's block types; BF16, F16 and MXFP4 values in f16's range are), and
+//     the products of PROMOTE of depth summed into fresh accumulators (hi x hi in one, the scaled
+//     lo products in another) that are then added to the running f32 sums (one rounded f32
+//     addition per PROMOTE of depth, as DeepSeek-V3's FP8 GEMMs promote their partial sums):
+//     about the f32 GEMMs' error.
 //   COOP_SPLIT: A as hi + lo, W rounded to f16, one accumulator over the whole depth.
 //   COOP_FAST: A rounded to f16 (its hi part), W rounded, one accumulator.
 //
@@ -51,6 +53,7 @@ const bool kSplitW = COOP_W_PARTS == 2 ? (PRECISION == COOP_PRECISE ? ENCODING >
 layout(constant_id = SPEC_COOP_M) const uint lM = 16u;
 layout(constant_id = SPEC_COOP_N) const uint lN = 16u;
 layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
+layout(constant_id = SPEC_COOP_PROMOTE) const uint PROMOTE = COOP_TILE_K;
 
 // Shared memory in uvec4s (8 halves, or 4 floats of the C tile): COOP_STAGES stages of [a_hi | a_lo | w (| w_lo)],
 // sized by COOP_SHARED_BYTES (kernel_abi.h), the formula the launcher checks against the device.
@@ -110,13 +113,12 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
 }
 // This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves;
 // with kSplitW as hi (each value cut to f16's 11 significant bits by a mask, as split_halves cuts
-// A: exact in f16 within its normal range) and lo = (v - hi) * kWLoScale (at most 8 significant
+// A: exact in f16 within its normal range) and lo = (v - hi) * COOP_LO_SCALE (at most 8 significant
 // bits of Q8_0's d * q: exact in f16; the other block types' values rounded to f16 there: 22 bits
 // in all, as A keeps 21; scaled up so that it stays in f16's normal range where hi does: a Q8_0
 // weight of 1e-3 leaves a lo near 5e-7, an f16 subnormal with 2^-24 steps, and the products
 // carry that step back out). The mask, not a round trip through packHalf2x16: NVIDIA's compiler
 // folds unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.
-const float kWLoScale = 2048.0;
 void store_w32(uint stage, vec4 v[8]) {
   uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
@@ -124,7 +126,7 @@ void store_w32(uint stage, vec4 v[8]) {
       vec4 h0 = uintBitsToFloat(floatBitsToUint(v[2u * i]) & uvec4(0xFFFFE000u));
       vec4 h1 = uintBitsToFloat(floatBitsToUint(v[2u * i + 1u]) & uvec4(0xFFFFE000u));
       coop_shared[coop_w_at(stage) + at + i] = halves8(h0, h1);
-      coop_shared[coop_w_lo_at(stage) + at + i] = halves8((v[2u * i] - h0) * kWLoScale, (v[2u * i + 1u] - h1) * kWLoScale);
+      coop_shared[coop_w_lo_at(stage) + at + i] = halves8((v[2u * i] - h0) * COOP_LO_SCALE, (v[2u * i + 1u] - h1) * COOP_LO_SCALE);
     } else {
       coop_shared[coop_w_at(stage) + at + i] = halves8(v[2u * i], v[2u * i + 1u]);
     }
@@ -144,12 +146,17 @@ uint coop_sub_m() { return (gl_SubgroupID / kBlocksN) * 32u; }
 uint coop_sub_n() { return (gl_SubgroupID % kBlocksN) * 32u; }
 void multiply_coop_tiles(uint stage) {
   uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
-  // COOP_PRECISE: this step's products in fresh accumulators, added to acc at the end.
+  // COOP_PRECISE: the hi products and the scaled lo products in fresh accumulators, added to acc
+  // (the lo ones scaled back) every PROMOTE of depth.
   fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> part[kRowsPerSubgroup][kColsPerSubgroup];
-  if (kPromote)
-    [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
-      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+  fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part[kRowsPerSubgroup][kColsPerSubgroup];
   [[unroll]] for (uint k = 0u; k < COOP_TILE_K; k += lK) {
+    if (kPromote && k % PROMOTE == 0u)
+      [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
+        [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
+          part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+          lo_part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+        }
     fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a[kRowsPerSubgroup];
     fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a2[kRowsPerSubgroup];
     [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
@@ -166,22 +173,19 @@ void multiply_coop_tiles(uint stage) {
       [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
         if (kPromote) {
           part[i][j] = coopMatMulAddNV(a[i], b, part[i][j]);
-          part[i][j] = coopMatMulAddNV(a2[i], b, part[i][j]);
-          if (kSplitW) {  // the scaled lo part's products on their own, scaled back as they join
-            fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part =
-                coopMatMulAddNV(a[i], b2, fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0));
-            part[i][j] = part[i][j] + lo_part * (1.0 / kWLoScale);
-          }
+          lo_part[i][j] = coopMatMulAddNV(a2[i], b, lo_part[i][j]);
+          if (kSplitW) lo_part[i][j] = coopMatMulAddNV(a[i], b2, lo_part[i][j]);
         } else {
           acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
           if (SPLIT_A) acc[i][j] = coopMatMulAddNV(a2[i], b, acc[i][j]);
         }
       }
     }
+    if (kPromote && (k + lK) % PROMOTE == 0u)
+      [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
+        [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j)
+          acc[i][j] = acc[i][j] + (part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE));
   }
-  if (kPromote)
-    [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
-      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) acc[i][j] = acc[i][j] + part[i][j];
 }
 // The sums into the C tile (over the operand stages); call with every invocation after a barrier
 // that follows the last products, then barrier() before coop_sum.

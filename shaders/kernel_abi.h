@@ -36,6 +36,7 @@ using uint = uint32_t;
 #define SPEC_MATVEC_ROWS 10   // decode matvec: rows per subgroup
 #define SPEC_MATVEC_BATCH 11  // decode matvec: 8-value loads per lane and row in flight before any is used
 #define SPEC_ATTENTION_KEY_LANES 12  // decode attention: lanes per key in the score loop (1 or 2)
+#define SPEC_COOP_PROMOTE 13  // cooperative-matrix GEMMs at COOP_PRECISE: depth between promotions (the device's K or COOP_TILE_K)
 
 // Dense encodings as the kernels read them: the plain floats as stored, and ggml's block
 // quantizations (GGML_BLOCK_ENCODINGS below, ENC_Q8_0 and the ids after it).
@@ -128,6 +129,9 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 ABI_CONST(uint, COOP_FAST, 0u);
 ABI_CONST(uint, COOP_SPLIT, 1u);
 ABI_CONST(uint, COOP_PRECISE, 2u);
+// COOP_PRECISE's lo parts (A's and a split W's) are stored times this, so that they stay in f16's
+// normal range where hi does, and their products are scaled back as they join the sums.
+ABI_CONST(float, COOP_LO_SCALE, 2048.0f);
 // Decode matvec (SPEC_MATVEC_ROWS / SPEC_MATVEC_BATCH; VulkanTuning::matvec_rows/matvec_loads
 // override them to compare): rows per subgroup and loads per lane in flight per row.
 #define MATVEC_WORKGROUP_SIZE 256  // its subgroups share one staged x
@@ -343,9 +347,10 @@ struct ArgmaxArgs {
   uint count;
 };
 
-// hi[r] = each value of a[r] cut to f16's 10 mantissa bits, lo[r] = the rest rounded to f16
-// (hi + lo: about 21 significant bits), for r < rows: the cooperative-matrix GEMMs' inputs, made
-// once per product instead of once per tile. hi and lo are [rows, cols] halves.
+// hi[r] = each value of a[r] cut to f16's 10 mantissa bits, lo[r] = the rest times lo_scale
+// (COOP_LO_SCALE at COOP_PRECISE, else 1) rounded to f16 (hi + lo: about 21 significant bits), for
+// r < rows: the cooperative-matrix GEMMs' inputs, made once per product instead of once per tile.
+// hi and lo are [rows, cols] halves.
 struct SplitHalvesArgs {
   ABI_ADDRESS a;
   ABI_ADDRESS hi;
@@ -353,6 +358,7 @@ struct SplitHalvesArgs {
   uint rows;
   uint cols;
   uint a_stride;
+  float lo_scale;
 };
 
 // C[m, n] (+)= A[m] . W[n] (+ bias[n]) for m < rows, n < cols: A f32 [rows, depth] with rows

@@ -1,7 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // The cooperative-matrix GEMMs' f16 inputs, once per product: hi = a cut to f16's 10 mantissa
-// bits (a mask: exact in f16 within its range), lo = a - hi rounded to f16; each invocation
+// bits (a mask: exact in f16 within its range), lo = (a - hi) * lo_scale rounded to f16 (scaled so
+// that a small value's lo is not an f16 subnormal); each invocation
 // splits 8 values of row gl_WorkGroupID.y.
 #include "common.glsl"
 layout(local_size_x = WORKGROUP_SIZE) in;
@@ -19,5 +20,5 @@ void main() {
   vec4 h1 = uintBitsToFloat(floatBitsToUint(v1) & uvec4(0xFFFFE000u));
   uint out_at = (r * args.cols + chunk * 8u) / 8u;
   QuadsOut(args.hi).v[out_at] = pack8(h0, h1);
-  QuadsOut(args.lo).v[out_at] = pack8(v0 - h0, v1 - h1);
+  QuadsOut(args.lo).v[out_at] = pack8((v0 - h0) * args.lo_scale, (v1 - h1) * args.lo_scale);
 }

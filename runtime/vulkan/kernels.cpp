@@ -96,7 +96,13 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       fixed_heads_(tuning.attention_heads != 0),
       range_keys_(tuned(tuning.attention_range, DECODE_ATTENTION_SIZE, "attention_range", DECODE_ATTENTION_SIZE)),
       key_lanes_asked_(tuned(tuning.attention_key_lanes, 2, "attention_key_lanes", 2)),
-      gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)) {}
+      gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
+      coop_promote_(tuned(tuning.coop_promote, COOP_TILE_K, "coop_promote", COOP_TILE_K)) {
+  const uint32_t device_k = ctx.info().cooperative_matrix ? ctx.info().cooperative_matrix->k : 16;
+  if (coop_promote_ % device_k != 0 || COOP_TILE_K % coop_promote_ != 0)
+    throw std::invalid_argument("coop_promote " + std::to_string(coop_promote_) + ": a multiple of the device's depth " +
+                                std::to_string(device_k) + " that divides " + std::to_string(COOP_TILE_K));
+}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
@@ -164,7 +170,8 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        attention.head_dim,
                                        matvec.rows,
                                        matvec.batch,
-                                       attention.key_lanes};
+                                       attention.key_lanes,
+                                       coop_promote_};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -385,7 +392,8 @@ void Kernels::argmax(DispatchList& list, Address values, Address result, uint32_
 void Kernels::split_halves(DispatchList& list, Address a, uint32_t a_stride, uint32_t rows, uint32_t cols,
                            const Halves& halves) {
   require(cols % 8 == 0 && a_stride % 4 == 0, "split_halves", "rows of " + std::to_string(cols) + " values are not whole 8-value groups");
-  const abi::SplitHalvesArgs args{a, halves.hi, halves.lo, rows, cols, a_stride};
+  const float lo_scale = gemm_precision_ == abi::COOP_PRECISE ? abi::COOP_LO_SCALE : 1.0f;
+  const abi::SplitHalvesArgs args{a, halves.hi, halves.lo, rows, cols, a_stride, lo_scale};
   list.dispatch(pipeline("split_halves", sizeof args), args, ceil_div(cols / 8, WORKGROUP_SIZE), rows);
 }
 

@@ -538,12 +538,15 @@ TEST(VulkanKernels, RmsNormOfRowsFromAnOffset) {
 }
 
 // The cooperative GEMMs' inputs: hi is each value cut to f16's 10 mantissa bits (exact), lo the
-// rest in f16; together about 21 significant bits.
-TEST(VulkanKernels, SplitHalvesKeepAbout21Bits) {
+// rest times COOP_LO_SCALE in f16 (the precise GEMMs' default); together about 21 significant bits,
+// for small values too (unscaled, the lo of 1e-3 is an f16 subnormal that keeps 4 bits).
+TEST(VulkanKernels, SplitHalvesKeepAbout21BitsForSmallValuesToo) {
   VULKAN_OR_SKIP();
   const uint32_t rows = 3, cols = 40, stride = 48;
   auto a = random_floats(size_t{rows} * stride, 5, 30.0f);
-  a[0] = 1.0f + std::ldexp(1.0f, -20);  // beyond f16: only lo keeps the low bits
+  a[0] = 1.0f + std::ldexp(1.0f, -20);      // beyond f16: only lo keeps the low bits
+  a[1] = 1e-3f * (1.0f + std::ldexp(1.0f, -19));
+  a[2] = -3e-4f * (1.0f + std::ldexp(1.0f, -18));
   auto a_buf = host_buffer(*ctx, a);
   auto hi = host_buffer(*ctx, std::vector<uint16_t>(size_t{rows} * cols)), lo = host_buffer(*ctx, std::vector<uint16_t>(size_t{rows} * cols));
   run(*ctx, [&](vk::DispatchList& list) {
@@ -553,7 +556,8 @@ TEST(VulkanKernels, SplitHalvesKeepAbout21Bits) {
   for (uint32_t r = 0; r < rows; ++r)
     for (uint32_t c = 0; c < cols; ++c) {
       const float v = a[size_t{r} * stride + c];
-      const float high = f16_to_f32(h[size_t{r} * cols + c]), low = f16_to_f32(l[size_t{r} * cols + c]);
+      const float high = f16_to_f32(h[size_t{r} * cols + c]);
+      const double low = f16_to_f32(l[size_t{r} * cols + c]) / double{vk::abi::COOP_LO_SCALE};
       uint32_t bits;
       std::memcpy(&bits, &v, 4);
       bits &= 0xFFFFE000u;
