@@ -114,6 +114,9 @@ struct VulkanTuning {
   // coop_promote of depth); Split A as two parts only; Fast A and W rounded to f16. The portable GEMMs are f32.
   enum class GemmPrecision : uint8_t { Fast, Split, Precise };
   GemmPrecision gemm_precision = GemmPrecision::Precise;
+  // Sums in double where the device has shaderFloat64 (the router, RMSNorm, prefill attention), as
+  // the CPU engine sums; false: in f32 everywhere.
+  bool float64_sums = true;
   // Kernel shapes; 0 is the engine's choice.
   uint32_t attention_splits = 0;     // decode attention: the most key ranges per KV head
   uint32_t attention_heads = 0;      // decode attention: the most query heads per workgroup

@@ -97,6 +97,7 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       range_keys_(tuned(tuning.attention_range, DECODE_ATTENTION_SIZE, "attention_range", DECODE_ATTENTION_SIZE)),
       key_lanes_asked_(tuned(tuning.attention_key_lanes, 2, "attention_key_lanes", 2)),
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
+      float64_(tuning.float64_sums && ctx.info().float64),
       coop_promote_(tuned(tuning.coop_promote, COOP_TILE_K, "coop_promote", COOP_TILE_K)) {
   const uint32_t device_k = ctx.info().cooperative_matrix ? ctx.info().cooperative_matrix->k : 16;
   if (coop_promote_ % device_k != 0 || COOP_TILE_K % coop_promote_ != 0)
@@ -191,7 +192,7 @@ void Kernels::embed(DispatchList& list, const DeviceMatrix& table, Address token
 void Kernels::rmsnorm(DispatchList& list, Address x, Address weight, Address y, uint32_t dim, uint32_t rows,
                       uint32_t first_row, float eps) {
   const abi::RmsNormArgs args{x, weight, y, dim, rows, first_row, eps};
-  list.dispatch(pipeline("rmsnorm", sizeof args), args, rows);
+  list.dispatch(pipeline(float64_ ? "rmsnorm_f64" : "rmsnorm", sizeof args), args, rows);
 }
 
 void Kernels::matvec(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm, Address y,
@@ -318,7 +319,8 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
   const abi::AttentionPrefillArgs args{qkv,     k_cache,  v_cache, sinks,   step,  target, s.heads,
                                        s.kv_heads, s.head_dim, s.window, s.slots, count, s.scale};
   const uint32_t queries_per_group = ATTENTION_ROWS / (s.heads / s.kv_heads);
-  list.dispatch(pipeline("attention_prefill", sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
+  list.dispatch(pipeline(float64_ ? "attention_prefill_f64" : "attention_prefill", sizeof args, cache_encoding(s)), args,
+                s.kv_heads, ceil_div(count, queries_per_group));
 }
 
 uint32_t Kernels::router_groups(uint32_t experts, bool logits) {
@@ -337,7 +339,7 @@ void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bia
   const abi::RouterArgs args{x,           norm,        weight.address(), weight.scales_address(), bias, out.xn,
                              out.chosen,  out.gate_weights, out.logits,  weight.cols, weight.rows, k, count, eps};
   // Sums in double where the device has them (router.glsl: a logit rounded once, as the CPU engine's).
-  const char* shader = ctx_.info().float64 ? "router_f64" : "router";
+  const char* shader = float64_ ? "router_f64" : "router";
   list.dispatch(pipeline(shader, sizeof args, weight.encoding), args, router_groups(weight.rows, out.logits != 0), count);
 }
 

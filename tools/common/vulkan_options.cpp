@@ -84,6 +84,10 @@ void apply_tuning(std::string_view text, VulkanTuning& t) {
       t.cooperative_matrix = on_off(key, value);
       continue;
     }
+    if (key == "f64") {
+      t.float64_sums = on_off(key, value);
+      continue;
+    }
     if (key == "pipeline_stats") {
       t.pipeline_statistics = on_off(key, value);
       continue;
@@ -111,6 +115,7 @@ std::string tuning_text(const VulkanTuning& t) {
   if (t.profile != defaults.profile) add(switch_text(kProfile, t));
   if (t.gemm_precision != defaults.gemm_precision) add(switch_text(kGemmPrecision, t));
   if (t.pipeline_statistics != defaults.pipeline_statistics) add("pipeline_stats=on");
+  if (t.float64_sums != defaults.float64_sums) add(t.float64_sums ? "f64=on" : "f64=off");
   for (const auto& s : kShapeKeys)
     if (t.*s.field != defaults.*s.field) add(std::string(s.key) + "=" + std::to_string(t.*s.field));
   return out;
@@ -119,7 +124,7 @@ std::string tuning_text(const VulkanTuning& t) {
 std::string tuning_keys_help() {
   std::string out =
       "KEY=VALUE,...: coopmat=on|off, int_dot=auto|on|off, gemm_precision=precise|split|fast, profile=off|steps|submits, "
-      "pipeline_stats=on|off";
+      "pipeline_stats=on|off, f64=on|off (sums in double where the device has them)";
   for (const auto& s : kShapeKeys) out += "; " + std::string(s.key) + "=N (" + s.help + ")";
   return out + "; 0 is the engine's choice";
 }
