@@ -110,12 +110,12 @@ struct VulkanTuning {
   enum class IntegerDot : uint8_t { Auto, On, Off };
   IntegerDot integer_dot = IntegerDot::Auto;
   // The cooperative-matrix GEMMs' precision (shaders/coop_tile.glsl): Precise about the f32 GEMMs'
-  // error (A and Q8_0 weights as two f16 parts each, partial sums promoted to f32 every
-  // coop_promote of depth); Split A as two parts only; Fast A and W rounded to f16. The portable GEMMs are f32.
+  // error (A and Q8_0 weights as two f16 parts each, partial sums promoted to f32 every 64
+  // of depth); Split A as two parts only; Fast A and W rounded to f16. The portable GEMMs are f32.
   enum class GemmPrecision : uint8_t { Fast, Split, Precise };
   GemmPrecision gemm_precision = GemmPrecision::Precise;
-  // Sums in double where the device has shaderFloat64 (the router, RMSNorm, prefill attention), as
-  // the CPU engine sums; false: in f32 everywhere.
+  // Sums in double where the device has shaderFloat64 (the router and RMSNorm, whose outputs are
+  // then the CPU engine's bit for bit); false: in f32 everywhere.
   bool float64_sums = true;
   // Kernel shapes; 0 is the engine's choice.
   uint32_t attention_splits = 0;     // decode attention: the most key ranges per KV head
@@ -126,7 +126,6 @@ struct VulkanTuning {
   uint32_t matvec_loads = 0;         // decode matvec: 8-value loads per lane and row in flight
   uint32_t mlp1_outputs = 0, mlp1_batch = 0;  // decode expert kernels: outputs per subgroup and blocks
   uint32_t mlp2_outputs = 0, mlp2_batch = 0;  // per lane in flight (all four, or none)
-  uint32_t coop_promote = 0;  // cooperative GEMMs at Precise: depth between promotions of the partial sums
   friend bool operator==(const VulkanTuning&, const VulkanTuning&) = default;
 };
 

@@ -36,7 +36,6 @@ using uint = uint32_t;
 #define SPEC_MATVEC_ROWS 10   // decode matvec: rows per subgroup
 #define SPEC_MATVEC_BATCH 11  // decode matvec: 8-value loads per lane and row in flight before any is used
 #define SPEC_ATTENTION_KEY_LANES 12  // decode attention: lanes per key in the score loop (1 or 2)
-#define SPEC_COOP_PROMOTE 13  // cooperative-matrix GEMMs at COOP_PRECISE: depth between promotions (the device's K or COOP_TILE_K)
 
 // Dense encodings as the kernels read them: the plain floats as stored, and ggml's block
 // quantizations (GGML_BLOCK_ENCODINGS below, ENC_Q8_0 and the ids after it).

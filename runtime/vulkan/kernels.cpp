@@ -97,13 +97,7 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       range_keys_(tuned(tuning.attention_range, DECODE_ATTENTION_SIZE, "attention_range", DECODE_ATTENTION_SIZE)),
       key_lanes_asked_(tuned(tuning.attention_key_lanes, 2, "attention_key_lanes", 2)),
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
-      float64_(tuning.float64_sums && ctx.info().float64),
-      coop_promote_(tuned(tuning.coop_promote, COOP_TILE_K, "coop_promote", COOP_TILE_K)) {
-  const uint32_t device_k = ctx.info().cooperative_matrix ? ctx.info().cooperative_matrix->k : 16;
-  if (coop_promote_ % device_k != 0 || COOP_TILE_K % coop_promote_ != 0)
-    throw std::invalid_argument("coop_promote " + std::to_string(coop_promote_) + ": a multiple of the device's depth " +
-                                std::to_string(device_k) + " that divides " + std::to_string(COOP_TILE_K));
-}
+      float64_(tuning.float64_sums && ctx.info().float64) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
@@ -171,8 +165,7 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        attention.head_dim,
                                        matvec.rows,
                                        matvec.batch,
-                                       attention.key_lanes,
-                                       coop_promote_};
+                                       attention.key_lanes};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -319,8 +312,7 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
   const abi::AttentionPrefillArgs args{qkv,     k_cache,  v_cache, sinks,   step,  target, s.heads,
                                        s.kv_heads, s.head_dim, s.window, s.slots, count, s.scale};
   const uint32_t queries_per_group = ATTENTION_ROWS / (s.heads / s.kv_heads);
-  list.dispatch(pipeline(float64_ ? "attention_prefill_f64" : "attention_prefill", sizeof args, cache_encoding(s)), args,
-                s.kv_heads, ceil_div(count, queries_per_group));
+  list.dispatch(pipeline("attention_prefill", sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
 }
 
 uint32_t Kernels::router_groups(uint32_t experts, bool logits) {

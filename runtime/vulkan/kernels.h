@@ -207,8 +207,7 @@ class Kernels {
   uint32_t range_keys_;
   uint32_t key_lanes_asked_;
   uint32_t gemm_precision_;  // abi::COOP_* (VulkanTuning::GemmPrecision in the same order)
-  bool float64_;             // the f64 forms of the router, RMSNorm and prefill attention
-  uint32_t coop_promote_;    // SPEC_COOP_PROMOTE
+  bool float64_;             // the f64 forms of the router and RMSNorm
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 

@@ -535,6 +535,13 @@ TEST(VulkanKernels, RmsNormOfRowsFromAnOffset) {
     }
   }
   expect_close(y, want, scale, 1e-5, "rmsnorm");
+  if (ctx->info().float64)  // rmsnorm_f64: the CPU engine's rms_norm bit for bit (1/rms rounded to f32 once)
+    for (uint32_t r = 0; r < rows; ++r) {
+      double ss = 0;
+      for (uint32_t i = 0; i < dim; ++i) ss += double{x[(first + r) * dim + i]} * x[(first + r) * dim + i];
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / dim + double{1e-5f}));
+      for (uint32_t i = 0; i < dim; ++i) ASSERT_EQ(y[r * dim + i], (x[(first + r) * dim + i] * inv) * w[i]) << r << "," << i;
+    }
 }
 
 // The cooperative GEMMs' inputs: hi is each value cut to f16's 10 mantissa bits (exact), lo the
