@@ -155,7 +155,9 @@ const fs::path& preset_a_bf16_gguf() {
   return path;
 }
 
-fs::path quant_goldens_mixed_gguf() { return fs::path(GPTOSS_DATA_DIR) / "quant-goldens" / "mixed.gguf"; }
+fs::path data_dir() { return GPTOSS_DATA_DIR; }
+
+fs::path quant_goldens_mixed_gguf() { return data_dir() / "quant-goldens" / "mixed.gguf"; }
 
 namespace {
 std::vector<uint8_t> float_bytes(const std::vector<float>& values) {

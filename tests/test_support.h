@@ -67,6 +67,8 @@ const std::filesystem::path& preset_a_checkpoint();
 // bf16` writes): made by the same fixture, or once per process by hand.
 const std::filesystem::path& preset_a_bf16_gguf();
 
+// The repository's data/ folder (small committed test data with the scripts that made them).
+std::filesystem::path data_dir();
 // data/quant-goldens/mixed.gguf: a 4-layer gpt-oss whose dense tensors are in every type
 // llama-quantize writes (data/quant-goldens/README.md).
 std::filesystem::path quant_goldens_mixed_gguf();
