@@ -17,21 +17,8 @@
 # --tensor-type per layer gives each layer's attn_k one type.
 set -euo pipefail
 
-if [[ $# -lt 2 || $# -gt 3 ]]; then
-  echo "usage: $0 LLAMA_BIN_DIR OUT_DIR [TOOLS_DIR]" >&2
-  exit 2
-fi
-LLAMA_BIN=$(cd "$1" && pwd)
-OUT=$2
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TOOLS=$(cd "${3:-$ROOT/build/tools}" && pwd)
-QUANTIZE=$LLAMA_BIN/llama-quantize
-for tool in "$QUANTIZE" "$TOOLS/gptoss-synth" "$TOOLS/gptoss-convert" "$TOOLS/gptoss-verify"; do
-  [[ -x $tool ]] || { echo "missing executable: $tool" >&2; exit 2; }
-done
-
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/goldens_common.sh"
+need_tools "$TOOLS/gptoss-synth" "$TOOLS/gptoss-convert" "$TOOLS/gptoss-verify"
 
 TYPES=(q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k)
 "$TOOLS/gptoss-synth" "$WORK/synth" --preset 20b --layouts hf --layers ${#TYPES[@]} --vocab 64 --hidden 256 \

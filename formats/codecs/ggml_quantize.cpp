@@ -78,34 +78,42 @@ void min_max(const float* x, unsigned n, float& min, float& max) {
   }
 }
 
-// Symmetric types: d = (signed max) / -half, level = trunc(x / d + half + 0.5), at most 2 half - 1.
-void symmetric32(const float* x, float half, uint8_t* block, uint8_t* qh, uint8_t* qs) {
-  const float d = signed_absmax(x, 32) / -half;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  put_f16(block, d);
-  uint8_t level[32];
+// Symmetric types (Q4_0, Q5_0): d = (signed max) / -half, level = trunc(x / d + half + 0.5), at
+// most 2 half - 1. Block: d, then qh (Q5_0's fifth bits) at `qh_at` when there is one, qs at `qs_at`.
+void symmetric32(const float* in, size_t n_blocks, BlockShape shape, float half, unsigned qh_at, unsigned qs_at,
+                 uint8_t* out) {
   const int top = static_cast<int>(2 * half) - 1;
-  for (unsigned j = 0; j < 32; ++j)
-    level[j] = static_cast<uint8_t>(std::min(top, static_cast<int>(static_cast<int8_t>(truncate_to_int(x[j] * id + (half + 0.5f))))));
-  pack_levels32(level, qs, qh);
+  for (size_t b = 0; b < n_blocks; ++b, in += 32, out += shape.bytes) {
+    const float d = signed_absmax(in, 32) / -half;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    put_f16(out, d);
+    uint8_t level[32];
+    for (unsigned j = 0; j < 32; ++j)
+      level[j] = static_cast<uint8_t>(std::min(top, static_cast<int>(static_cast<int8_t>(truncate_to_int(in[j] * id + (half + 0.5f))))));
+    pack_levels32(level, out + qs_at, qh_at ? out + qh_at : nullptr);
+  }
 }
 
-// Asymmetric types: d = (max - min) / (2^bits - 1), m = min, level = trunc((x - min) / d + 0.5).
-// Q4_1 caps the level at 15; Q5_1 keeps the cast's low byte, as ggml does.
-void asymmetric32(const float* x, int steps, bool cap, uint8_t* block, uint8_t* qh, uint8_t* qs) {
-  float min, max;
-  min_max(x, 32, min, max);
-  const float d = (max - min) / static_cast<float>(steps);
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  put_f16(block, d);
-  put_f16(block + 2, min);
-  uint8_t level[32];
-  for (unsigned j = 0; j < 32; ++j) {
-    const int32_t t = truncate_to_int((x[j] - min) * id + 0.5f);
-    level[j] = cap ? static_cast<uint8_t>(std::min(steps, static_cast<int>(static_cast<int8_t>(t))))
-                   : static_cast<uint8_t>(t);
+// Asymmetric types (Q4_1, Q5_1): d = (max - min) / steps, m = min, level = trunc((x - min) / d +
+// 0.5); Q4_1 caps the level at 15, Q5_1 keeps the cast's low byte, as ggml does. Block: d, m, then
+// qh and qs as above.
+void asymmetric32(const float* in, size_t n_blocks, BlockShape shape, int steps, bool cap, unsigned qh_at,
+                  unsigned qs_at, uint8_t* out) {
+  for (size_t b = 0; b < n_blocks; ++b, in += 32, out += shape.bytes) {
+    float min, max;
+    min_max(in, 32, min, max);
+    const float d = (max - min) / static_cast<float>(steps);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    put_f16(out, d);
+    put_f16(out + 2, min);
+    uint8_t level[32];
+    for (unsigned j = 0; j < 32; ++j) {
+      const int32_t t = truncate_to_int((in[j] - min) * id + 0.5f);
+      level[j] = cap ? static_cast<uint8_t>(std::min(steps, static_cast<int>(static_cast<int8_t>(t))))
+                     : static_cast<uint8_t>(t);
+    }
+    pack_levels32(level, out + qs_at, qh_at ? out + qh_at : nullptr);
   }
-  pack_levels32(level, qs, qh);
 }
 
 // ggml's make_qkx2_quants for the K-quants with a minimum: levels 0..nmax of 32 weighted elements
@@ -270,14 +278,9 @@ float symmetric_scale(const float* x, int nmax, int8_t* L) {
   return scale;
 }
 
-void q4_0_encode(const float* x, uint8_t* b) { symmetric32(x, 8.0f, b, nullptr, b + 2); }
-void q5_0_encode(const float* x, uint8_t* b) { symmetric32(x, 16.0f, b, b + 2, b + 6); }
-void q4_1_encode(const float* x, uint8_t* b) { asymmetric32(x, 15, true, b, nullptr, b + 4); }
-void q5_1_encode(const float* x, uint8_t* b) { asymmetric32(x, 31, false, b, b + 4, b + 8); }
-
 // Q4_K: d, dmin, 12 scale bytes, then qs[128]: byte l of each 32-byte run holds element l of a
 // 64-element chunk (low nibble) and element l + 32 (high).
-void q4_k_encode(const float* x, uint8_t* b) {
+void q4_k_block(const float* x, uint8_t* b) {
   uint8_t L[256];
   k_scales_and_levels(x, 15, -1.f, 20, b, L);
   uint8_t* q = b + 16;
@@ -287,7 +290,7 @@ void q4_k_encode(const float* x, uint8_t* b) {
 
 // Q5_K: as Q4_K with the fifth bits in qh[32]: chunk c's element l sets bit 2c of qh[l], its
 // element l + 32 bit 2c + 1.
-void q5_k_encode(const float* x, uint8_t* b) {
+void q5_k_block(const float* x, uint8_t* b) {
   uint8_t L[256];
   k_scales_and_levels(x, 31, -0.5f, 15, b, L);
   uint8_t* qh = b + 16;
@@ -309,7 +312,7 @@ void q5_k_encode(const float* x, uint8_t* b) {
 }
 
 // Q6_K: sixteen sub-blocks of 16 with int8 scales relative to d = max_scale / -128; levels 0..63.
-void q6_k_encode(const float* x, uint8_t* b) {
+void q6_k_block(const float* x, uint8_t* b) {
   int8_t L[256];
   float scales[16];
   float max_scale = 0, max_abs_scale = 0;
@@ -347,19 +350,22 @@ void q6_k_encode(const float* x, uint8_t* b) {
     }
 }
 
-template <void (*Block)(const float*, uint8_t*), BlockShape Shape>
-void each_block(const float* in, size_t n_blocks, uint8_t* out) {
-  for (size_t b = 0; b < n_blocks; ++b) Block(in + size_t{Shape.elements} * b, out + size_t{Shape.bytes} * b);
-}
-
 }  // namespace
 
-void quantize_q4_0(const float* in, size_t n, uint8_t* out) { each_block<q4_0_encode, kQ4_0>(in, n, out); }
-void quantize_q4_1(const float* in, size_t n, uint8_t* out) { each_block<q4_1_encode, kQ4_1>(in, n, out); }
-void quantize_q5_0(const float* in, size_t n, uint8_t* out) { each_block<q5_0_encode, kQ5_0>(in, n, out); }
-void quantize_q5_1(const float* in, size_t n, uint8_t* out) { each_block<q5_1_encode, kQ5_1>(in, n, out); }
-void quantize_q4_k(const float* in, size_t n, uint8_t* out) { each_block<q4_k_encode, kQ4_K>(in, n, out); }
-void quantize_q5_k(const float* in, size_t n, uint8_t* out) { each_block<q5_k_encode, kQ5_K>(in, n, out); }
-void quantize_q6_k(const float* in, size_t n, uint8_t* out) { each_block<q6_k_encode, kQ6_K>(in, n, out); }
+// The 32-element types: one loop over their blocks with the layout's offsets (Q4_0 d | qs;
+// Q5_0 d | qh | qs; Q4_1 d m | qs; Q5_1 d m | qh | qs). The K types: one block at a time.
+void quantize_q4_0(const float* in, size_t n, uint8_t* out) { symmetric32(in, n, kQ4_0, 8.0f, 0, 2, out); }
+void quantize_q5_0(const float* in, size_t n, uint8_t* out) { symmetric32(in, n, kQ5_0, 16.0f, 2, 6, out); }
+void quantize_q4_1(const float* in, size_t n, uint8_t* out) { asymmetric32(in, n, kQ4_1, 15, true, 0, 4, out); }
+void quantize_q5_1(const float* in, size_t n, uint8_t* out) { asymmetric32(in, n, kQ5_1, 31, false, 4, 8, out); }
+void quantize_q4_k(const float* in, size_t n, uint8_t* out) {
+  for (size_t b = 0; b < n; ++b) q4_k_block(in + 256 * b, out + kQ4_K.bytes * b);
+}
+void quantize_q5_k(const float* in, size_t n, uint8_t* out) {
+  for (size_t b = 0; b < n; ++b) q5_k_block(in + 256 * b, out + kQ5_K.bytes * b);
+}
+void quantize_q6_k(const float* in, size_t n, uint8_t* out) {
+  for (size_t b = 0; b < n; ++b) q6_k_block(in + 256 * b, out + kQ6_K.bytes * b);
+}
 
 }  // namespace gptoss::ggml_quants
