@@ -149,7 +149,14 @@ void check_write_options(ModelFormat output, const WriteOptions& options) {
       case ModelFormat::Synthesized: break;
     }
   }
-  if (options.max_shard_bytes && output == ModelFormat::ModelBin)
+  if (options.mix) {
+    const std::string name = "--mix " + std::string(gguf_mix_info(*options.mix).name);
+    if (output != ModelFormat::Gguf) refuse(name + " (llama-quantize's mixes are GGUF files)");
+    if (options.dense_dtype == DType::Q8_0)
+      refuse(name + " with --dense q8_0 (a mix quantizes the float GGUF llama.cpp's converter writes: --dense bf16, "
+             "f16 or f32)");
+  }
+    if (options.max_shard_bytes && output == ModelFormat::ModelBin)
     refuse("--max-shard-size/--split-max-size (model.bin is always one file)");
 }
 
@@ -174,6 +181,7 @@ std::vector<std::string> write_model(const CanonicalModel& model, const fs::path
     case ModelFormat::Gguf: {
       GgufWriteOptions o;
       o.dense_dtype = options.dense_dtype.value_or(DType::BF16);
+      o.mix = options.mix;
       o.split_max_bytes = options.max_shard_bytes;
       o.threads = options.threads;
       o.progress = per_item;

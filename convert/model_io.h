@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convert/canonical_model.h"
+#include "convert/gguf/gguf_mix.h"
 #include "convert/safetensors_model.h"
 #include "formats/core/stored_tensor.h"
 
@@ -52,6 +53,7 @@ struct ProgressEvent {
 struct WriteOptions {
   std::optional<CheckpointLayout> layout;  // safetensors only (default HuggingFace)
   std::optional<DType> dense_dtype;  // GGUF: BF16/F16/F32/Q8_0; safetensors: BF16/F16/F32; model.bin: BF16
+  std::optional<GgufMix> mix;        // GGUF only: llama-quantize's mix of the GGUF `dense_dtype` gives
   uint64_t max_shard_bytes = 0;      // safetensors --max-shard-size / GGUF --split-max-size
   unsigned threads = 0;              // -j: workers producing the output's bytes; 0 = one per core
   std::function<void(const ProgressEvent&)> progress;

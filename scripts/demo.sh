@@ -85,3 +85,23 @@ mixed=data/quant-goldens/mixed.gguf
 "$BIN"/gptoss-run "$OUT/mixed-source/hf" --parity "$mixed" --engines cpu,vulkan --prompt-tokens 1,5,9,2,33,17,8,60 \
   || echo "(no usable Vulkan device: the Vulkan column is skipped)"
 echo "(its vocabulary of 64 ids holds no real tokenizer, so gptoss-eval, which scores a text, has nothing to read here)"
+
+echo
+echo "== 10. llama-quantize's Q4_K_M written in one pass (gptoss-convert --mix q4_k_m): against llama.cpp's two passes, then read,"
+echo "     verified, run and evaluated"
+shape=$(awk '$1 == "shape" && $2 == "rows320" { $1 = $2 = ""; print }' data/mix-goldens/expected.txt)
+synth_args=()
+for o in $shape; do synth_args+=("--${o%%=*}" "${o#*=}"); done
+"$BIN"/gptoss-synth "$OUT/mix-source" --preset 20b --layouts hf "${synth_args[@]}" >/dev/null
+"$BIN"/gptoss-convert -q "$OUT/mix-source/hf" "$OUT/rows320-q4_k_m.gguf" --mix q4_k_m 2>/dev/null
+expected=$(awk '$1 == "mix" && $2 == "rows320" && $3 == "q4_k_m" { print $4 }' data/mix-goldens/expected.txt)
+if [ "$(sha256sum <"$OUT/rows320-q4_k_m.gguf" | cut -d' ' -f1)" = "$expected" ]; then
+  echo "rows320-q4_k_m.gguf: byte-identical to convert_hf_to_gguf.py + llama-quantize Q4_K_M (sha256 ${expected:0:16}...)"
+else
+  echo "rows320-q4_k_m.gguf: DIFFERS from llama-quantize's file (data/mix-goldens/expected.txt)"
+fi
+"$BIN"/gptoss-convert -q "$OUT/ckpt/hf" "$OUT/model-q4_k_m.gguf" --mix q4_k_m 2>&1 | grep -E '^(lossy: (layers.0.attn|\.\.\.)|wrote)' || true
+"$BIN"/gptoss-verify -q --values "$OUT/model-q4_k_m.gguf" | grep -E 'dense tensors are|errors,' || true
+"$BIN"/gptoss-verify --same "$OUT/ckpt/hf" "$OUT/model-q4_k_m.gguf" | grep -E '^tensors:|^(SAME|DIFFERENT)' | head -3 || true
+"$BIN"/gptoss-run "$OUT/model-q4_k_m.gguf" -p "What is 2+2?" --max-tokens 12 --raw
+"$BIN"/gptoss-eval "$OUT/ckpt/hf" "$OUT/model-q4_k_m.gguf" --text "$text" --ctx 128 --chunks 4

@@ -15,21 +15,8 @@
 # MXFP4 and the norms, sinks, router and biases F32, as in every published gpt-oss file.
 set -euo pipefail
 
-if [[ $# -lt 2 || $# -gt 3 ]]; then
-  echo "usage: $0 LLAMA_BIN_DIR OUT_DIR [TOOLS_DIR]" >&2
-  exit 2
-fi
-LLAMA_BIN=$(cd "$1" && pwd)
-OUT=$2
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TOOLS=$(cd "${3:-$ROOT/build/tools}" && pwd)
-QUANTIZE=$LLAMA_BIN/llama-quantize
-for tool in "$QUANTIZE" "$TOOLS/gptoss-synth" "$TOOLS/gptoss-convert" "$TOOLS/gptoss-verify"; do
-  [[ -x $tool ]] || { echo "missing executable: $tool" >&2; exit 2; }
-done
-
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/goldens_common.sh"
+need_tools "$TOOLS/gptoss-synth" "$TOOLS/gptoss-convert" "$TOOLS/gptoss-verify"
 
 LAYERS=4
 HIDDEN=256

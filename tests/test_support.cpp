@@ -155,7 +155,9 @@ const fs::path& preset_a_bf16_gguf() {
   return path;
 }
 
-fs::path quant_goldens_mixed_gguf() { return fs::path(GPTOSS_DATA_DIR) / "quant-goldens" / "mixed.gguf"; }
+fs::path data_dir() { return GPTOSS_DATA_DIR; }
+
+fs::path quant_goldens_mixed_gguf() { return data_dir() / "quant-goldens" / "mixed.gguf"; }
 
 namespace {
 std::vector<uint8_t> float_bytes(const std::vector<float>& values) {
@@ -216,26 +218,8 @@ CanonicalModel decoded_to_f32(const CanonicalModel& model) {
 }
 
 std::vector<uint8_t> encode_for_tests(DType type, const std::vector<float>& values) {
-  if (type != DType::Q4_1) {
-    std::vector<uint8_t> bytes(*dtype_byte_size(type, values.size()));
-    encode_from_f32(type, values.data(), values.size(), bytes.data());
-    return bytes;
-  }
-  const auto& info = dtype_info(type);  // d f16, m f16, byte j = level of element j | element j + 16 << 4
-  std::vector<uint8_t> bytes(values.size() / info.block_elements * info.block_bytes);
-  for (size_t b = 0; b < values.size() / 32; ++b) {
-    const float* x = values.data() + 32 * b;
-    uint8_t* block = bytes.data() + b * info.block_bytes;
-    const float lo = *std::min_element(x, x + 32), hi = *std::max_element(x, x + 32);
-    const uint16_t d = f32_to_f16((hi - lo) / 15), m = f32_to_f16(lo);
-    std::memcpy(block, &d, 2);
-    std::memcpy(block + 2, &m, 2);
-    const float step = f16_to_f32(d), low = f16_to_f32(m);
-    auto level = [&](float v) {
-      return step > 0 ? static_cast<uint8_t>(std::clamp(std::lround((v - low) / step), 0L, 15L)) : uint8_t{0};
-    };
-    for (int j = 0; j < 16; ++j) block[4 + j] = static_cast<uint8_t>(level(x[j]) | (level(x[j + 16]) << 4));
-  }
+  std::vector<uint8_t> bytes(*dtype_byte_size(type, values.size()));
+  encode_from_f32(type, values.data(), values.size(), bytes.data());
   return bytes;
 }
 

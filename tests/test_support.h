@@ -67,6 +67,8 @@ const std::filesystem::path& preset_a_checkpoint();
 // bf16` writes): made by the same fixture, or once per process by hand.
 const std::filesystem::path& preset_a_bf16_gguf();
 
+// The repository's data/ folder (small committed test data with the scripts that made them).
+std::filesystem::path data_dir();
 // data/quant-goldens/mixed.gguf: a 4-layer gpt-oss whose dense tensors are in every type
 // llama-quantize writes (data/quant-goldens/README.md).
 std::filesystem::path quant_goldens_mixed_gguf();
@@ -76,9 +78,8 @@ std::filesystem::path quant_goldens_mixed_gguf();
 // engine's result on `model` must equal.
 CanonicalModel decoded_to_f32(const CanonicalModel& model);
 
-// `values` encoded as `type`: the encodable types (encode_from_f32), and Q4_1 by a plain
-// round-to-nearest of each block's [min, max] in 15 steps (a valid Q4_1 file, not llama-quantize's
-// choice of steps).
+// `values` encoded as `type` (encode_from_f32: one of the encodable types, the block types by
+// ggml's reference quantizers).
 std::vector<uint8_t> encode_for_tests(DType type, const std::vector<float>& values);
 
 // `model` with the expert matrix `role` (Mlp1Blocks or Mlp2Blocks) of `layer` decoded and encoded
@@ -88,9 +89,10 @@ CanonicalModel with_experts_as(const CanonicalModel& model, int layer, TensorRol
 // A small gpt-oss (2 layers, rows of 256 values so that every block type's rows are whole blocks,
 // 4 experts, a vocabulary of 512) whose every matrix is in `type`: the embedding, the attention
 // projections, the router, the experts and the unembedding. Where encode_from_f32 encodes `type`
-// they are the synthesized values encoded; ggml's other block types have no quantizer here, so they
-// are random blocks (tests/random_blocks.h) at the synthesized tensor's RMS. Norms, biases and
-// sinks stay as synthesized.
+// (F32, F16, BF16, Q8_0, Q4_0 .. Q5_1, Q4_K .. Q6_K) they are the synthesized values encoded as
+// llama-quantize would; the other block types (the IQ types, Q2_K, Q3_K) have no quantizer here,
+// so they are random blocks (tests/random_blocks.h) at the synthesized tensor's RMS. Norms, biases
+// and sinks stay as synthesized.
 CanonicalModel small_model_in(DType type);
 
 // The types a GGUF's weights come in that both engines read, from the DType table: F32, F16, BF16

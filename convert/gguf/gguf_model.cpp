@@ -2,6 +2,7 @@
 // container work is in formats/gguf; the streaming transforms in gguf_sources.h.
 #include "convert/gguf/gguf_model.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -64,7 +65,10 @@ uint32_t file_type_for(DType dense) {
   }
 }
 
-GgufMetadata gguf_metadata(const CanonicalModel& model, DType dense, const std::string& name) {
+// The converter's keys, in its order. A mix: llama-quantize copies them, then sets
+// general.quantization_version and general.file_type, which moves both to the end.
+GgufMetadata gguf_metadata(const CanonicalModel& model, DType dense, const std::string& name,
+                           const std::optional<GgufMix>& mix) {
   const GptOssConfig& c = model.config;
   GgufMetadata md;
   md.add_string("general.architecture", kArch);
@@ -89,16 +93,21 @@ GgufMetadata gguf_metadata(const CanonicalModel& model, DType dense, const std::
   md.add_u32(arch_key("expert_used_count"), c.experts_per_token);
   md.add_u32(arch_key("attention.key_length"), c.head_dim);
   md.add_u32(arch_key("attention.value_length"), c.head_dim);
-  md.add_u32("general.file_type", file_type_for(dense));
+  if (!mix) md.add_u32("general.file_type", file_type_for(dense));
   md.add_u32(arch_key("attention.sliding_window"), c.sliding_window);
   md.add_u32(arch_key("expert_feed_forward_length"), c.intermediate_size);
-  md.add_u32("general.quantization_version", 2);
+  constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
+  if (!mix) md.add_u32("general.quantization_version", kQuantizationVersion);
   if (model.tokenizer) {
     TokenizerData tok = *model.tokenizer;
     if (!tok.bos_id) tok.bos_id = c.bos_token_id;
     if (!tok.eos_id) tok.eos_id = c.eos_token_id;
     if (!tok.pad_id) tok.pad_id = c.pad_token_id;
     add_gguf_tokenizer(md, tok, c.vocab_size);
+  }
+  if (mix) {
+    md.add_u32("general.quantization_version", kQuantizationVersion);
+    md.add_u32("general.file_type", gguf_mix_info(*mix).file_type);
   }
   return md;
 }
@@ -115,6 +124,33 @@ void check_expressible(const GptOssConfig& c) {
 }
 
 std::vector<uint64_t> reversed(std::vector<uint64_t> shape) { return {shape.rbegin(), shape.rend()}; }
+
+// What a mix cannot honour, before anything is written: llama-quantize reads a float GGUF (it
+// refuses to requantize a quantized tensor unless told to, and then compounds both errors), and
+// keeps the experts in MXFP4 only when they are MXFP4 already.
+void check_mix_input(const CanonicalModel& model, GgufMix mix, DType dense) {
+  const std::string what = "--mix " + std::string(gguf_mix_info(mix).name);
+  if (dense != DType::BF16 && dense != DType::F16 && dense != DType::F32)
+    throw std::invalid_argument(what + " quantizes the GGUF llama.cpp's converter writes, whose dense tensors are BF16, "
+                                "F16 or F32; --dense " + std::string(dtype_name(dense)) + " is not one of them");
+  for (const auto& t : model.tensors) {
+    if (is_matrix_role(t.spec.role) && dtype_info(t.dtype).block_elements > 1)
+      throw std::invalid_argument(what + ": " + t.origin + " is already quantized (" + std::string(dtype_name(t.dtype)) +
+                                  "); quantizing its dequantized values again would compound both errors, and "
+                                  "llama-quantize refuses it too (without --allow-requantize). Give the float "
+                                  "checkpoint it came from");
+    if (is_expert_matrix_role(t.spec.role) && !holds_mxfp4(t))
+      throw std::invalid_argument(what + ": the experts of " + t.origin + " are " + std::string(dtype_name(t.dtype)) +
+                                  ", not MXFP4; a mix keeps the experts as the MXFP4 they are and has no quantizer "
+                                  "for them");
+  }
+}
+
+// ggml_n_dims: llama-quantize writes a tensor's dimensions without the trailing ones.
+std::vector<uint64_t> without_trailing_ones(std::vector<uint64_t> ne) {
+  while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
+  return ne;
+}
 }  // namespace
 
 std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs::path& path,
@@ -124,6 +160,7 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
     throw std::invalid_argument("GGUF dense type must be bf16, f16, f32 or q8_0, not " + std::string(dtype_name(dense)));
   const GptOssConfig& c = model.config;
   check_expressible(c);
+  if (options.mix) check_mix_input(model, *options.mix, dense);
   std::vector<std::string> notes;
   if (!model.tokenizer)
     notes.push_back("the model has no tokenizer: the GGUF has no tokenizer.* keys and llama.cpp will not load it");
@@ -139,11 +176,14 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
     std::shared_ptr<ConversionStats> stats;
   };
   std::vector<Lossy> lossy;
-  auto encoded = [&](const CanonicalTensor& t, DType to) -> TensorSourcePtr {
-    if (t.dtype == to) return t.source;
+  auto convert = [&](const std::string& name, TensorSourcePtr source, DType from, DType to, uint64_t row_elements) {
+    if (from == to) return source;
     auto stats = std::make_shared<ConversionStats>();
-    if (!conversion_is_exact(t.dtype, to)) lossy.push_back({t.spec.name, t.dtype, to, stats});
-    return convert_dtype(t.source, t.dtype, to, t.spec.shape.back(), stats);
+    if (!conversion_is_exact(from, to)) lossy.push_back({name, from, to, stats});
+    return convert_dtype(std::move(source), from, to, row_elements, stats);
+  };
+  auto encoded = [&](const CanonicalTensor& t, DType to) {
+    return convert(t.spec.name, t.source, t.dtype, to, t.spec.shape.back());
   };
 
   std::vector<GgufTensorEntry> entries;
@@ -163,7 +203,14 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
         const CanonicalTensor& t = model.get(g.role, g.layer);
         // llama.cpp's converter: 2-D weights in the chosen type, except the router; the rest F32.
         const bool dense_matrix = is_matrix_role(g.role) && g.role != TensorRole::RouterWeight;
-        add(g.name, dense_matrix ? dense : DType::F32, reversed(t.spec.shape), encoded(t, dense_matrix ? dense : DType::F32));
+        if (!dense_matrix || !options.mix) {
+          add(g.name, dense_matrix ? dense : DType::F32, reversed(t.spec.shape), encoded(t, dense_matrix ? dense : DType::F32));
+          break;
+        }
+        // A mix: the values the converter's GGUF holds (in `dense`), quantized as llama-quantize does.
+        const uint64_t row = t.spec.shape.back();
+        const DType type = gguf_mix_type(*options.mix, g.role, g.layer, c.num_layers, c.num_experts, row);
+        add(g.name, type, reversed(t.spec.shape), convert(t.spec.name, encoded(t, dense), dense, type, row));
         break;
       }
       // Experts as ggml MXFP4 from the pair; in another type as they are (gate and up: every
@@ -200,7 +247,12 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
     }
   }
 
-  const GgufMetadata metadata = gguf_metadata(model, dense, options.name);
+  if (options.mix) {  // in llama-quantize's order, with its dimensions
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const GgufTensorEntry& a, const GgufTensorEntry& b) { return llama_loader_order(a.name, b.name); });
+    for (auto& e : entries) e.ne = without_trailing_ones(std::move(e.ne));
+  }
+  const GgufMetadata metadata = gguf_metadata(model, dense, options.name, options.mix);
   PipelineOptions stream;
   stream.threads = options.threads;
   stream.progress = options.progress;

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "formats/codecs/lanes.h"
-#include "formats/codecs/q8_0.h"
 #include "formats/core/float16.h"
 #include "formats/core/mapped_file.h"
 
@@ -16,7 +15,9 @@ namespace gptoss {
 
 bool is_decodable(DType t) { return dtype_info(t).decode != nullptr; }
 
-bool is_encodable(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0; }
+bool is_encodable(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || dtype_info(t).encode != nullptr;
+}
 
 void decode_to_f32(DType type, const uint8_t* in, size_t n, float* out) {
   const DTypeInfo& info = dtype_info(type);
@@ -63,11 +64,15 @@ void encode_from_f32(DType type, const float* in, size_t n, uint8_t* out) {
       for (; i + 4 <= n; i += 4) store(out + 2 * i, __builtin_convertvector(lanes::f32_to_bf16(load<f32x4>(in + i)), u16x4));
       for (; i < n; ++i) store_u16(out + 2 * i, f32_to_bf16(in[i]));
       return;
-    case DType::Q8_0:
-      q8_0::quantize(in, n / 32, out);
+    default: {
+      const DTypeInfo& info = dtype_info(type);
+      if (!info.encode) throw std::invalid_argument("cannot encode f32 as dtype " + std::string(info.name));
+      if (n % info.block_elements != 0)
+        throw std::invalid_argument(std::to_string(n) + " elements are not a whole number of " + std::string(info.name) +
+                                    " blocks of " + std::to_string(info.block_elements));
+      info.encode(in, n / info.block_elements, out);
       return;
-    default:
-      throw std::invalid_argument("cannot encode f32 as dtype " + std::string(dtype_name(type)));
+    }
   }
 }
 

@@ -12,7 +12,9 @@ namespace gptoss {
 // True for dtypes decode_to_f32 handles: those with a decoder in the DType table (F32, F16, BF16,
 // F64, and every ggml block type but Q8_1, Q8_K, TQ1_0 and TQ2_0).
 bool is_decodable(DType type);
-bool is_encodable(DType type);  // F32, F16, BF16, Q8_0
+// True for dtypes encode_from_f32 handles: F32, F16, BF16 and the block types with an encoder in
+// the DType table (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: ggml's reference quantizers).
+bool is_encodable(DType type);
 
 // `elements` must be a multiple of the dtype's block size.
 void decode_to_f32(DType type, const uint8_t* in, size_t elements, float* out);
@@ -23,7 +25,6 @@ void decode_f32_values(const uint8_t* in, size_t n, float* out);
 void decode_f16_values(const uint8_t* in, size_t n, float* out);
 void decode_bf16_values(const uint8_t* in, size_t n, float* out);
 void decode_f64_values(const uint8_t* in, size_t n, float* out);
-void encode_from_f32(DType type, const float* in, size_t elements, uint8_t* out);
 
 // How values changed by an encoding: `decoded` is `values` encoded and decoded again. Merges
 // into `d`: elements that differ (a NaN difference counts), the largest |decoded - value| and the

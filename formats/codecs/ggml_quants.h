@@ -99,6 +99,25 @@ void dequantize_iq2_xxs(const uint8_t* blocks, size_t n_blocks, float* out);
 void dequantize_iq1_s(const uint8_t* blocks, size_t n_blocks, float* out);
 void dequantize_iq1_m(const uint8_t* blocks, size_t n_blocks, float* out);
 
+// ggml's reference quantizers, as llama-quantize runs them without an importance matrix
+// (quantize_row_*_ref in ggml-quants.c): each encodes `n_blocks` blocks of f32 values to the same
+// bytes as ggml (ggml_quantize.cpp says which float operations decide them).
+//   Q4_0, Q5_0  d = (the element of largest magnitude) / -8 or / -16, level = trunc(x / d + 8.5 or
+//               16.5), at most 15 or 31
+//   Q4_1, Q5_1  d = (max - min) / 15 or / 31, m = min, level = trunc((x - min) / d + 0.5)
+//   Q4_K, Q5_K  per 32 elements a scale and a min searched by weighted least squares (weights
+//               rms + |x|; 21 or 16 trial scales), quantized to six bits against the block's d and
+//               dmin, then every level chosen again against the stored scales
+//   Q6_K        per 16 elements a signed scale searched over 19 trial scales (weights x^2), stored
+//               as int8 against d = (largest scale) / -128, levels chosen again against them
+void quantize_q4_0(const float* in, size_t n_blocks, uint8_t* out);
+void quantize_q4_1(const float* in, size_t n_blocks, uint8_t* out);
+void quantize_q5_0(const float* in, size_t n_blocks, uint8_t* out);
+void quantize_q5_1(const float* in, size_t n_blocks, uint8_t* out);
+void quantize_q4_k(const float* in, size_t n_blocks, uint8_t* out);
+void quantize_q5_k(const float* in, size_t n_blocks, uint8_t* out);
+void quantize_q6_k(const float* in, size_t n_blocks, uint8_t* out);
+
 // The six-bit scale and min of 32-element sub-block j (0..7) of a Q4_K or Q5_K block's 12 scale
 // bytes: j < 4 in the low 6 bits of bytes j and j + 4; j >= 4 in the nibbles of byte j + 4 with
 // the top 2 bits of bytes j - 4 and j. Exposed for the tests.

@@ -14,7 +14,7 @@ namespace gptoss {
 namespace {
 namespace q = ggml_quants;
 // Order matches the DType enum. The ggml ids are ggml's enum ggml_type; the block shapes of the
-// quantized types are stated once, beside their decoders (formats/codecs).
+// quantized types are stated once, beside their decoders and quantizers (formats/codecs).
 constexpr std::array<DTypeInfo, kDTypeCount> kTable = {{
     {DType::F64, "F64", "F64", 28, 1, 8, true, decode_f64_values},
     {DType::F32, "F32", "F32", 0, 1, 4, true, decode_f32_values},
@@ -38,18 +38,18 @@ constexpr std::array<DTypeInfo, kDTypeCount> kTable = {{
     {DType::F6_E2M3, "F6_E2M3", "F6_E2M3", -1, 4, 3, false, nullptr},
     {DType::F6_E3M2, "F6_E3M2", "F6_E3M2", -1, 4, 3, false, nullptr},
     {DType::C64, "C64", "C64", -1, 1, 8, false, nullptr},
-    {DType::Q8_0, "Q8_0", "", 8, kQ8_0BlockElements, kQ8_0BlockBytes, true, q8_0::dequantize},
+    {DType::Q8_0, "Q8_0", "", 8, kQ8_0BlockElements, kQ8_0BlockBytes, true, q8_0::dequantize, q8_0::quantize},
     {DType::MXFP4, "MXFP4", "", 39, kMxfp4BlockElements, kMxfp4GgmlBlockBytes, true, mxfp4::dequantize_ggml},
-    {DType::Q4_0, "Q4_0", "", 2, q::kQ4_0.elements, q::kQ4_0.bytes, true, q::dequantize_q4_0},
-    {DType::Q4_1, "Q4_1", "", 3, q::kQ4_1.elements, q::kQ4_1.bytes, true, q::dequantize_q4_1},
-    {DType::Q5_0, "Q5_0", "", 6, q::kQ5_0.elements, q::kQ5_0.bytes, true, q::dequantize_q5_0},
-    {DType::Q5_1, "Q5_1", "", 7, q::kQ5_1.elements, q::kQ5_1.bytes, true, q::dequantize_q5_1},
+    {DType::Q4_0, "Q4_0", "", 2, q::kQ4_0.elements, q::kQ4_0.bytes, true, q::dequantize_q4_0, q::quantize_q4_0},
+    {DType::Q4_1, "Q4_1", "", 3, q::kQ4_1.elements, q::kQ4_1.bytes, true, q::dequantize_q4_1, q::quantize_q4_1},
+    {DType::Q5_0, "Q5_0", "", 6, q::kQ5_0.elements, q::kQ5_0.bytes, true, q::dequantize_q5_0, q::quantize_q5_0},
+    {DType::Q5_1, "Q5_1", "", 7, q::kQ5_1.elements, q::kQ5_1.bytes, true, q::dequantize_q5_1, q::quantize_q5_1},
     {DType::IQ4_NL, "IQ4_NL", "", 20, q::kIq4Nl.elements, q::kIq4Nl.bytes, true, q::dequantize_iq4_nl},
     {DType::Q2_K, "Q2_K", "", 10, q::kQ2_K.elements, q::kQ2_K.bytes, true, q::dequantize_q2_k},
     {DType::Q3_K, "Q3_K", "", 11, q::kQ3_K.elements, q::kQ3_K.bytes, true, q::dequantize_q3_k},
-    {DType::Q4_K, "Q4_K", "", 12, q::kQ4_K.elements, q::kQ4_K.bytes, true, q::dequantize_q4_k},
-    {DType::Q5_K, "Q5_K", "", 13, q::kQ5_K.elements, q::kQ5_K.bytes, true, q::dequantize_q5_k},
-    {DType::Q6_K, "Q6_K", "", 14, q::kQ6_K.elements, q::kQ6_K.bytes, true, q::dequantize_q6_k},
+    {DType::Q4_K, "Q4_K", "", 12, q::kQ4_K.elements, q::kQ4_K.bytes, true, q::dequantize_q4_k, q::quantize_q4_k},
+    {DType::Q5_K, "Q5_K", "", 13, q::kQ5_K.elements, q::kQ5_K.bytes, true, q::dequantize_q5_k, q::quantize_q5_k},
+    {DType::Q6_K, "Q6_K", "", 14, q::kQ6_K.elements, q::kQ6_K.bytes, true, q::dequantize_q6_k, q::quantize_q6_k},
     {DType::IQ4_XS, "IQ4_XS", "", 23, q::kIq4Xs.elements, q::kIq4Xs.bytes, true, q::dequantize_iq4_xs},
     {DType::IQ3_S, "IQ3_S", "", 21, q::kIq3S.elements, q::kIq3S.bytes, true, q::dequantize_iq3_s},
     {DType::IQ3_XXS, "IQ3_XXS", "", 18, q::kIq3Xxs.elements, q::kIq3Xxs.bytes, true, q::dequantize_iq3_xxs},

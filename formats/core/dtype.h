@@ -32,6 +32,8 @@ inline constexpr int kDTypeCount = static_cast<int>(DType::TQ2_0) + 1;
 
 // Decodes `n_blocks` consecutive blocks (block_elements values each) to f32.
 using BlockDecoder = void (*)(const uint8_t* blocks, size_t n_blocks, float* out);
+// Encodes `n_blocks` blocks of f32 values, as ggml's reference quantizer of the type does.
+using BlockEncoder = void (*)(const float* in, size_t n_blocks, uint8_t* blocks);
 
 struct DTypeInfo {
   DType type;
@@ -42,6 +44,7 @@ struct DTypeInfo {
   uint32_t block_bytes;
   bool is_float;                      // holds real numbers
   BlockDecoder decode;                // nullptr when the toolkit cannot decode it to f32
+  BlockEncoder encode = nullptr;      // block types with a quantizer; nullptr for the others
 };
 
 const DTypeInfo& dtype_info(DType type);

@@ -68,6 +68,8 @@ TEST(CliConvert, OptionsTheOutputCannotHonourAreRefused) {
       {"m.bin", "--layout original", "--layout (the tensor naming of a safetensors checkpoint) cannot be honoured by a model.bin"},
       {"m.gguf", "--layout hf", "cannot be honoured by a GGUF output"},
       {"folder", "--dense q8_0", "safetensors dense tensors are BF16, F16 or F32"},
+      {"m.bin", "--mix q4_k_m", "--mix q4_k_m (llama-quantize's mixes are GGUF files) cannot be honoured by a model.bin"},
+      {"m.gguf", "--mix Q6_K --dense q8_0", "--mix q6_k with --dense q8_0 (a mix quantizes the float GGUF"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.output + " " + c.arguments);

@@ -23,6 +23,11 @@ int main(int argc, char** argv) {
   app.add_option("--layout", layout, "safetensors output layout: hf (default) or original")->check(CLI::IsMember({"hf", "original"}));
   app.add_option("--dense", dense, "dense tensor type: bf16 (default), f16, f32 or q8_0 (GGUF); bf16, f16 or f32 (safetensors); model.bin is bf16")
       ->check(CLI::IsMember({"bf16", "f16", "f32", "q8_0"}));
+  std::string mix;
+  app.add_option("--mix", mix,
+                 "GGUF: write llama-quantize's mix (no imatrix) of the GGUF --dense gives, in one pass: "
+                 "q4_k_m, q5_k_m, q6_k, q8_0 or mxfp4 (llama-quantize's MXFP4_MOE)")
+      ->check(CLI::IsMember(gptoss::gguf_mix_names(), CLI::ignore_case));
   // Sizes as llama.cpp's gguf-split and Hugging Face take them: 5G / 5GB = 5e9 bytes, 500M = 5e8,
   // 2GiB = 2^31; a bare number is bytes.
   app.add_option("--max-shard-size,--split-max-size", max_shard,
@@ -39,6 +44,7 @@ int main(int argc, char** argv) {
     if (!layout.empty())
       options.layout = layout == "original" ? gptoss::CheckpointLayout::Original : gptoss::CheckpointLayout::HuggingFace;
     if (!dense.empty()) options.dense_dtype = gptoss::dtype_from_name(dense);
+    if (!mix.empty()) options.mix = gptoss::gguf_mix_from_name(mix);
     options.max_shard_bytes = max_shard;
     options.threads = threads;
     gptoss::check_write_options(gptoss::output_format_for(output), options);  // before reading anything

@@ -54,8 +54,8 @@ std::unique_ptr<vk::Buffer> device_words(const vk::Context& ctx, const std::vect
 
 vk::DeviceMatrix matrix(const vk::Context& ctx, DType type, uint32_t rows, uint32_t cols, uint32_t seed) {
   // Random bytes of the right size: timing does not need meaningful values, only realistic ones
-  // (BF16/F16 from random floats; Q8_0 with sane f16 scales; the other block types random blocks
-  // with sane f16 fields).
+  // (random floats encoded where the codecs have an encoder: BF16, F16, Q8_0, Q4_0 .. Q6_K; the
+  // other block types random blocks with sane f16 fields).
   const auto f = random_floats(std::min<size_t>(size_t{rows} * cols, size_t{1} << 24), seed, 0.05f);
   std::vector<uint8_t> bytes(*gptoss::dtype_byte_size(type, size_t{rows} * cols));
   std::vector<uint8_t> chunk(*gptoss::dtype_byte_size(type, f.size()));
