@@ -9,6 +9,9 @@ The inputs are every *.json file of docs/results/ (sorted by name), each recogni
   - llama-bench -o json: an array of results with avg_ts and no "engine" field (the peer);
   - gptoss-eval --json: an object with "chunking" and "reference" (runtime/eval/eval_report.cpp),
     whose arrays of rows (candidates, and any other kind of row it grows) become one table;
+  - scripts/llama_kld.py's JSON (llama-perplexity --kl-divergence of candidates against a base, the
+    peer's side of an end-to-end check): a table beside the gptoss-eval output whose reference is
+    the same base file, candidate by candidate;
 and manifest.json, the measurement's provenance: {"machine", "driver", "date", "commit", "notes":
 [...], "files": {"NAME.json": "a note on that file"}}. Every piece may be missing; the page then
 says what was not measured. Python 3 standard library only; the output depends on the inputs alone.
@@ -37,12 +40,14 @@ def load_json(path):
 
 
 def classify(data):
-    """('ours' | 'peer' | 'eval' | None, why-not)."""
+    """('ours' | 'peer' | 'eval' | 'peer_eval' | None, why-not)."""
     if isinstance(data, list) and data and all(isinstance(r, dict) and "avg_ts" in r for r in data):
         return ("ours" if all("engine" in r for r in data) else "peer"), None
     if isinstance(data, dict) and isinstance(data.get("chunking"), dict) and isinstance(data.get("reference"), dict):
         return "eval", None
-    return None, "neither a bench array (objects with avg_ts) nor a gptoss-eval object"
+    if isinstance(data, dict) and data.get("tool") == "llama-perplexity" and isinstance(data.get("candidates"), list):
+        return "peer_eval", None
+    return None, "neither a bench array (objects with avg_ts), a gptoss-eval object nor llama_kld.py's JSON"
 
 
 def read_inputs(folder):
@@ -182,6 +187,10 @@ def provenance(manifest, inputs, skipped):
             elif kind == "peer":
                 what = "llama-bench: " + ", ".join(sorted({peer_config(r) for r in data}))
                 device, when = text(data[0].get("gpu_info")), time_span(data)
+            elif kind == "peer_eval":
+                what = "llama-perplexity --kl-divergence: %d candidates against %s" % (
+                    len(data.get("candidates") or []), text((data.get("base") or {}).get("model"), "?"))
+                device, when = "—", "—"
             else:
                 ref = data.get("reference") or {}
                 what = "gptoss-eval: %s on %s as the reference" % (text(base_name(ref.get("model"))), text(ref.get("engine")))
@@ -359,6 +368,52 @@ def eval_section(inputs):
     return out
 
 
+def peer_eval_section(inputs):
+    """Each llama_kld.py file beside the gptoss-eval file whose reference is its base, candidate by candidate."""
+    peers = [i for i in inputs if i["kind"] == "peer_eval"]
+    if not peers:
+        return []
+    out = ["## End-to-end checks beside %s (llama-perplexity --kl-divergence)" % PEER, ""]
+    for item in peers:
+        d = item["data"]
+        base = d.get("base") or {}
+        ours = [i for i in inputs if i["kind"] == "eval"
+                and base_name((i["data"].get("reference") or {}).get("model")) == text(base.get("model"), "?")]
+        out += ["### `%s`" % item["name"], ""]
+        if not ours:
+            out += ["No gptoss-eval output has `%s` as its reference: the peer's rows alone." % text(base.get("model"), "?"), ""]
+        ours.sort(key=lambda i: not i["data"].get("candidates"))  # the file with candidates names the reference
+        mine = {}
+        for i in ours:
+            for x in i["data"].get("candidates") or []:
+                mine[base_name(x.get("model"))] = (x, i["data"].get("reference") or {})
+        out += ["Base `%s`: %s's PPL %s%s; ours in %s." % (
+            text(base.get("model"), "?"), PEER, cell(base.get("perplexity"), "%.4f"),
+            "" if not ours else " (gptoss-eval's reference on %s: %s)" % (
+                text((ours[0]["data"].get("reference") or {}).get("engine"), "?"),
+                cell((ours[0]["data"].get("reference") or {}).get("perplexity"), "%.4f")),
+            ", ".join("`%s`" % i["name"] for i in ours) or "no file"), ""]
+        head = ["candidate", "mean KL (ours)", "mean KL (%s)" % PEER, "median KL (ours)", "median KL (%s)" % PEER,
+                "p99 KL (ours)", "p99 KL (%s)" % PEER, "top-1 agree (ours)", "same top (%s)" % PEER,
+                "PPL ratio (ours)", "PPL ratio (%s)" % PEER]
+        out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for x in d.get("candidates") or []:
+            name = text(x.get("model"), "?")
+            o, ref = mine.get(name, ({}, {}))
+            ratio_ours = (number(o.get("perplexity")) / number(ref.get("perplexity"))
+                          if number(o.get("perplexity")) and number(ref.get("perplexity")) else None)
+            ratio_peer = (number(x.get("perplexity")) / number(x.get("base_perplexity"))
+                          if number(x.get("perplexity")) and number(x.get("base_perplexity")) else None)
+            cells = ["`%s`" % name]
+            for key in ("mean", "median", "p99"):
+                cells += [cell(pointer(o, "kl/" + key), "%.3e"), cell(pointer(x, "kl/" + key), "%.3e")]
+            cells += [cell(o.get("top1_agreement"), "percent"), cell(x.get("same_top"), "percent"),
+                      cell(ratio_ours, "%.4f"), cell(ratio_peer, "%.4f")]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return out
+
+
 def make_page(folder):
     manifest, inputs, skipped = read_inputs(folder)
     out = [
@@ -376,6 +431,7 @@ def make_page(folder):
     out += provenance(manifest, inputs, skipped)
     out += bench_section(inputs)
     out += eval_section(inputs)
+    out += peer_eval_section(inputs)
     while out and out[-1] == "":
         out.pop()
     return "\n".join(out) + "\n"
