@@ -24,12 +24,6 @@ std::string read_text_file(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-void write_text_file(const fs::path& path, const std::string& text) {
-  AtomicFileWriter out(path);
-  out.write(text.data(), text.size());
-  out.commit();
-}
-
 void copy_file_atomically(const fs::path& from, const fs::path& to) {
   const auto source = MappedFile::open(from);
   AtomicFileWriter out(to);
@@ -78,9 +72,9 @@ void write_hf_tokenizer_files(const TokenizerData& tok, const fs::path& dir, std
     return;
   }
   if (from.tokenizer_json) copy_file_atomically(*from.tokenizer_json, dir / "tokenizer.json");
-  else write_text_file(dir / "tokenizer.json", json_text);
+  else write_file_atomically(dir / "tokenizer.json", json_text);
   if (from.tokenizer_config) copy_file_atomically(*from.tokenizer_config, dir / "tokenizer_config.json");
-  else write_text_file(dir / "tokenizer_config.json", config_text);
+  else write_file_atomically(dir / "tokenizer_config.json", config_text);
   if (from.chat_template_jinja) copy_file_atomically(*from.chat_template_jinja, dir / "chat_template.jinja");
 }
 

@@ -75,12 +75,6 @@ bool is_q(TensorRole r) { return r == TensorRole::AttnQ || r == TensorRole::Attn
 bool is_k(TensorRole r) { return r == TensorRole::AttnK || r == TensorRole::AttnKBias; }
 bool is_v(TensorRole r) { return r == TensorRole::AttnV || r == TensorRole::AttnVBias; }
 bool is_qkv(TensorRole r) { return is_q(r) || is_k(r) || is_v(r); }
-
-void write_text_file(const fs::path& p, const std::string& text) {
-  AtomicFileWriter out(p);
-  out.write(text.data(), text.size());
-  out.commit();
-}
 }  // namespace
 
 CanonicalModel load_safetensors_model(const fs::path& path) {
@@ -199,14 +193,14 @@ std::vector<std::string> write_safetensors_model(const CanonicalModel& model, co
   }
 
   if (options.layout == CheckpointLayout::HuggingFace) {
-    write_text_file(dir / "config.json", config_to_hf_json(c).dump(2) + "\n");
+    write_file_atomically(dir / "config.json", config_to_hf_json(c).dump(2) + "\n");
     nlohmann::ordered_json gen = nlohmann::ordered_json::object();  // "{}" without ids (was "null")
     if (c.bos_token_id) gen["bos_token_id"] = *c.bos_token_id;
     if (c.eos_token_id) gen["eos_token_id"] = *c.eos_token_id;
     if (c.pad_token_id) gen["pad_token_id"] = *c.pad_token_id;
-    write_text_file(dir / "generation_config.json", gen.dump(2) + "\n");
+    write_file_atomically(dir / "generation_config.json", gen.dump(2) + "\n");
   } else {
-    write_text_file(dir / "config.json", config_to_original_json(c).dump(2) + "\n");
+    write_file_atomically(dir / "config.json", config_to_original_json(c).dump(2) + "\n");
   }
   if (model.tokenizer) {
     // The special ids the config knows fill those the tokenizer lacks (tokenizer_config.json);

@@ -213,6 +213,12 @@ AtomicFileWriter::AtomicFileWriter(std::filesystem::path target, size_t buffer_b
 
 AtomicFileWriter::~AtomicFileWriter() { abandon(); }
 
+void write_file_atomically(const std::filesystem::path& target, std::string_view text) {
+  AtomicFileWriter out(target);
+  out.write(text.data(), text.size());
+  out.commit();
+}
+
 void AtomicFileWriter::abandon() {
   if (fd_ >= 0 || finished_) {
     if (fd_ >= 0) ::close(fd_);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gptoss {
@@ -74,6 +75,9 @@ class AtomicFileWriter {
   uint64_t written_ = 0;         // bytes handed to the kernel
   uint64_t writeback_from_ = 0;  // start of the bytes whose writeback was not started yet
 };
+
+// A small file (a JSON, a text) written whole through an AtomicFileWriter.
+void write_file_atomically(const std::filesystem::path& target, std::string_view text);
 
 // Finishes every writer, then renames them all with SIGINT/SIGTERM/SIGHUP held, so a set of
 // files (a split GGUF) is published only once every file is complete, and an interrupting
