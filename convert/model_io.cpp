@@ -156,7 +156,7 @@ void check_write_options(ModelFormat output, const WriteOptions& options) {
       refuse(name + " with --dense q8_0 (a mix quantizes the float GGUF llama.cpp's converter writes: --dense bf16, "
              "f16 or f32)");
   }
-    if (options.max_shard_bytes && output == ModelFormat::ModelBin)
+  if (options.max_shard_bytes && output == ModelFormat::ModelBin)
     refuse("--max-shard-size/--split-max-size (model.bin is always one file)");
 }
 
