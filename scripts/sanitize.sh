@@ -44,13 +44,15 @@ asan='halt_on_error=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_a
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 cd "$BUILD_DIR"
 status=0
+nosync=()  # fsync as a no-op in the tests (scripts/test.sh says why)
+command -v eatmydata >/dev/null && nosync=(eatmydata)
 select=() junit=() junit_vulkan=()
 [ "$SUBSET" = "ci" ] && select=(-L '^hostile$')
 [ -n "${JUNIT:-}" ] && junit=(--output-junit "$JUNIT") junit_vulkan=(--output-junit "${JUNIT%.xml}.vulkan.xml")
 ASAN_OPTIONS=${ASAN_OPTIONS:-$asan:detect_leaks=1} \
-  ctest --output-on-failure -j "$JOBS" --timeout 1800 "${select[@]}" -E "$VULKAN_TESTS" "${junit[@]}" || status=$?
+  "${nosync[@]}" ctest --output-on-failure -j "$JOBS" --timeout 1800 "${select[@]}" -E "$VULKAN_TESTS" "${junit[@]}" || status=$?
 if [ "$SUBSET" != "ci" ]; then
   ASAN_OPTIONS=${ASAN_OPTIONS:-$asan:detect_leaks=0} \
-    ctest --output-on-failure -j "$JOBS" --timeout 1800 -R "$VULKAN_TESTS" "${junit_vulkan[@]}" || status=$?
+    "${nosync[@]}" ctest --output-on-failure -j "$JOBS" --timeout 1800 -R "$VULKAN_TESTS" "${junit_vulkan[@]}" || status=$?
 fi
 exit $status

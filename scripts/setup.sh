@@ -9,7 +9,8 @@ PACKAGES=(build-essential cmake ninja-build pkg-config ccache
   libvulkan-dev glslang-tools mesa-vulkan-drivers
   libgtest-dev libgmock-dev
   clang libclang-rt-14-dev llvm  # the sanitizer build and the fuzzers (libFuzzer, ASan/UBSan runtimes, llvm-symbolizer)
-  libbenchmark-dev)  # tests/tokenizer/bench (Google Benchmark)
+  libbenchmark-dev  # tests/tokenizer/bench (Google Benchmark)
+  eatmydata)  # the test stages' fsyncs become no-ops (scripts/test.sh says why)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
