@@ -26,7 +26,7 @@ void main() {
     if (n < args.cols) load8(args.weight, args.scales, n * args.depth + k0 + tile_load_depth(), lo, hi);
     store_w(lo, hi);
     barrier();
-    multiply_tiles();
+    if (m0 + tile_out_row() < args.rows) multiply_tiles();  // invocations whose rows are all padding skip
     barrier();
   }
   bool bias = (args.flags & GEMM_BIAS) != 0u, accumulate = (args.flags & GEMM_ACCUMULATE) != 0u;

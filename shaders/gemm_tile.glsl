@@ -32,6 +32,9 @@ void store_w(vec4 lo, vec4 hi) {
 // Each step's GEMM_TILE_K products are summed apart and then added to the running sums: two-level
 // summation, so the rounding error grows with depth / GEMM_TILE_K + GEMM_TILE_K terms instead of
 // the depth (2880-deep rows at |x| ~ 1e3 otherwise drift 8x beyond the CPU engine's error).
+// It holds no barrier: an invocation whose 4 output rows all lie beyond the tile's rows (a prompt
+// of 11 tokens fills 11 of 64) skips it, so the padding costs loads but no products (on lavapipe,
+// whose invocations are SIMD lanes, a 5x smaller logits GEMM for 11 rows).
 void multiply_tiles() {
   uint m = tile_out_row(), n = tile_out_col();
   float part[4][4];
