@@ -142,6 +142,10 @@ Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups
 
 Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows, uint32_t encoding) const {
   if (matvec_shape_) return *matvec_shape_;
+  // A CPU implementation (lavapipe) runs a subgroup's lanes as the SIMD lanes of one thread, where
+  // the subgroup reduction that ends each row costs more than its loads: the most rows per
+  // subgroup, one load each (preset a's unembedding, 201088 rows of 64: 100 -> 28 ms a token).
+  if (ctx_.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) return MatvecShape{MATVEC_MAX_ROWS, 1};
   return matvec_shape_for(rows, MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size, ctx_.info().multiprocessors,
                           matvec_int_dot(encoding) ? MATVEC_INT_DOT_WAVE_LOADS : MATVEC_WAVE_LOADS);
 }
