@@ -42,6 +42,7 @@ fi
 
 asan='halt_on_error=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1'
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+scripts/seed_ctest_costs.sh "$BUILD_DIR"
 cd "$BUILD_DIR"
 status=0
 nosync=()  # fsync as a no-op in the tests (scripts/test.sh says why)

@@ -98,6 +98,7 @@ normal_suite() {
   scripts/setup.sh && scripts/build.sh || return
   local nosync=()
   command -v eatmydata >/dev/null && nosync=(eatmydata)
+  scripts/seed_ctest_costs.sh "${BUILD_DIR:-build}"
   (cd "${BUILD_DIR:-build}" &&
     "${nosync[@]}" ctest --output-on-failure -j "$(nproc)" --timeout 900 --output-junit "$log_dir/tests.xml")
 }
