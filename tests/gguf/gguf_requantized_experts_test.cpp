@@ -1,5 +1,5 @@
 // A GGUF whose experts are not MXFP4 (Q8_0 or Q4_1, as some fine-tunes ship them) converted to
-// HF safetensors, which holds experts only as the MXFP4 pair: those experts are requantized by
+// safetensors (HF and original/ layouts), which hold experts only as the MXFP4 pair: those experts are requantized by
 // ggml's MXFP4 rule, the notes name each one with its measured error, the MXFP4 experts stay the
 // same bytes, and gptoss-verify --same calls the requantized ones lossy as declared.
 #include <gtest/gtest.h>
@@ -89,6 +89,17 @@ TEST(GgufRequantizedExperts, HfOutputHoldsGgmlsMxfp4OfThemAndDeclaresTheLoss) {
       changed += back[i] != values[i];
     }
     EXPECT_GT(changed, 0u) << t.spec.name;
+  }
+
+  // The original/ layout holds the same pairs under its own names.
+  WriteOptions original;
+  original.layout = CheckpointLayout::Original;
+  EXPECT_EQ(write_model(gguf, dir / "original", original), notes);
+  const CanonicalModel from_original = load_safetensors_model(dir / "original");
+  for (const auto& t : hf.tensors) {
+    if (is_mxfp4_role(t.spec.role)) {
+      EXPECT_EQ(read_all(*from_original.find(t.spec.name)->source), read_all(*t.source)) << t.spec.name;
+    }
   }
 
   // --same: the requantized matrices are lossy as declared (their scales with them), the rest the
