@@ -126,6 +126,29 @@ TEST(GgufRequantizedExperts, HfOutputHoldsGgmlsMxfp4OfThemAndDeclaresTheLoss) {
   EXPECT_EQ(lossy, 6u);  // three matrices and their scales
 }
 
+// Experts in a 256-element type (Q4_K, rows of 256): the same requantization, declared per matrix;
+// Q4_K has no per-element bound, so --same holds them to the relative RMS error Q4_K allows.
+TEST(GgufRequantizedExperts, Q4_KExpertsToHfAreRequantizedAndDeclared) {
+  test::TempDir dir;
+  write_gguf_model(test::small_model_in(DType::Q4_K), dir / "q4_k.gguf", {});
+  const CanonicalModel gguf = load_gguf_model(dir / "q4_k.gguf");
+  ASSERT_EQ(gguf.get(TensorRole::Mlp2Blocks, 0).dtype, DType::Q4_K);
+  const auto notes = write_model(gguf, dir / "hf", {});
+  size_t declared = 0;
+  for (const auto& n : notes) declared += n.find(".blocks: Q4_K -> MXFP4 changed ") != std::string::npos;
+  EXPECT_EQ(declared, 4u) << ::testing::PrintToString(notes);  // two layers, mlp1 and mlp2
+  const ModelComparison c = compare_models(gguf, load_safetensors_model(dir / "hf"), 2);
+  EXPECT_FALSE(c.any_different()) << c.to_table();
+  size_t lossy = 0;
+  for (const auto& r : c.tensors) {
+    if (r.name.find(".blocks") == std::string::npos) continue;
+    ++lossy;
+    EXPECT_EQ(r.verdict, Verdict::LossyAsDeclared) << r.name;
+    EXPECT_NE(r.detail.find("Q4_K vs MXFP4: relative RMS error"), std::string::npos) << r.detail;
+  }
+  EXPECT_EQ(lossy, 4u);
+}
+
 // The declared bound is what --same holds the requantized experts to: an element of an MXFP4
 // block moved from a level of at most 2 steps to the top one (12 steps) is a difference, not a loss.
 TEST(GgufRequantizedExperts, SameFindsAnExpertValueBeyondMxfp4Rounding) {
