@@ -27,6 +27,13 @@ bool is_mxfp4_role(TensorRole r) {
 
 bool is_expert_matrix_role(TensorRole r) { return r == TensorRole::Mlp1Blocks || r == TensorRole::Mlp2Blocks; }
 
+TensorRole expert_matrix_role(TensorRole r) {
+  return r == TensorRole::Mlp1Blocks || r == TensorRole::Mlp1Scales ? TensorRole::Mlp1Blocks : TensorRole::Mlp2Blocks;
+}
+TensorRole expert_scales_role(TensorRole r) {
+  return r == TensorRole::Mlp1Blocks || r == TensorRole::Mlp1Scales ? TensorRole::Mlp1Scales : TensorRole::Mlp2Scales;
+}
+
 bool holds_mxfp4(const CanonicalTensor& t) { return is_mxfp4_role(t.spec.role) && t.dtype == DType::U8; }
 
 bool is_matrix_role(TensorRole r) {
@@ -124,20 +131,21 @@ const CanonicalTensor* CanonicalModel::find(const std::string& name) const {
   return nullptr;
 }
 
-void require_mxfp4_experts(const CanonicalModel& model, const std::string& format) {
-  for (const auto& t : model.tensors)
-    if (is_expert_matrix_role(t.spec.role) && !holds_mxfp4(t))
-      throw std::invalid_argument(t.spec.name + " (from " + t.origin + ") holds the experts as " +
-                                  std::string(dtype_name(t.dtype)) + "; " + format +
-                                  " stores experts only as the MXFP4 pair (GGUF keeps them as they are)");
+CanonicalModel with_mxfp4_experts(const CanonicalModel& model, std::vector<LossyStep>& lossy) {
+  CanonicalModel out = model;
+  for (auto& t : out.tensors) {
+    if (!is_expert_matrix_role(t.spec.role) || holds_mxfp4(t)) continue;
+    auto stats = std::make_shared<ConversionStats>();
+    lossy.push_back({t.spec.name, t.dtype, DType::MXFP4, stats});
+    const auto pair = quantize_mxfp4_pair(t.source, t.dtype, t.spec.shape.back(), stats);
+    const std::string origin = t.origin + " requantized to MXFP4";
+    for (auto& s : out.tensors)
+      if (s.spec.role == expert_scales_role(t.spec.role) && s.spec.layer == t.spec.layer)
+        s = {{s.spec.role, s.spec.layer, s.spec.name, canonical_shape(model.config, s.spec.role)}, DType::U8, pair.scales, origin};
+    t = {{t.spec.role, t.spec.layer, t.spec.name, canonical_shape(model.config, t.spec.role)}, DType::U8, pair.blocks, origin};
+  }
+  return out;
 }
-
-namespace {
-// The matrix role of an expert scales role: its *Blocks tensor says in which form the pair is.
-TensorRole matrix_of(TensorRole scales) {
-  return scales == TensorRole::Mlp1Scales ? TensorRole::Mlp1Blocks : TensorRole::Mlp2Blocks;
-}
-}  // namespace
 
 void finalize_canonical_tensors(const GptOssConfig& config, std::vector<CanonicalTensor>& tensors,
                                 const std::string& source) {
@@ -163,7 +171,7 @@ void finalize_canonical_tensors(const GptOssConfig& config, std::vector<Canonica
     const auto& spec = specs[it->second];
     DType form = DType::U8;
     if (is_mxfp4_role(spec.role)) {
-      const TensorRole matrix = is_expert_matrix_role(spec.role) ? spec.role : matrix_of(spec.role);
+      const TensorRole matrix = expert_matrix_role(spec.role);
       if (auto f = expert_form.find({matrix, spec.layer}); f != expert_form.end()) form = f->second;
     }
     const auto expected = canonical_shape(config, spec.role, form);

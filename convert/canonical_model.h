@@ -9,7 +9,7 @@
 //   experts): then the *Blocks tensor holds the matrix [E, rows, in] in that type, its rows as
 //   ggml stores them (each block carrying its own scales), and the *Scales tensor is empty (U8
 //   [E, rows, 0]). holds_mxfp4 tells the two apart; a writer that can only store the MXFP4 pair
-//   refuses the other form (require_mxfp4_experts).
+//   requantizes the other form to it, a declared lossy step (with_mxfp4_experts).
 // Dense tensors keep their stored encoding (BF16, F16, F32, Q8_0 or another ggml type) so nothing
 // is converted until a writer needs it.
 #include <array>
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/dtype_convert.h"
 #include "convert/gptoss_config.h"
 #include "convert/tokenizer_data.h"
 #include "formats/core/dtype.h"
@@ -49,6 +50,9 @@ inline constexpr std::array kLayerRoles = {
 bool is_layer_role(TensorRole role);
 bool is_mxfp4_role(TensorRole role);     // *Blocks and *Scales: the experts (holds_mxfp4 says in which form)
 bool is_expert_matrix_role(TensorRole role);  // *Blocks: the expert matrices (Mlp1Blocks, Mlp2Blocks)
+// The *Blocks and the *Scales role of the experts an expert role (is_mxfp4_role) belongs to.
+TensorRole expert_matrix_role(TensorRole role);
+TensorRole expert_scales_role(TensorRole role);
 bool is_matrix_role(TensorRole role);    // 2-D dense weights a writer may store as Q8_0/BF16/F16
 bool is_vector_role(TensorRole role);    // neither: norms, biases, sinks (always read whole)
 std::string canonical_name(TensorRole role, int layer);  // e.g. "layers.3.attn_q.weight"
@@ -110,9 +114,13 @@ void for_each_layer_tensor(const CanonicalModel& model, int layer, Visit&& visit
   for (TensorRole role : kLayerRoles) visit(role, model.get(role, layer));
 }
 
-// Throws std::invalid_argument naming the first expert matrix of `model` that is not the MXFP4
-// pair, its type and `format`, which stores experts only as that pair.
-void require_mxfp4_experts(const CanonicalModel& model, const std::string& format);
+// `model` with every expert matrix that is not the MXFP4 pair (a GGUF's Q8_0, Q4_1 or Q4_K
+// experts) requantized to the pair, for the writers that store experts only as the pair
+// (safetensors, model.bin): rows decoded and quantized by ggml's MXFP4 rule as they stream
+// (quantize_mxfp4_pair), so the output holds what llama-quantize would make of the same values.
+// Each requantized matrix is a lossy step appended to `lossy` (its *Blocks tensor, its type ->
+// MXFP4). The pair's tensors, and all others, are shared with `model`.
+CanonicalModel with_mxfp4_experts(const CanonicalModel& model, std::vector<LossyStep>& lossy);
 
 // Checks that `tensors` has exactly the canonical set with the right shapes and plausible
 // encodings, then sorts it into canonical order. Throws FormatError naming `source`.

@@ -1,7 +1,5 @@
 #include "convert/safetensors_model.h"
 
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "convert/dtype_convert.h"
@@ -146,25 +144,18 @@ CanonicalModel load_safetensors_model(const fs::path& path) {
   return model;
 }
 
-std::vector<std::string> write_safetensors_model(const CanonicalModel& model, const fs::path& dir,
+std::vector<std::string> write_safetensors_model(const CanonicalModel& source_model, const fs::path& dir,
                                                  const SafetensorsWriteOptions& options) {
-  require_mxfp4_experts(model, "safetensors");
+  std::vector<LossyStep> lossy;
+  const CanonicalModel model = with_mxfp4_experts(source_model, lossy);  // experts only as the MXFP4 pair
   fs::create_directories(dir);
   const auto& c = model.config;
   std::vector<std::string> notes;
   std::vector<SafetensorsEntry> entries;
-  struct Lossy {
-    std::string name;
-    DType from;
-    std::shared_ptr<ConversionStats> stats;
-  };
-  std::vector<Lossy> lossy;
 
   auto dense_source = [&](const CanonicalTensor& t) -> TensorSourcePtr {
-    if (is_mxfp4_role(t.spec.role) || t.dtype == options.dense_dtype) return t.source;
-    auto stats = std::make_shared<ConversionStats>();
-    if (!conversion_is_exact(t.dtype, options.dense_dtype)) lossy.push_back({t.spec.name, t.dtype, stats});
-    return convert_dtype(t.source, t.dtype, options.dense_dtype, t.spec.shape.back(), stats);
+    if (is_mxfp4_role(t.spec.role)) return t.source;
+    return convert_declared(lossy, t.spec.name, t.source, t.dtype, options.dense_dtype, t.spec.shape.back());
   };
   auto make_entry = [&](std::string name, DType dtype, std::vector<uint64_t> shape, TensorSourcePtr src) {
     SafetensorsEntry e;
@@ -222,12 +213,7 @@ std::vector<std::string> write_safetensors_model(const CanonicalModel& model, co
   stream.progress = options.progress;
   write_sharded_safetensors(dir, entries, options.max_shard_bytes, {{"format", "pt"}}, {}, stream);
 
-  for (const auto& l : lossy) {
-    std::ostringstream s;
-    s << l.name << ": " << dtype_name(l.from) << " -> " << dtype_name(options.dense_dtype) << " changed "
-      << l.stats->changed << " of " << l.stats->elements << " values, max abs error " << l.stats->max_abs_error;
-    if (l.stats->changed) notes.push_back(s.str());
-  }
+  append_lossy_notes(lossy, notes);
   return notes;
 }
 

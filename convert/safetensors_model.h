@@ -27,8 +27,9 @@ struct SafetensorsWriteOptions {
 
 // Writes config.json (+ generation_config.json for the HF layout), the tokenizer files when the
 // model has a tokenizer (tokenizer.json, tokenizer_config.json with the chat template; in both
-// layouts, so that nothing of the tokenizer is lost) and the weights. Returns notes about lossy
-// steps (with measured error) and about anything not written.
+// layouts, so that nothing of the tokenizer is lost) and the weights, the experts as the MXFP4
+// pair (requantized where they are in another type: with_mxfp4_experts). Returns notes about
+// lossy steps (with measured error) and about anything not written.
 std::vector<std::string> write_safetensors_model(const CanonicalModel& model, const std::filesystem::path& dir,
                                                  const SafetensorsWriteOptions& options);
 

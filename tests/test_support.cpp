@@ -174,7 +174,7 @@ std::vector<float> expert_values(const CanonicalModel& model, const CanonicalTen
     decode_to_f32(matrix.dtype, bytes.data(), values.size(), values.data());
     return values;
   }
-  const TensorRole scales_role = matrix.spec.role == TensorRole::Mlp1Blocks ? TensorRole::Mlp1Scales : TensorRole::Mlp2Scales;
+  const TensorRole scales_role = expert_scales_role(matrix.spec.role);
   const auto scales = read_all(*model.get(scales_role, matrix.spec.layer).source);
   std::vector<float> values(scales.size() * 32);
   mxfp4::dequantize_oai(bytes.data(), scales.data(), scales.size(), values.data());
@@ -184,7 +184,7 @@ std::vector<float> expert_values(const CanonicalModel& model, const CanonicalTen
 // The two tensors of an expert matrix in the canonical form of types other than MXFP4.
 void set_experts(CanonicalModel& model, int layer, TensorRole role, DType type, std::vector<uint8_t> bytes,
                  const std::string& origin) {
-  const TensorRole scales_role = role == TensorRole::Mlp1Blocks ? TensorRole::Mlp1Scales : TensorRole::Mlp2Scales;
+  const TensorRole scales_role = expert_scales_role(role);
   for (auto& t : model.tensors) {
     if (t.spec.layer != layer || (t.spec.role != role && t.spec.role != scales_role)) continue;
     t.spec.shape = canonical_shape(model.config, t.spec.role, type);

@@ -22,18 +22,31 @@ std::vector<float> decode_rows(const CanonicalTensor& t, uint64_t first, uint64_
   return out;
 }
 
+// MXFP4's allowance (declared_loss.h): the grid step d of a block whose largest magnitude is
+// `block_amax`, the larger grid's (2d) half step wherever it differs, and the clipping above 12d.
+double mxfp4_allowance(double magnitude, double block_amax) {
+  if (!(block_amax > 0)) return 0;
+  if (block_amax < 0x1p-125) return magnitude;  // ggml's scale byte wraps there: the block becomes zeros
+  int exponent = 0;
+  std::frexp(block_amax, &exponent);  // block_amax in [2^(exponent-1), 2^exponent)
+  const double d = std::ldexp(1.0, exponent - 1 - 3);
+  return magnitude <= 8 * d ? d : std::max(2 * d, magnitude - 12 * d);
+}
+
 // Largest error of storing a value of `magnitude` in `dtype`; `block_amax` is the source block's
-// largest magnitude (Q8_0 only).
+// largest magnitude (Q8_0 and MXFP4 only).
 double rounding_allowance(DType dtype, double magnitude, double block_amax) {
   switch (dtype) {
     case DType::BF16: return magnitude * 0x1p-8;
     case DType::F16: return magnitude * 0x1p-11 + 0x1p-25;
     case DType::Q8_0: return block_amax / 127 * (0.5 + 127 * 0x1p-11 + 1e-4) + 127 * 0x1p-25;
+    case DType::MXFP4: return mxfp4_allowance(magnitude, block_amax);
     default: return has_per_element_bound(dtype) ? 0 : INFINITY;  // the tensor-level ceiling applies
   }
 }
 
-// Largest |x| of each Q8_0 block (32 consecutive values of a row).
+// Largest |x| of each Q8_0 or MXFP4 block (32 consecutive values of a row).
+static_assert(kQ8_0BlockElements == kMxfp4BlockElements);
 std::vector<double> block_maxima(const std::vector<float>& v) {
   std::vector<double> out((v.size() + kQ8_0BlockElements - 1) / kQ8_0BlockElements, 0.0);
   for (size_t i = 0; i < v.size(); ++i) out[i / kQ8_0BlockElements] = std::max<double>(out[i / kQ8_0BlockElements], std::fabs(v[i]));
@@ -43,7 +56,7 @@ std::vector<double> block_maxima(const std::vector<float>& v) {
 }  // namespace
 
 bool has_per_element_bound(DType dtype) {
-  return dtype_info(dtype).block_elements == 1 || dtype == DType::Q8_0;
+  return dtype_info(dtype).block_elements == 1 || dtype == DType::Q8_0 || dtype == DType::MXFP4;
 }
 
 double rms_error_ceiling(DType dtype) {
@@ -62,7 +75,8 @@ DeclaredLossMeasure measure_declared_loss(const CanonicalTensor& a, const Canoni
   DeclaredLossMeasure m;
   const uint64_t row = a.spec.shape.back();
   const bool same_encoding = a.dtype == b.dtype;
-  const bool blocks = !same_encoding && (a.dtype == DType::Q8_0 || b.dtype == DType::Q8_0);
+  auto per_block = [](DType t) { return t == DType::Q8_0 || t == DType::MXFP4; };
+  const bool blocks = !same_encoding && (per_block(a.dtype) || per_block(b.dtype));
   const uint64_t step = std::max<uint64_t>(1, (2u << 20) / row);
   for (uint64_t r = 0; r < rows; r += step) {
     const uint64_t n = std::min(step, rows - r);
@@ -84,7 +98,7 @@ DeclaredLossMeasure measure_declared_loss(const CanonicalTensor& a, const Canoni
       if (!same_encoding) {
         const double magnitude = std::max(std::fabs(x[i]), std::fabs(y[i]));
         const size_t block = i / kQ8_0BlockElements;
-        // A Q8_0 side's step comes from the other side's block: the values it was quantized from.
+        // A Q8_0 or MXFP4 side's step comes from the other side's block: the values it was quantized from.
         allowance = rounding_allowance(a.dtype, magnitude, blocks ? amax_y[block] : 0) +
                     rounding_allowance(b.dtype, magnitude, blocks ? amax_x[block] : 0);
       }

@@ -7,7 +7,13 @@
 //   F16                           half an ulp: |x| 2^-11, plus 2^-25 for subnormals;
 //   Q8_0                          half a quantization step of the block: (amax/127) (1/2 + 127 2^-11)
 //                                 + 127 2^-25, where amax is the other side's block maximum and
-//                                 127 2^-11 covers the scale's rounding to f16.
+//                                 127 2^-11 covers the scale's rounding to f16;
+//   MXFP4                         half a step of the block's grid, or the clipping above its top
+//                                 level: with d = 2^(floor(log2 amax) - 3) (amax the other side's
+//                                 block maximum; ggml's rule puts the levels at 0, 1, 2, 3, 4, 6, 8,
+//                                 12 times d, or times 2d where log2f rounds amax up to the next
+//                                 power of two), d for |x| <= 8d, else max(2d, |x| - 12d); |x|
+//                                 itself where amax < 2^-125 (ggml's rule writes zeros there).
 // Either side may be the source (Q8_0 -> BF16 dequantizes and rounds again), so the allowances of
 // both sides add up. NaN is never a rounding.
 //
@@ -35,7 +41,7 @@ struct DeclaredLossMeasure {
   double relative_rms_error() const;  // sqrt(sum_squared_error / sum_squared_reference)
 };
 
-// True for the encodings whose loss is bounded per element (above): exact, BF16, F16, Q8_0.
+// True for the encodings whose loss is bounded per element (above): exact, BF16, F16, Q8_0, MXFP4.
 bool has_per_element_bound(DType dtype);
 // The largest relative RMS error a tensor stored as `dtype` may have (0 for per-element types).
 double rms_error_ceiling(DType dtype);

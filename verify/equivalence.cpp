@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/gguf/gguf_sources.h"
 #include "verify/canonical_digest.h"
 #include "verify/declared_loss.h"
 
@@ -52,6 +53,28 @@ std::string config_difference_text(const std::vector<bool>& a, const std::vector
 template <typename T>
 std::string config_difference_text(const T& a, const T& b) {
   return config_value_text(a) + " vs " + config_value_text(b);
+}
+
+// The expert matrix (the *Blocks tensor) of the experts `t` belongs to.
+const CanonicalTensor& expert_matrix_of(const CanonicalModel& model, const CanonicalTensor& t) {
+  return model.get(expert_matrix_role(t.spec.role), t.spec.layer);
+}
+
+// Whether the experts `t` belongs to are the MXFP4 pair on one side and a matrix in another type
+// on the other (a GGUF's Q8_0 experts and the safetensors the converter requantized them into).
+bool expert_forms_differ(const CanonicalModel& a, const CanonicalModel& b, const CanonicalTensor& t) {
+  return is_mxfp4_role(t.spec.role) && holds_mxfp4(expert_matrix_of(a, t)) != holds_mxfp4(expert_matrix_of(b, t));
+}
+
+// An expert matrix as values: the pair read as ggml MXFP4 rows of the matrix's shape [E, rows, in]
+// (a lossless repack), the other form as it is.
+CanonicalTensor expert_values(const CanonicalModel& model, const CanonicalTensor& matrix) {
+  if (!holds_mxfp4(matrix)) return matrix;
+  const auto& scales = model.get(expert_scales_role(matrix.spec.role), matrix.spec.layer);
+  TensorSpec spec = matrix.spec;
+  spec.shape = canonical_shape(model.config, spec.role, DType::MXFP4);
+  return {spec, DType::MXFP4, make_ggml_mxfp4_rows(matrix.source, scales.source, spec.shape.back() / kMxfp4BlockElements, 1, 0),
+          matrix.origin};
 }
 
 bool within_f32_rounding(double x, double y) { return std::fabs(x - y) <= 1e-6 * std::max(1.0, std::fabs(x)); }
@@ -124,49 +147,72 @@ ModelComparison compare_models(const CanonicalModel& a, const CanonicalModel& b,
       out.tensors.push_back(c);
       continue;
     }
-    if (holds_mxfp4(ta) || ta.spec.shape.size() != tb->spec.shape.size()) {
+    const bool forms_differ = expert_forms_differ(a, b, ta);
+    if (forms_differ && !is_expert_matrix_role(ta.spec.role)) {
+      // The pair's scales: their values are compared in the matrix's comparison, which comes first.
+      const std::string matrix = expert_matrix_of(a, ta).spec.name;
+      for (const auto& m : out.tensors) {
+        if (m.name != matrix) continue;
+        c.verdict = m.verdict;
+        c.max_abs_error = m.max_abs_error;
+        c.max_rel_error = m.max_rel_error;
+        c.relative_rms_error = m.relative_rms_error;
+      }
+      c.detail = "scales of the MXFP4 pair on one side only: compared as values with " + matrix;
+      out.tensors.push_back(c);
+      continue;
+    }
+    const CanonicalTensor va = forms_differ ? expert_values(a, ta) : ta;
+    const CanonicalTensor vb = forms_differ ? expert_values(b, *tb) : *tb;
+    c.dtype_a = std::string(dtype_name(va.dtype));  // MXFP4 for a pair read as values
+    c.dtype_b = std::string(dtype_name(vb.dtype));
+    if (holds_mxfp4(va) || va.spec.shape.size() != vb.spec.shape.size()) {
       c.verdict = Verdict::Different;
       c.detail = "MXFP4 bytes differ";
       out.tensors.push_back(c);
       continue;
     }
-    const bool vocab_rows = (ta.spec.role == TensorRole::Embedding || ta.spec.role == TensorRole::Unembedding) &&
-                            ta.spec.shape[0] != tb->spec.shape[0];
-    const uint64_t rows = std::min(ta.spec.shape[0], tb->spec.shape[0]);
-    if (ta.spec.shape != tb->spec.shape && !vocab_rows) {
+    const bool vocab_rows = (va.spec.role == TensorRole::Embedding || va.spec.role == TensorRole::Unembedding) &&
+                            va.spec.shape[0] != vb.spec.shape[0];
+    // Rows of the innermost dimension: every one (an expert matrix [E, rows, in] has E x rows of
+    // them), or the vocabulary rows both sides hold.
+    uint64_t rows = vocab_rows ? std::min(va.spec.shape[0], vb.spec.shape[0]) : 1;
+    if (!vocab_rows)
+      for (size_t d = 0; d + 1 < va.spec.shape.size(); ++d) rows *= va.spec.shape[d];
+    if (va.spec.shape != vb.spec.shape && !vocab_rows) {
       c.verdict = Verdict::Different;
       c.detail = "shapes differ";
       out.tensors.push_back(c);
       continue;
     }
-    const auto m = measure_declared_loss(ta, *tb, ta.spec.shape.size() == 1 ? 1 : rows);
+    const auto m = measure_declared_loss(va, vb, rows);
     c.max_abs_error = m.max_abs_error;
     c.max_rel_error = m.max_reference > 0 ? m.max_abs_error / m.max_reference : m.max_abs_error;
     c.relative_rms_error = m.relative_rms_error();
     // A side in one of ggml's quantizations without a per-element bound declares its loss as a
     // relative RMS error up to its type's ceiling.
-    const double ceiling = ta.dtype == tb->dtype ? 0 : std::max(rms_error_ceiling(ta.dtype), rms_error_ceiling(tb->dtype));
+    const double ceiling = va.dtype == vb.dtype ? 0 : std::max(rms_error_ceiling(va.dtype), rms_error_ceiling(vb.dtype));
     std::ostringstream rms;
-    if (ceiling > 0) rms << "relative RMS error " << c.relative_rms_error << " (" << dtype_name(has_per_element_bound(ta.dtype) ? tb->dtype : ta.dtype) << " allows " << ceiling << ")";
-    const std::string vocabulary = vocab_rows ? "vocabulary rows " + std::to_string(ta.spec.shape[0]) + " vs " +
-                                                    std::to_string(tb->spec.shape[0]) + ", the first " + std::to_string(rows) + " compared"
+    if (ceiling > 0) rms << "relative RMS error " << c.relative_rms_error << " (" << dtype_name(has_per_element_bound(va.dtype) ? vb.dtype : va.dtype) << " allows " << ceiling << ")";
+    const std::string vocabulary = vocab_rows ? "vocabulary rows " + std::to_string(va.spec.shape[0]) + " vs " +
+                                                    std::to_string(vb.spec.shape[0]) + ", the first " + std::to_string(rows) + " compared"
                                               : "";
     if (m.nan) {
       c.verdict = Verdict::Different;
       c.detail = std::to_string(m.nan) + " NaN values";
     } else if (m.beyond) {
       std::ostringstream d;
-      d << m.beyond << " values differ by more than " << (ta.dtype == tb->dtype ? "nothing (same encoding)" : c.dtype_a + " vs " + c.dtype_b + " rounding allows")
+      d << m.beyond << " values differ by more than " << (va.dtype == vb.dtype ? "nothing (same encoding)" : c.dtype_a + " vs " + c.dtype_b + " rounding allows")
         << "; first at element " << m.first_beyond << ": error " << m.first_beyond_error << ", allowed " << m.first_beyond_allowance;
       c.verdict = Verdict::Different;
       c.detail = d.str();
     } else if (ceiling > 0 && !(c.relative_rms_error <= ceiling)) {
       c.verdict = Verdict::Different;
       c.detail = rms.str() + ": more than quantization gives";
-    } else if (ta.dtype != tb->dtype || vocab_rows) {
+    } else if (va.dtype != vb.dtype || vocab_rows) {
       c.verdict = Verdict::LossyAsDeclared;
       c.detail = ceiling > 0               ? c.dtype_a + " vs " + c.dtype_b + ": " + rms.str()
-                 : ta.dtype != tb->dtype ? c.dtype_a + " vs " + c.dtype_b + ": every error within the rounding the encodings allow"
+                 : va.dtype != vb.dtype ? c.dtype_a + " vs " + c.dtype_b + ": every error within the rounding the encodings allow"
                                          : "";
       if (vocab_rows) c.detail += (c.detail.empty() ? "" : "; ") + vocabulary;
     } else {

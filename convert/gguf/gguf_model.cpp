@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 #include "convert/dtype_convert.h"
@@ -141,8 +140,9 @@ void check_mix_input(const CanonicalModel& model, GgufMix mix, DType dense) {
                                   "checkpoint it came from");
     if (is_expert_matrix_role(t.spec.role) && !holds_mxfp4(t))
       throw std::invalid_argument(what + ": the experts of " + t.origin + " are " + std::string(dtype_name(t.dtype)) +
-                                  ", not MXFP4; a mix keeps the experts as the MXFP4 they are and has no quantizer "
-                                  "for them");
+                                  ", not MXFP4; a mix keeps the experts as the MXFP4 they are, and quantizing "
+                                  "quantized experts again would compound both errors (llama-quantize refuses it "
+                                  "without --allow-requantize)");
   }
 }
 
@@ -170,17 +170,9 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
   if (c.yarn_truncate)
     notes.push_back("the model asks for truncated YaRN correction dims; GGUF cannot say so (llama.cpp always truncates)");
 
-  struct Lossy {
-    std::string name;
-    DType from, to;
-    std::shared_ptr<ConversionStats> stats;
-  };
-  std::vector<Lossy> lossy;
+  std::vector<LossyStep> lossy;
   auto convert = [&](const std::string& name, TensorSourcePtr source, DType from, DType to, uint64_t row_elements) {
-    if (from == to) return source;
-    auto stats = std::make_shared<ConversionStats>();
-    if (!conversion_is_exact(from, to)) lossy.push_back({name, from, to, stats});
-    return convert_dtype(std::move(source), from, to, row_elements, stats);
+    return convert_declared(lossy, name, std::move(source), from, to, row_elements);
   };
   auto encoded = [&](const CanonicalTensor& t, DType to) {
     return convert(t.spec.name, t.source, t.dtype, to, t.spec.shape.back());
@@ -258,13 +250,7 @@ std::vector<std::string> write_gguf_model(const CanonicalModel& model, const fs:
   stream.progress = options.progress;
   write_gguf_split(path, metadata, entries, options.split_max_bytes, 32, stream);
 
-  for (const auto& l : lossy) {
-    std::ostringstream s;
-    s << l.name << ": " << dtype_name(l.from) << " -> " << dtype_name(l.to) << " changed " << l.stats->changed << " of "
-      << l.stats->elements << " values, max abs error " << l.stats->max_abs_error << " (max abs value "
-      << l.stats->max_abs_value << ")";
-    if (l.stats->changed) notes.push_back(s.str());
-  }
+  append_lossy_notes(lossy, notes);
   return notes;
 }
 
@@ -489,7 +475,7 @@ CanonicalModel load_gguf_model(const fs::path& path) {
     std::string types;
     for (DType t : quantized_experts) types += (types.empty() ? "" : ", ") + std::string(dtype_name(t));
     model.notes.push_back("experts are " + types + " in this GGUF (not MXFP4): GGUF output keeps them as they are; "
-                          "safetensors and model.bin store experts only as MXFP4 and refuse them");
+                          "safetensors and model.bin store experts only as MXFP4 and requantize them to it (lossy)");
   }
   if (!quantized.empty()) {
     std::string types;

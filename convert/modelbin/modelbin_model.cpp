@@ -2,7 +2,6 @@
 // TensorSources over the inputs, so memory stays bounded whatever the model size.
 #include "convert/modelbin/modelbin_model.h"
 
-#include <sstream>
 #include <stdexcept>
 
 #include "convert/dtype_convert.h"
@@ -23,21 +22,16 @@ namespace {
 constexpr float kQScale = 0.5f;
 constexpr float kKScale = 0.25f;
 
-struct LossyConversion {
-  std::string name;
-  DType from;
-  std::shared_ptr<ConversionStats> stats;
-};
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // canonical -> model.bin
 
-std::vector<std::string> write_modelbin_model(const CanonicalModel& model, const fs::path& path,
+std::vector<std::string> write_modelbin_model(const CanonicalModel& source_model, const fs::path& path,
                                               const ModelBinWriteOptions& options) {
+  std::vector<LossyStep> lossy;
+  const CanonicalModel model = with_mxfp4_experts(source_model, lossy);  // experts only as the MXFP4 pair
   const GptOssConfig& c = model.config;
-  require_mxfp4_experts(model, "model.bin");
   std::vector<std::string> notes;
   const modelbin::ModelHeader header = modelbin_header_from_config(c, notes);
   if (!model.tokenizer)
@@ -53,7 +47,6 @@ std::vector<std::string> write_modelbin_model(const CanonicalModel& model, const
                     std::to_string(kModelBinVocabulary) + " rows model.bin holds");
 
   modelbin::ModelBinWriter writer(path, header, section);
-  std::vector<LossyConversion> lossy;
   auto qk_inexact = std::make_shared<std::atomic<uint64_t>>(0);
 
   // Dense tensors are BF16 in model.bin: anything else is re-encoded (and measured).
@@ -62,10 +55,7 @@ std::vector<std::string> write_modelbin_model(const CanonicalModel& model, const
     TensorSourcePtr src = t.source;
     if (t.spec.shape.size() > 1 && rows < t.spec.shape.front())
       src = std::make_shared<SliceSource>(src, 0, rows * *dtype_row_bytes(t.dtype, row_elements));
-    if (t.dtype == DType::BF16) return src;
-    auto stats = std::make_shared<ConversionStats>();
-    if (!conversion_is_exact(t.dtype, DType::BF16)) lossy.push_back({t.spec.name, t.dtype, stats});
-    return convert_dtype(src, t.dtype, DType::BF16, row_elements, stats);
+    return convert_declared(lossy, t.spec.name, src, t.dtype, DType::BF16, row_elements);
   };
   auto dense = [&](TensorRole role, int layer) {
     const auto& t = model.get(role, layer);
@@ -121,12 +111,7 @@ std::vector<std::string> write_modelbin_model(const CanonicalModel& model, const
   writer.write_tensors(in_write_order, stream);
   writer.commit();
 
-  for (const auto& l : lossy) {
-    std::ostringstream s;
-    s << l.name << ": " << dtype_name(l.from) << " -> BF16 changed " << l.stats->changed << " of " << l.stats->elements
-      << " values, max abs error " << l.stats->max_abs_error;
-    if (l.stats->changed) notes.push_back(s.str());
-  }
+  append_lossy_notes(lossy, notes);
   if (*qk_inexact)
     notes.push_back("Q x0.5 / K x0.25 prescale rounded " + std::to_string(qk_inexact->load()) +
                     " subnormal BF16 values (not exactly invertible)");

@@ -28,7 +28,8 @@ struct ModelBinWriteOptions {
 // Refuses (std::invalid_argument / FormatError, no output left behind) what the format cannot
 // hold: head_dim != 64, experts_per_token != 4, a non-alternating attention pattern, scale bytes
 // >= 242, a vocabulary or tokenizer smaller than o200k_harmony's 200014 ids, no tokenizer.
-// Returns notes (truncated vocabulary, lossy dtype changes with measured error).
+// Experts in another type than MXFP4 are requantized to the pair (with_mxfp4_experts). Returns
+// notes (truncated vocabulary, lossy dtype changes and requantized experts with measured error).
 std::vector<std::string> write_modelbin_model(const CanonicalModel& model, const std::filesystem::path& path,
                                               const ModelBinWriteOptions& options);
 

@@ -13,7 +13,7 @@ namespace gptoss {
 // F64, and every ggml block type but Q8_1, Q8_K, TQ1_0 and TQ2_0).
 bool is_decodable(DType type);
 // True for dtypes encode_from_f32 handles: F32, F16, BF16 and the block types with an encoder in
-// the DType table (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: ggml's reference quantizers).
+// the DType table (Q8_0, MXFP4, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: ggml's reference quantizers).
 bool is_encodable(DType type);
 
 // `elements` must be a multiple of the dtype's block size.

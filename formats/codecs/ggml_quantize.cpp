@@ -34,12 +34,6 @@ void put_u32(uint8_t* p, uint32_t v) {
 }
 float f16_at(const uint8_t* p) { return f16_to_f32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
-// C's (int) cast of a float as x86's cvttss2si computes it: toward zero, and 0x80000000 for NaN
-// and anything outside int32.
-int32_t truncate_to_int(float v) {
-  return std::fabs(v) < 0x1p31f ? static_cast<int32_t>(v) : INT32_MIN;
-}
-
 // ggml's nearest_int: round to nearest, ties to even, through the f32 mantissa.
 int nearest_int(float v) {
   const int32_t i = std::bit_cast<int32_t>(v + 12582912.f);

@@ -44,6 +44,12 @@
 
 namespace gptoss::ggml_quants {
 
+// C's (int) cast of a float as x86's cvttss2si computes it: toward zero, and 0x80000000 for NaN
+// and anything outside int32 (undefined in C; what ggml's quantizers get on x86-64).
+inline int32_t truncate_to_int(float v) {
+  return v > -0x1p31f && v < 0x1p31f ? static_cast<int32_t>(v) : INT32_MIN;
+}
+
 struct BlockShape {
   uint32_t elements;
   uint32_t bytes;

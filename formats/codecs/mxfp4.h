@@ -53,6 +53,29 @@ void oai_blocks_to_ggml(const uint8_t* oai_blocks16, const uint8_t* scales, size
 void ggml_blocks_to_oai(const uint8_t* ggml_blocks17, size_t n_blocks, uint8_t* oai_blocks16);
 void ggml_scales(const uint8_t* ggml_blocks17, size_t n_blocks, uint8_t* scales);
 
+// ggml's reference quantizer (quantize_row_mxfp4_ref, what llama-quantize writes for MXFP4), as
+// facts of its rule:
+//   - the block's amax is the largest |x| (a NaN never wins);
+//   - the scale byte is e = (uint8_t)(floorf(log2f(amax)) - 2 + 127), 0 for amax = 0; the cast
+//     as x86 computes it (truncate_to_int, then the low byte), so amax below 2^-125 wraps to a
+//     byte of 232 .. 255 (every code then 0) and an infinite amax gives 0;
+//   - each element's code is the first of the 16 (in code order) whose kvalues[code] * 2^(e - 128)
+//     is nearest to x: ties go to the lower code, so to the smaller magnitude, and -0 and the
+//     values that round to zero get code 0, never 8.
+// The nearest code comes from comparisons with the midpoints between the levels, which gives the
+// same codes as ggml's search over all 16 wherever the block and its levels are finite (the
+// differences it compares are then exact between neighbouring levels, Sterbenz). The other blocks
+// run ggml's search itself: one holding an infinity (rounding makes every finite difference equal,
+// so code 0 wins) and one whose top levels overflow f32 (scale bytes 253 .. 255: an amax within
+// rounding of f32's largest, where log2f gives 128, or a wrapped byte; an infinite level is never
+// nearest).
+uint8_t shared_exponent(const float* block32);
+// Quantizes `n_blocks` blocks of 32 values: in ggml's layout (the DType table's encoder), as the
+// OpenAI pair (16-byte blocks and their scale bytes), or only the scale bytes of the pair.
+void quantize_ggml(const float* in, size_t n_blocks, uint8_t* blocks17);
+void quantize_oai(const float* in, size_t n_blocks, uint8_t* blocks16, uint8_t* scales);
+void shared_exponents(const float* in, size_t n_blocks, uint8_t* scales);
+
 // Dequantize `n_blocks` consecutive blocks (32 * n_blocks floats).
 void dequantize_oai(const uint8_t* blocks, const uint8_t* scales, size_t n_blocks, float* out);
 void dequantize_ggml(const uint8_t* blocks17, size_t n_blocks, float* out);

@@ -39,7 +39,7 @@ constexpr std::array<DTypeInfo, kDTypeCount> kTable = {{
     {DType::F6_E3M2, "F6_E3M2", "F6_E3M2", -1, 4, 3, false, nullptr},
     {DType::C64, "C64", "C64", -1, 1, 8, false, nullptr},
     {DType::Q8_0, "Q8_0", "", 8, kQ8_0BlockElements, kQ8_0BlockBytes, true, q8_0::dequantize, q8_0::quantize},
-    {DType::MXFP4, "MXFP4", "", 39, kMxfp4BlockElements, kMxfp4GgmlBlockBytes, true, mxfp4::dequantize_ggml},
+    {DType::MXFP4, "MXFP4", "", 39, kMxfp4BlockElements, kMxfp4GgmlBlockBytes, true, mxfp4::dequantize_ggml, mxfp4::quantize_ggml},
     {DType::Q4_0, "Q4_0", "", 2, q::kQ4_0.elements, q::kQ4_0.bytes, true, q::dequantize_q4_0, q::quantize_q4_0},
     {DType::Q4_1, "Q4_1", "", 3, q::kQ4_1.elements, q::kQ4_1.bytes, true, q::dequantize_q4_1, q::quantize_q4_1},
     {DType::Q5_0, "Q5_0", "", 6, q::kQ5_0.elements, q::kQ5_0.bytes, true, q::dequantize_q5_0, q::quantize_q5_0},

@@ -6,8 +6,6 @@
 #include <stdexcept>
 
 #include "convert/canonical_model.h"
-#include "convert/modelbin/modelbin_model.h"
-#include "convert/safetensors_model.h"
 #include "convert/synthesize.h"
 #include "formats/core/error.h"
 #include "tests/test_support.h"
@@ -64,7 +62,7 @@ TEST(CanonicalRoles, ForEachTensorIsTheSpecList) {
 
 // Experts other than MXFP4 (a GGUF's Q8_0 or Q4_1 experts) are a complete canonical model: the
 // matrix in its type with empty scales, checked for shape and size like any tensor; writers that
-// store experts only as the MXFP4 pair refuse them by name.
+// store experts only as the MXFP4 pair requantize them to it, a declared lossy step.
 TEST(CanonicalRoles, ExpertsInAnotherTypeAreAMatrixWithEmptyScales) {
   SynthPreset p = synth_preset("a");
   p.vocab = 1000;
@@ -101,24 +99,28 @@ TEST(CanonicalRoles, ExpertsInAnotherTypeAreAMatrixWithEmptyScales) {
   expect_refused(edited(TensorRole::Mlp2Blocks, [](CanonicalTensor& t) { t.dtype = DType::Q8_1; }),
                  "layers.2.mlp2.blocks (from ");
 
-  test::TempDir dir;
-  const std::string refusal = "layers.2.mlp2.blocks (from Q4_1 re-encoding of ";
-  try {
-    write_safetensors_model(model, dir / "hf", {});
-    ADD_FAILURE() << "safetensors took Q4_1 experts";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find(refusal), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("holds the experts as Q4_1; safetensors stores experts only as the MXFP4 pair"),
-              std::string::npos)
-        << e.what();
+  // with_mxfp4_experts, what the writers that store experts only as the pair start from, gives that
+  // layer the pair (quantize_mxfp4_pair of the Q4_1 matrix), declares the step, and shares the
+  // other layers' pairs as they are.
+  std::vector<LossyStep> lossy;
+  const CanonicalModel paired = with_mxfp4_experts(model, lossy);
+  ASSERT_EQ(lossy.size(), 1u);
+  EXPECT_EQ(lossy[0].name, "layers.2.mlp2.blocks");
+  EXPECT_EQ(lossy[0].from, DType::Q4_1);
+  EXPECT_EQ(lossy[0].to, DType::MXFP4);
+  for (const auto& t : paired.tensors) {
+    if (!is_mxfp4_role(t.spec.role)) continue;
+    EXPECT_EQ(t.dtype, DType::U8) << t.spec.name;
+    EXPECT_EQ(t.spec.shape, canonical_shape(model.config, t.spec.role)) << t.spec.name;
+    if (t.spec.layer != 2 || t.spec.role == TensorRole::Mlp1Blocks || t.spec.role == TensorRole::Mlp1Scales) {
+      EXPECT_EQ(t.source, model.find(t.spec.name)->source) << t.spec.name;
+    }
   }
-  try {
-    write_modelbin_model(model, dir / "model.bin", {});
-    ADD_FAILURE() << "model.bin took Q4_1 experts";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("holds the experts as Q4_1; model.bin stores experts only"), std::string::npos)
-        << e.what();
-  }
+  const auto pair = quantize_mxfp4_pair(matrix.source, DType::Q4_1, matrix.spec.shape.back(), nullptr);
+  EXPECT_EQ(read_all(*paired.get(TensorRole::Mlp2Blocks, 2).source), read_all(*pair.blocks));
+  EXPECT_EQ(read_all(*paired.get(TensorRole::Mlp2Scales, 2).source), read_all(*pair.scales));
+  std::vector<CanonicalTensor> tensors = paired.tensors;
+  EXPECT_NO_THROW(finalize_canonical_tensors(paired.config, tensors, "paired"));
 }
 
 }  // namespace

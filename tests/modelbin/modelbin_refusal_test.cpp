@@ -1,7 +1,9 @@
 // What model.bin cannot hold is refused with a clear error and no output file; what it can hold
-// but only after a change (F32 dense tensors) is converted and reported.
+// but only after a change (F32 dense tensors, experts in another type than MXFP4) is converted and
+// reported.
 #include <gtest/gtest.h>
 
+#include "convert/gguf/gguf_model.h"
 #include "convert/modelbin/modelbin_model.h"
 #include "convert/modelbin/modelbin_tokenizer.h"
 #include "convert/synthesize.h"
@@ -9,6 +11,7 @@
 #include "formats/core/float16.h"
 #include "formats/core/mapped_file.h"
 #include "tests/test_support.h"
+#include "verify/equivalence.h"
 
 namespace gptoss::test {
 namespace {
@@ -174,6 +177,50 @@ TEST(ModelBinRefusal, F32DenseTensorsAreConvertedToBf16AndReportedWhenLossy) {
   for (const auto& n : notes)
     reported |= n.find("layers.2.attn_norm.weight: F32 -> BF16 changed 1 of 64 values") != std::string::npos;
   EXPECT_TRUE(reported);
+}
+
+// A GGUF with Q8_0 experts (layer 1) and MXFP4 ones (the others): model.bin holds experts only as
+// the MXFP4 pair, so layer 1's are requantized (the pair with_mxfp4_experts makes), the notes
+// name them, and --same calls them lossy as declared.
+TEST(ModelBinRefusal, ExpertsInAnotherTypeAreRequantizedToMxfp4AndReported) {
+  TempDir out;
+  auto model = with_experts_as(synthesize_model(synth_preset("a")), 1, TensorRole::Mlp1Blocks, DType::Q8_0);
+  model = with_experts_as(model, 1, TensorRole::Mlp2Blocks, DType::Q8_0);
+  write_gguf_model(model, out / "experts.gguf", {});
+  auto gguf = load_gguf_model(out / "experts.gguf");
+  gguf.tokenizer = fake_o200k_tokenizer();
+  const auto notes = write_modelbin_model(gguf, out / "model.bin", {});
+  size_t reported = 0;
+  for (const auto& n : notes)
+    reported += n.rfind("layers.1.mlp1.blocks: Q8_0 -> MXFP4 changed ", 0) == 0 ||
+                n.rfind("layers.1.mlp2.blocks: Q8_0 -> MXFP4 changed ", 0) == 0;
+  EXPECT_EQ(reported, 2u) << ::testing::PrintToString(notes);
+
+  // Layer 1's pairs are the ones the HF writer writes too (GgufRequantizedExperts.*: ggml's
+  // quantizer of the GGUF's values, lossy as declared to --same); the other experts, MXFP4 in the
+  // GGUF, are its bytes.
+  const auto bin = load_modelbin_model(out / "model.bin");
+  std::vector<LossyStep> lossy;
+  const auto paired = with_mxfp4_experts(gguf, lossy);
+  for (const auto& t : bin.tensors) {
+    if (!is_mxfp4_role(t.spec.role)) continue;
+    ASSERT_TRUE(holds_mxfp4(t)) << t.spec.name;
+    const auto& want = t.spec.layer == 1 ? *paired.find(t.spec.name) : *gguf.find(t.spec.name);
+    EXPECT_EQ(read_all(*t.source), read_all(*want.source)) << t.spec.name;
+  }
+  // --same on the experts alone (the rest is the model.bin conversion of any model): layer 1's
+  // lossy as declared, the others the same bytes.
+  auto experts_of = [](CanonicalModel m) {
+    std::erase_if(m.tensors, [](const CanonicalTensor& t) { return !is_mxfp4_role(t.spec.role); });
+    return m;
+  };
+  const ModelComparison c = compare_models(experts_of(gguf), experts_of(bin), 2);
+  EXPECT_FALSE(c.any_different()) << c.to_table();
+  ASSERT_EQ(c.tensors.size(), 16u);
+  for (const auto& r : c.tensors) {
+    const bool layer1 = r.name.rfind("layers.1.", 0) == 0;
+    EXPECT_EQ(r.verdict, layer1 ? Verdict::LossyAsDeclared : Verdict::IdenticalAfterTransform) << r.name << ": " << r.detail;
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "formats/core/float16.h"
 #include "formats/core/mapped_file.h"
 #include "tests/verify/verify_test_support.h"
+#include "verify/declared_loss.h"
 #include "verify/equivalence.h"
 
 namespace gptoss {
@@ -55,6 +56,33 @@ TEST(VerifySame, Q8_0WithinHalfAStepIsLossyAndOneCorruptedBlockIsDifferent) {
   EXPECT_EQ(corrupt.verdict, Verdict::Different);
   EXPECT_NE(corrupt.detail.find("1 values differ by more than BF16 vs Q8_0 rounding allows; first at element 1285"),
             std::string::npos) << corrupt.detail;
+}
+
+// MXFP4's allowance at its edges: a block of amax 6 (levels 0, 0.5, 1, 1.5, 2, 3, 4, 6: d = 0.5),
+// quantized by ggml's rule. 5 (a tie of 4 and 6) keeps 4, an error of 2d, what the gap of 4d above
+// 8d allows; 2.5 (a tie of 2 and 3) keeps 2, an error of d, what the grid of 2d allows below 8d;
+// 5.5 goes to 6. Moving 5's level down to 3 (an error of 4d) is beyond it.
+TEST(VerifySame, Mxfp4IsLossyWithinHalfTheGapBetweenLevelsAndDifferentBeyond) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 6.0f;
+  x[1] = 5.0f;
+  x[2] = 2.5f;
+  x[3] = -5.5f;
+  auto tensor = [](DType dtype, std::vector<uint8_t> bytes) {
+    return CanonicalTensor{{TensorRole::Mlp1Blocks, 0, "layers.0.mlp1.blocks", {1, 32}}, dtype, owned_bytes(std::move(bytes)), "test"};
+  };
+  const CanonicalTensor source = tensor(DType::F32, encode(DType::F32, x));
+  auto q = encode(DType::MXFP4, x);
+  ASSERT_EQ(q[0], 127);  // e = floor(log2 6) - 2 + 127
+  ASSERT_EQ(q[1 + 1] & 0x0F, 6);  // 5 -> 4, code 6
+  const auto within = measure_declared_loss(source, tensor(DType::MXFP4, q), 1);
+  EXPECT_EQ(within.beyond, 0u);
+  EXPECT_EQ(within.max_abs_error, 1.0);
+  q[1 + 1] = static_cast<uint8_t>((q[1 + 1] & 0xF0) | 5);  // 5 -> 3
+  const auto beyond = measure_declared_loss(source, tensor(DType::MXFP4, q), 1);
+  EXPECT_EQ(beyond.beyond, 1u);
+  EXPECT_EQ(beyond.first_beyond, 1u);
+  EXPECT_EQ(beyond.first_beyond_allowance, 1.0);
 }
 
 TEST(VerifySame, NaNIsDifferentEvenInALossyEncoding) {
