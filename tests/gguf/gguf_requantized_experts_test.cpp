@@ -12,6 +12,7 @@
 #include "convert/synthesize.h"
 #include "formats/codecs/float_codec.h"
 #include "formats/codecs/mxfp4.h"
+#include "formats/core/checked_math.h"
 #include "tests/test_support.h"
 #include "verify/equivalence.h"
 
