@@ -105,6 +105,9 @@ struct VulkanTuning {
   // false: the portable f32 GEMMs everywhere instead of cooperative matrices (as llama.cpp's
   // GGML_VK_DISABLE_COOPMAT).
   bool cooperative_matrix = true;
+  // Prefill attention on cooperative matrices where the GEMMs have them (precise as the f32 kernel:
+  // shaders/attention_prefill_coop.comp); false: the f32 kernel (attention_prefill.comp).
+  bool attention_coop = true;
   // Decode's Q8_0 products through packed 4x8-bit integer dot products: Auto where the device says
   // they are accelerated, On wherever it has them (emulated ones included), Off never.
   enum class IntegerDot : uint8_t { Auto, On, Off };
