@@ -12,12 +12,18 @@
 // max) is a division by a tile of exp(new max - old max) per row (the matrices' layout is the
 // device's, so a per-row factor goes in as a matrix; they divide but do not multiply elementwise).
 //
-// Precision, as the GEMMs' COOP_PRECISE (coop_tile.glsl): every f32 operand (Q, K, V, P) as f16 hi
-// (cut to 11 significant bits by a mask) + lo (the rest, times COOP_LO_SCALE), and each product as
-// hi.hi + (lo.hi + hi.lo) / COOP_LO_SCALE in fresh f32 accumulators per block (one key block of
-// depth, or head_dim), added to the f32 sums once per block. P (at most 1) is first scaled by
-// ATTENTION_P_SCALE so that its small probabilities stay out of f16's subnormals. An f16 cache's
-// keys and values are exact in f16: their lo products are skipped.
+// Precision: the products in fresh f32 accumulators per block (head_dim deep for S, one key block
+// for P V), added to the f32 sums once per block, from f16 parts of the f32 operands, each part cut
+// to 11 significant bits by a mask (exact in f16) and the rest scaled by COOP_LO_SCALE:
+//   P V as the GEMMs' COOP_PRECISE (coop_tile.glsl): V and P as hi + lo, hi.hi + (lo.hi + hi.lo) /
+//     COOP_LO_SCALE, about 21 bits; P (at most 1) first scaled by ATTENTION_P_SCALE so that its
+//     small probabilities stay out of f16's subnormals;
+//   S = Q K^T from three parts of each (hi, mid, lo: 33 bits), hi.hi + (hi.mid + mid.hi) / s +
+//     (mid.mid + hi.lo + lo.hi) / s^2 (s = COOP_LO_SCALE): the softmax turns an error of the scores
+//     into a relative error of the weights, and two parts of each (about 21 bits, the products
+//     rounded relative to the sum of their magnitudes, not to the score) moved the engine's logits
+//     against cpu-f64 from a mean KL of 2e-11 to 1e-6 on the synthesized 20b.
+// An f16 cache's keys and values are exact in f16: their further parts' products are skipped.
 #include "common.glsl"
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -39,9 +45,10 @@ const uint kDims = ATTENTION_COOP_DIMS;  // head_dim padded with zeros to this
 #endif
 
 // Shared memory in uvec4s (8 halves or 4 floats), rows skewed by one uvec4 (ATTENTION_COOP_SHARED_BYTES):
-//   the workgroup's tiles: K hi, K lo, V hi, V lo [kKeys][kDims halves]; Q hi, Q lo
-//     [ATTENTION_ROWS][kDims halves] lie there before the first block, the f32 output
-//     [ATTENTION_ROWS][kDims floats] after the last (the launcher checks that both fit);
+//   the workgroup's tiles: K hi, K mid, K lo, V hi, V lo [kKeys][kDims halves]; the f32 output
+//     [ATTENTION_ROWS][kDims floats] lies there after the last block, and Q's hi, mid and lo
+//     [ATTENTION_ROWS][kDims halves] over all of shared memory before the first (the launcher
+//     checks that both fit);
 //   per subgroup: S [kRows][kKeys floats], P hi, P lo [kRows][kKeys halves], and the rescale tile
 //     [kRows][16 floats] (row r: exp(new max - old max) of row r in every column).
 const uint kHalfRow = kDims / 8u + 1u;    // a row of kDims halves
@@ -54,7 +61,9 @@ const uint kSubgroupQuads = ATTENTION_COOP_SUBGROUP_QUADS;
 const uint kTileQuads = ATTENTION_COOP_TILE_QUADS;
 shared uvec4 tiles[ATTENTION_COOP_SHARED_BYTES / 16];
 
-const uint kKHi = 0u, kKLo = kKvTile, kVHi = 2u * kKvTile, kVLo = 3u * kKvTile;
+const uint kKHi = 0u, kKMid = kKvTile, kKLo = 2u * kKvTile, kVHi = 3u * kKvTile, kVLo = 4u * kKvTile;
+// Q's three parts before the first block, over the whole of shared memory.
+const uint kQParts = ATTENTION_ROWS * kHalfRow;
 uint s_at() { return kTileQuads + gl_SubgroupID * kSubgroupQuads; }
 uint p_hi_at() { return s_at() + kRows * kSRow; }
 uint p_lo_at() { return p_hi_at() + kRows * kPRow; }
@@ -65,6 +74,19 @@ uint r_at() { return p_lo_at() + kRows * kPRow; }
 
 // hi: v cut to f16's 11 significant bits by a mask (not a round trip through packHalf2x16, which
 // NVIDIA's compiler folds away); lo: the rest times COOP_LO_SCALE.
+uvec4 halves8(vec4 a, vec4 b) {
+  return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+}
+vec4 cut11(vec4 v) { return uintBitsToFloat(floatBitsToUint(v) & uvec4(0xFFFFE000u)); }
+// Three parts: hi, mid = the rest cut (times COOP_LO_SCALE), lo = what remains (times its square).
+void split3(vec4 a, vec4 b, out uvec4 hi, out uvec4 mid, out uvec4 lo) {
+  vec4 ha = cut11(a), hb = cut11(b);
+  vec4 ra = (a - ha) * COOP_LO_SCALE, rb = (b - hb) * COOP_LO_SCALE;
+  vec4 ma = cut11(ra), mb = cut11(rb);
+  hi = halves8(ha, hb);
+  mid = halves8(ma, mb);
+  lo = halves8((ra - ma) * COOP_LO_SCALE, (rb - mb) * COOP_LO_SCALE);
+}
 void split8(vec4 a, vec4 b, out uvec4 hi, out uvec4 lo) {
   vec4 ha = uintBitsToFloat(floatBitsToUint(a) & uvec4(0xFFFFE000u));
   vec4 hb = uintBitsToFloat(floatBitsToUint(b) & uvec4(0xFFFFE000u));
@@ -98,9 +120,10 @@ void store_kv(vec4 k[2u * kKvItems], vec4 v[2u * kKvItems]) {
   [[unroll]] for (uint i = 0u; i < kKvItems; ++i) {
     uint e = gl_LocalInvocationIndex + i * ATTENTION_COOP_SIZE;
     uint at = (e / (kDims / 8u)) * kHalfRow + e % (kDims / 8u);
-    uvec4 hi, lo;
-    split8(k[2u * i], k[2u * i + 1u], hi, lo);
+    uvec4 hi, mid, lo;
+    split3(k[2u * i], k[2u * i + 1u], hi, mid, lo);
     tiles[kKHi + at] = hi;
+    tiles[kKMid + at] = mid;
     tiles[kKLo + at] = lo;
     split8(v[2u * i], v[2u * i + 1u], hi, lo);
     tiles[kVHi + at] = hi;
@@ -126,19 +149,21 @@ void main() {
     bool in_row = query < args.count;
     vec4 a = in_row && d < D ? Vec4sIn(args.qkv).v[at] : vec4(0.0);
     vec4 b = in_row && d + 4u < D ? Vec4sIn(args.qkv).v[at + 1u] : vec4(0.0);
-    uvec4 hi, lo;
-    split8(a, b, hi, lo);
+    uvec4 hi, mid, lo;
+    split3(a, b, hi, mid, lo);
     tiles[r * kHalfRow + d / 8u] = hi;
-    tiles[ATTENTION_ROWS * kHalfRow + r * kHalfRow + d / 8u] = lo;
+    tiles[kQParts + r * kHalfRow + d / 8u] = mid;
+    tiles[2u * kQParts + r * kHalfRow + d / 8u] = lo;
   }
   barrier();
   uint sub_row = gl_SubgroupID * kRows;
-  HALF_MAT(lM, lK) q_hi[kRows / lM][kDims / lK], q_lo[kRows / lM][kDims / lK];
+  HALF_MAT(lM, lK) q_hi[kRows / lM][kDims / lK], q_mid[kRows / lM][kDims / lK], q_lo[kRows / lM][kDims / lK];
   [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
     [[unroll]] for (uint k = 0u; k < kDims / lK; ++k) {
       uint at = (sub_row + i * lM) * kHalfRow + k * lK / 8u;
       coopMatLoadNV(q_hi[i][k], tiles, at, kHalfRow, false);
-      coopMatLoadNV(q_lo[i][k], tiles, ATTENTION_ROWS * kHalfRow + at, kHalfRow, false);
+      coopMatLoadNV(q_mid[i][k], tiles, kQParts + at, kHalfRow, false);
+      coopMatLoadNV(q_lo[i][k], tiles, 2u * kQParts + at, kHalfRow, false);
     }
   FLOAT_MAT o[kRows / lM][kDims / lN];
   [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
@@ -161,25 +186,34 @@ void main() {
 
     // S = Q K^T of the subgroup's rows: K rows are B's columns (column-major B from the K tile).
     [[unroll]] for (uint j = 0u; j < kKeys / lN; ++j) {
-      FLOAT_MAT s_hi[kRows / lM], s_lo[kRows / lM];
+      FLOAT_MAT s_hi[kRows / lM], s_mid[kRows / lM], s_lo[kRows / lM];
       [[unroll]] for (uint i = 0u; i < kRows / lM; ++i) {
         s_hi[i] = FLOAT_MAT(0.0);
+        s_mid[i] = FLOAT_MAT(0.0);
         s_lo[i] = FLOAT_MAT(0.0);
       }
       [[unroll]] for (uint k = 0u; k < kDims / lK; ++k) {
-        HALF_MAT(lK, lN) b, b_lo;
+        HALF_MAT(lK, lN) b, b_mid, b_lo;
         uint at = j * lN * kHalfRow + k * lK / 8u;
         coopMatLoadNV(b, tiles, kKHi + at, kHalfRow, true);
-        if (kSplitKV) coopMatLoadNV(b_lo, tiles, kKLo + at, kHalfRow, true);
+        if (kSplitKV) {
+          coopMatLoadNV(b_mid, tiles, kKMid + at, kHalfRow, true);
+          coopMatLoadNV(b_lo, tiles, kKLo + at, kHalfRow, true);
+        }
         [[unroll]] for (uint i = 0u; i < kRows / lM; ++i) {
           s_hi[i] = coopMatMulAddNV(q_hi[i][k], b, s_hi[i]);
+          s_mid[i] = coopMatMulAddNV(q_mid[i][k], b, s_mid[i]);
           s_lo[i] = coopMatMulAddNV(q_lo[i][k], b, s_lo[i]);
-          if (kSplitKV) s_lo[i] = coopMatMulAddNV(q_hi[i][k], b_lo, s_lo[i]);
+          if (kSplitKV) {
+            s_mid[i] = coopMatMulAddNV(q_hi[i][k], b_mid, s_mid[i]);
+            s_lo[i] = coopMatMulAddNV(q_mid[i][k], b_mid, s_lo[i]);
+            s_lo[i] = coopMatMulAddNV(q_hi[i][k], b_lo, s_lo[i]);
+          }
         }
       }
       [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
-        coopMatStoreNV(s_hi[i] + s_lo[i] * (1.0 / COOP_LO_SCALE), tiles, s_at() + i * lM * kSRow + j * lN / 4u, kSRow,
-                       false);
+        coopMatStoreNV(s_hi[i] + (s_mid[i] + s_lo[i] * (1.0 / COOP_LO_SCALE)) * (1.0 / COOP_LO_SCALE), tiles,
+                       s_at() + i * lM * kSRow + j * lN / 4u, kSRow, false);
     }
     subgroup_sync();
 

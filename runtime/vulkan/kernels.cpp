@@ -317,9 +317,10 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
   list.dispatch(pipeline(shader, sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
 }
 
-// The cooperative kernel's Q halves (before the first key block) and f32 output (after the last)
-// lie over its K and V tiles, and its head dims cover every head_dim the f32 kernel takes.
-static_assert(2 * ATTENTION_ROWS * (ATTENTION_COOP_DIMS / 8 + 1) <= ATTENTION_COOP_TILE_QUADS &&
+// The cooperative kernel's three parts of Q (before the first key block) lie over all of its
+// shared memory and its f32 output (after the last) over its K and V tiles, and its head dims cover
+// every head_dim the f32 kernel takes.
+static_assert(3 * ATTENTION_ROWS * (ATTENTION_COOP_DIMS / 8 + 1) * 16 <= ATTENTION_COOP_SHARED_BYTES &&
                   ATTENTION_ROWS * (ATTENTION_COOP_DIMS / 4 + 1) <= ATTENTION_COOP_TILE_QUADS &&
                   ATTENTION_COOP_DIMS >= abi::kMaxPrefillHeadDim,
               "attention_prefill_coop's tiles");
