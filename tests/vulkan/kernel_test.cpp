@@ -720,14 +720,14 @@ TEST(VulkanKernels, PrefillAttentionWithAnF16Cache) {
       for (uint32_t start : {0u, 7u}) check_prefill_attention(*ctx, kernels(*ctx), a, start, count, vk::abi::ENC_F16);
 }
 
-// The cooperative-matrix kernel (where the device has it; the tests above run it there by default)
-// and the f32 kernel beside it, on shapes across its tiles: query counts no block of queries
+// The cooperative-matrix kernel (where the device has it and attention_coop asks for it) and the
+// f32 kernel beside it, on shapes across its tiles: query counts no block of queries
 // divides (8, 16 or 64 per block by the group), depths that start key blocks off their 32, several
 // blocks of keys, windows that end inside a block, gpt-oss's group of 8 query heads per KV head,
 // a head_dim the matrices' 16 do not divide, and both caches.
 TEST(VulkanKernels, PrefillAttentionOnCooperativeMatricesAcrossTiles) {
   VULKAN_OR_SKIP();
-  vk::Kernels coop = kernels_with(*ctx, ""), f32 = kernels_with(*ctx, "attention_coop=off");
+  vk::Kernels coop = kernels_with(*ctx, "attention_coop=on"), f32 = kernels_with(*ctx, "");
   EXPECT_FALSE(f32.prefill_attention_cooperative());
   if (!coop.prefill_attention_cooperative()) GTEST_SKIP() << "no cooperative matrices for prefill attention here";
   for (vk::Kernels* k : {&coop, &f32}) {
