@@ -19,10 +19,10 @@
 //     COOP_LO_SCALE, about 21 bits; P (at most 1) first scaled by ATTENTION_P_SCALE so that its
 //     small probabilities stay out of f16's subnormals;
 //   S = Q K^T from three parts of each (hi, mid, lo: 33 bits), hi.hi + (hi.mid + mid.hi) / s +
-//     (mid.mid + hi.lo + lo.hi) / s^2 (s = COOP_LO_SCALE): the softmax turns an error of the scores
-//     into a relative error of the weights, and two parts of each (about 21 bits, the products
-//     rounded relative to the sum of their magnitudes, not to the score) moved the engine's logits
-//     against cpu-f64 from a mean KL of 2e-11 to 1e-6 on the synthesized 20b.
+//     (mid.mid + hi.lo + lo.hi) / s^2 (s = COOP_LO_SCALE): the softmax turns an absolute error of a
+//     score into a relative error of its weight, and two parts keep about 21 bits relative to the
+//     sum of the products' magnitudes, which a score's cancellation can make far larger than the
+//     score; three keep f32's. With them each layer's error against cpu-f64 is the f32 kernel's.
 // An f16 cache's keys and values are exact in f16: their further parts' products are skipped.
 #include "common.glsl"
 #extension GL_NV_cooperative_matrix : require
