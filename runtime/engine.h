@@ -105,6 +105,13 @@ struct VulkanTuning {
   // false: the portable f32 GEMMs everywhere instead of cooperative matrices (as llama.cpp's
   // GGML_VK_DISABLE_COOPMAT).
   bool cooperative_matrix = true;
+  // Prefill attention on cooperative matrices where the GEMMs have them
+  // (shaders/attention_prefill_coop.comp: each layer's error against cpu-f64 that of the f32 kernel,
+  // several times faster at depth); false: the f32 kernel (attention_prefill.comp). Off by default:
+  // on the synthesized 20b's first 4 chunks of data/eval/gnu-licenses.txt one router near-tie
+  // (layer 22, position 370) goes the other way from cpu-f64 with it, a mean KL of 1.4e-6 where the
+  // default path promises 1e-6.
+  bool attention_coop = false;
   // Decode's Q8_0 products through packed 4x8-bit integer dot products: Auto where the device says
   // they are accelerated, On wherever it has them (emulated ones included), Off never.
   enum class IntegerDot : uint8_t { Auto, On, Off };

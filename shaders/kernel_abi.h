@@ -170,6 +170,24 @@ ABI_CONST(float, COOP_LO_SCALE, 2048.0f);
 #define ROUTER_DECODE_EXPERTS 4     // router, one token: experts per workgroup
 #define ARGMAX_GROUPS 128         // argmax: slices reduced at once
 #define ATTENTION_KEY_BLOCK 32    // prefill attention: keys per step
+// Prefill attention on cooperative matrices (attention_prefill_coop.comp, the same grid and rows as
+// attention_prefill): 4 subgroups of 32, ATTENTION_COOP_SUBGROUP_ROWS (head, query) rows each, head
+// dims padded to ATTENTION_COOP_DIMS. Shared memory in 16-byte words, each row of halves or floats
+// skewed by one word: the workgroup's K tile as three parts of halves and V's as two (the f32
+// output after the last block lies over them, Q's parts before the first over all of shared
+// memory), and per subgroup its scores (f32), P as hi and lo halves and a 16-float rescale row per
+// row.
+#define ATTENTION_COOP_SIZE 128
+#define ATTENTION_COOP_SUBGROUP_ROWS 16
+#define ATTENTION_COOP_DIMS 64
+#define ATTENTION_COOP_TILE_QUADS (5 * ATTENTION_KEY_BLOCK * (ATTENTION_COOP_DIMS / 8 + 1))
+#define ATTENTION_COOP_SUBGROUP_QUADS \
+  (ATTENTION_COOP_SUBGROUP_ROWS * ((ATTENTION_KEY_BLOCK / 4 + 1) + 2 * (ATTENTION_KEY_BLOCK / 8 + 1) + (16 / 4 + 1)))
+#define ATTENTION_COOP_SHARED_BYTES \
+  (16 * (ATTENTION_COOP_TILE_QUADS + ATTENTION_COOP_SIZE / 32 * ATTENTION_COOP_SUBGROUP_QUADS))
+// P (probabilities, at most 1) is split into f16 halves times this, so that probabilities down to
+// 2^-29 of the row's largest stay out of f16's subnormals; the products are scaled back.
+ABI_CONST(float, ATTENTION_P_SCALE, 32768.0f);
 
 // The KV caches' layout, [kv_heads, slots, head_dim]: one KV head's keys (and values) follow each
 // other, so decode attention reads a range of them as one stretch of memory. The float index of

@@ -97,7 +97,8 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       range_keys_(tuned(tuning.attention_range, DECODE_ATTENTION_SIZE, "attention_range", DECODE_ATTENTION_SIZE)),
       key_lanes_asked_(tuned(tuning.attention_key_lanes, 2, "attention_key_lanes", 2)),
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
-      float64_(tuning.float64_sums && ctx.info().float64) {}
+      float64_(tuning.float64_sums && ctx.info().float64),
+      attention_coop_(tuning.attention_coop) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
@@ -316,7 +317,24 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
   const abi::AttentionPrefillArgs args{qkv,     k_cache,  v_cache, sinks,   step,  target, s.heads,
                                        s.kv_heads, s.head_dim, s.window, s.slots, count, s.scale};
   const uint32_t queries_per_group = ATTENTION_ROWS / (s.heads / s.kv_heads);
-  list.dispatch(pipeline("attention_prefill", sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
+  const char* shader = prefill_attention_cooperative() ? "attention_prefill_coop" : "attention_prefill";
+  list.dispatch(pipeline(shader, sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
+}
+
+// The cooperative kernel's three parts of Q (before the first key block) lie over all of its
+// shared memory and its f32 output (after the last) over its K and V tiles, and its head dims cover
+// every head_dim the f32 kernel takes.
+static_assert(3 * ATTENTION_ROWS * (ATTENTION_COOP_DIMS / 8 + 1) * 16 <= ATTENTION_COOP_SHARED_BYTES &&
+                  ATTENTION_ROWS * (ATTENTION_COOP_DIMS / 4 + 1) <= ATTENTION_COOP_TILE_QUADS &&
+                  ATTENTION_COOP_DIMS >= abi::kMaxPrefillHeadDim,
+              "attention_prefill_coop's tiles");
+
+bool Kernels::prefill_attention_cooperative() const {
+  if (!attention_coop_ || !cooperative() || ATTENTION_COOP_SHARED_BYTES > ctx_.info().max_shared_memory) return false;
+  // Its tiles take matrices of 8 or 16 rows, columns and depth (the device's shape).
+  const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{});
+  const auto fits = [](uint32_t n) { return n == 8 || n == 16; };
+  return fits(shape.m) && fits(shape.n) && fits(shape.k);
 }
 
 uint32_t Kernels::router_groups(uint32_t experts, bool logits) {

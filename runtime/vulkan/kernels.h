@@ -96,6 +96,9 @@ class Kernels {
                          Address v_cache, Address sinks, Address step, Address target, uint32_t count);
   // Whether attention_prefill handles the shape (else the engine prefills through decode steps).
   static bool prefill_attention_supports(uint32_t heads, uint32_t kv_heads, uint32_t head_dim);
+  // Whether attention_prefill runs on cooperative matrices here (cooperative(), a matrix shape the
+  // kernel tiles, its shared memory, and VulkanTuning::attention_coop), else the f32 kernel.
+  bool prefill_attention_cooperative() const;
   // xn, and each token's k choices in chosen and gate_weights; or with logits set (decode, one
   // token) xn and the logits [experts] only, which expert_mlp1 ranks (Choices::logits).
   struct RouterOutputs {
@@ -208,6 +211,7 @@ class Kernels {
   uint32_t key_lanes_asked_;
   uint32_t gemm_precision_;  // abi::COOP_* (VulkanTuning::GemmPrecision in the same order)
   bool float64_;             // the f64 forms of the router and RMSNorm
+  bool attention_coop_;      // VulkanTuning::attention_coop
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 

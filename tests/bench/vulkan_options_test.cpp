@@ -28,7 +28,7 @@ TEST(VulkanOptions, EachKeySetsItsField) {
   VulkanTuning t;
   apply_tuning("attention_splits=8,attention_heads=1,attention_range=32,attention_key_lanes=1", t);
   apply_tuning("matvec_rows=3,matvec_loads=16,mlp1_outputs=4,mlp1_batch=2,mlp2_outputs=8,mlp2_batch=1", t);
-  apply_tuning("coopmat=off,int_dot=on,profile=submits,pipeline_stats=on,gemm_precision=split", t);
+  apply_tuning("coopmat=off,int_dot=on,profile=submits,pipeline_stats=on,gemm_precision=split,attention_coop=on", t);
   EXPECT_EQ(t.attention_splits, 8u);
   EXPECT_EQ(t.attention_heads, 1u);
   EXPECT_EQ(t.attention_range, 32u);
@@ -40,6 +40,7 @@ TEST(VulkanOptions, EachKeySetsItsField) {
   EXPECT_EQ(t.mlp2_outputs, 8u);
   EXPECT_EQ(t.mlp2_batch, 1u);
   EXPECT_FALSE(t.cooperative_matrix);
+  EXPECT_TRUE(t.attention_coop);
   EXPECT_EQ(t.integer_dot, VulkanTuning::IntegerDot::On);
   EXPECT_EQ(t.profile, VulkanTuning::Profile::Submits);
   EXPECT_TRUE(t.pipeline_statistics);
@@ -62,6 +63,7 @@ TEST(VulkanOptions, UnknownKeysAndValuesAreRefusedByName) {
       {"attention_splits=-1", "expected a number"},
       {"attention_splits=", "expected a number"},
       {"coopmat=no", "expected on or off"},
+      {"attention_coop=2", "expected on or off"},
       {"int_dot=1", "expected auto, on or off"},
       {"profile=yes", "expected off, steps or submits"},
       {"gemm_precision=exact", "expected fast, split or precise"}};

@@ -634,8 +634,8 @@ std::vector<float> yarn_like_inv_freq(uint32_t D) {
 // keys already in a cache of `slots` positions (a ring when windowed).
 // The new keys and values are checked against the exact ones as the cache holds them, and the
 // attention against a reference over the cache's own values (an f16 cache's rounding included).
-void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uint32_t start, uint32_t count,
-                             uint32_t encoding = vk::abi::ENC_F32) {
+void check_prefill_attention(const vk::Context& ctx, vk::Kernels& k, const AttentionCase& a, uint32_t start,
+                             uint32_t count, uint32_t encoding = vk::abi::ENC_F32) {
   SCOPED_TRACE("heads " + std::to_string(a.heads) + "/" + std::to_string(a.kv_heads) + " D " +
                std::to_string(a.head_dim) + " window " + std::to_string(a.window) + " start " + std::to_string(start) +
                " count " + std::to_string(count) + " cache " + cache_name(encoding));
@@ -679,10 +679,10 @@ void check_prefill_attention(const vk::Context& ctx, const AttentionCase& a, uin
   const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
                                           encoding};
   run(ctx, [&](vk::DispatchList& list) {
-    kernels(ctx).rope_store(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(), f_buf->address(),
-                            step_buf->address(), count);
-    kernels(ctx).attention_prefill(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(),
-                                   s_buf->address(), step_buf->address(), out_buf->address(), count);
+    k.rope_store(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(), f_buf->address(),
+                 step_buf->address(), count);
+    k.attention_prefill(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(), s_buf->address(),
+                        step_buf->address(), out_buf->address(), count);
   });
   // The new keys went into their slots rotated, the values as they were (each as the cache holds it).
   const auto k_after = read_cache(*k_buf, k_cache.size(), encoding);
@@ -708,7 +708,7 @@ TEST(VulkanKernels, PrefillAttentionCausalWindowedSinksGqa) {
   for (const AttentionCase a : {AttentionCase{16, 2, 64, 0}, AttentionCase{16, 2, 64, 8}, AttentionCase{4, 4, 32, 0},
                                 AttentionCase{8, 2, 64, 5}})
     for (uint32_t count : {1u, 3u, 33u, 65u})
-      for (uint32_t start : {0u, 7u}) check_prefill_attention(*ctx, a, start, count);
+      for (uint32_t start : {0u, 7u}) check_prefill_attention(*ctx, kernels(*ctx), a, start, count);
 }
 
 // An f16 KV cache: rope_store writes halves in pairs of dims (a head_dim of 36 puts a row's start
@@ -717,7 +717,28 @@ TEST(VulkanKernels, PrefillAttentionWithAnF16Cache) {
   VULKAN_OR_SKIP();
   for (const AttentionCase a : {AttentionCase{16, 2, 64, 0}, AttentionCase{8, 2, 64, 5}, AttentionCase{4, 4, 36, 0}})
     for (uint32_t count : {1u, 33u})
-      for (uint32_t start : {0u, 7u}) check_prefill_attention(*ctx, a, start, count, vk::abi::ENC_F16);
+      for (uint32_t start : {0u, 7u}) check_prefill_attention(*ctx, kernels(*ctx), a, start, count, vk::abi::ENC_F16);
+}
+
+// The cooperative-matrix kernel (where the device has it and attention_coop asks for it) and the
+// f32 kernel beside it, on shapes across its tiles: query counts no block of queries
+// divides (8, 16 or 64 per block by the group), depths that start key blocks off their 32, several
+// blocks of keys, windows that end inside a block, gpt-oss's group of 8 query heads per KV head,
+// a head_dim the matrices' 16 do not divide, and both caches.
+TEST(VulkanKernels, PrefillAttentionOnCooperativeMatricesAcrossTiles) {
+  VULKAN_OR_SKIP();
+  vk::Kernels coop = kernels_with(*ctx, "attention_coop=on"), f32 = kernels_with(*ctx, "");
+  EXPECT_FALSE(f32.prefill_attention_cooperative());
+  if (!coop.prefill_attention_cooperative()) GTEST_SKIP() << "no cooperative matrices for prefill attention here";
+  for (vk::Kernels* k : {&coop, &f32}) {
+    SCOPED_TRACE(k == &coop ? "cooperative" : "f32");
+    for (const AttentionCase a : {AttentionCase{64, 8, 64, 0}, AttentionCase{64, 8, 64, 40}, AttentionCase{8, 2, 64, 5},
+                                  AttentionCase{4, 4, 32, 0}, AttentionCase{8, 1, 36, 0}})
+      for (uint32_t count : {1u, 70u, 130u})
+        for (uint32_t start : {0u, 45u, 300u}) check_prefill_attention(*ctx, *k, a, start, count);
+    for (const AttentionCase a : {AttentionCase{64, 8, 64, 40}, AttentionCase{8, 1, 36, 0}})
+      check_prefill_attention(*ctx, *k, a, 45, 70, vk::abi::ENC_F16);
+  }
 }
 
 // Decode: the new token's Q/K/V unrotated in qkv, earlier keys in the cache; partials over key
