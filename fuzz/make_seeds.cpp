@@ -1,6 +1,7 @@
 // Writes the seed corpora of the fuzz targets into OUT/<target>/: small files made by our own
 // writers from a tiny GPT-OSS model (vocabulary 280, hidden 32/64), hand-made containers that use
-// every value type, and the heads of the goldens and of the real tokenizer.json when present.
+// every value type, the heads of the goldens and of the real tokenizer.json when present, and
+// gptoss-badinputs' hand-made hostile files.
 // Deterministic: the same inputs give the same corpus.
 //
 //   gptoss_fuzz_seeds OUT [--goldens DIR] [--tokenizer tokenizer.json]
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -26,6 +28,7 @@
 #include "formats/safetensors/safetensors_writer.h"
 #include "runtime/tokenizer/o200k_pretokenizer.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tools/gptoss-badinputs/badinputs.h"
 #include "convert/synthesize.h"
 
 namespace {
@@ -344,6 +347,23 @@ void harmony_seeds(const fs::path& out, const fs::path& real_tokenizer) {
     }
   std::cout << "fuzz_harmony_parser: " << n << " seeds\n";
 }
+// gptoss-badinputs' hand-made hostile files (about 1 KB each: sizes, offsets, counts and lengths
+// that lie), each in the corpus of the target that reads its format, so that the sanitizer gate's
+// replay reads every one of them under ASan + UBSan. The model.bin cases also stand for their
+// load_model rows (the same bytes; fuzz_modelbin maps what parses); the index.json cases have no
+// target of their own, and the harmony cases are fuzz_harmony_parser's already.
+void hostile_seeds(const fs::path& out) {
+  const std::map<std::string, std::string> target_of = {
+      {"safetensors", "fuzz_safetensors_header"}, {"GGUF", "fuzz_gguf"}, {"GGUF model (load_model)", "fuzz_gguf"},
+      {"model.bin", "fuzz_modelbin"}, {"tokenizer.json", "fuzz_tokenizer_json"}, {"config.json", "fuzz_config_json"}};
+  std::map<std::string, int> counts;
+  for (const auto& c : hostile_cases()) {
+    const auto it = target_of.find(c.format);
+    if (it == target_of.end()) continue;
+    save(out / it->second / ("hostile-" + std::to_string(counts[it->second]++)), c.bytes);
+  }
+  for (const auto& [target, n] : counts) std::cout << target << ": " << n << " hostile files\n";
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -369,6 +389,7 @@ int main(int argc, char** argv) {
     tokenizer_seeds(out, real_tokenizer);
     config_seeds(out);
     harmony_seeds(out, real_tokenizer);
+    hostile_seeds(out);
     fs::remove_all(work);
   } catch (const std::exception& e) {
     std::cerr << "gptoss_fuzz_seeds: " << e.what() << "\n";

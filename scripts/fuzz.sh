@@ -8,6 +8,7 @@
 #   scripts/fuzz.sh all SECONDS [libFuzzer args...]      every target for SECONDS (open-ended campaigns;
 #                                                        e.g. -runs=1000000 to stop at that many executions)
 #   scripts/fuzz.sh list                                 the target names
+#   scripts/fuzz.sh build                                only build the targets and their seeds
 #
 # Exits non-zero when a target crashes, leaks, times out (5 s per input) or goes past its memory
 # limits; the input that did it is left in $BUILD/fuzz-artifacts/<target>/.
@@ -19,7 +20,7 @@
 # scripts/sanitize.sh configured is used as it is), GPTOSS_FUZZ_JOBS (ninja -j, and how many
 # targets `all` and `replay` run at once; default 1), GPTOSS_SHARED_DIR (goldens for the seeds,
 # default ../shared), GPTOSS_FUZZ_PREBUILT=1 (use the binaries and seeds already in the build folder,
-# built elsewhere: scripts/h100.sh carries them to a machine without compilers).
+# built elsewhere and carried to a machine without compilers).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${GPTOSS_FUZZ_BUILD:-$ROOT/build-fuzz}"
@@ -27,7 +28,7 @@ JOBS="${GPTOSS_FUZZ_JOBS:-1}"
 SHARED="${GPTOSS_SHARED_DIR:-$ROOT/../shared}"
 TARGETS=(safetensors_header gguf modelbin tokenizer_json config_json harmony_parser)
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 # Longest input per target: large enough for the seeds (tiny models are 20-150 KB), small
 # enough that every execution is fast.
@@ -59,7 +60,7 @@ build() {
       -DGPTOSS_FUZZ=ON -DGPTOSS_BUILD_TESTS=OFF -DGPTOSS_WERROR=ON "${launcher[@]}" \
       "-DCMAKE_CXX_FLAGS=$san" "-DCMAKE_C_FLAGS=$san" >/dev/null
   fi
-  ninja -C "$BUILD" -j "$JOBS" gptoss_fuzzers >/dev/null
+  ninja -C "$BUILD" -j "$JOBS" gptoss_fuzzers >"$BUILD/.ninja-output" || { cat "$BUILD/.ninja-output"; exit 1; }
   if [[ ! -f "$BUILD/fuzz-seeds/.done" ]]; then
     rm -rf "$BUILD/fuzz-seeds"
     local args=("$BUILD/fuzz-seeds")
@@ -168,6 +169,7 @@ run() {
 [[ $# -ge 1 ]] || usage
 case "$1" in
   list) printf '%s\n' "${TARGETS[@]}"; exit 0 ;;
+  build) build ;;
   all)
     [[ $# -ge 2 ]] || usage
     build

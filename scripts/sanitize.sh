@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # ASan + UBSan build of the test suite in build-asan/ (or $BUILD_DIR), then ctest there.
 #   scripts/sanitize.sh                        every target, every test
-#   SANITIZE_SUBSET=ci scripts/sanitize.sh     what CI (scripts/test.sh) runs: the tests labelled
-#       `hostile` (those that feed a reader crafted, corrupted, truncated or fuzzer-found bytes;
-#       tests/CMakeLists.txt, HOSTILE) and only the targets they need (gptoss_hostile_tests), plus
-#       the fuzz targets for scripts/fuzz.sh (docs/robustness.md says what is left out and why).
+#   SANITIZE_SUBSET=hostile scripts/sanitize.sh   the tests labelled `hostile` (those whose crafted,
+#       corrupted, truncated or fuzzer-found bytes steer a reader; tests/CMakeLists.txt, HOSTILE)
+#       and only the targets they need (gptoss_hostile_tests), plus the fuzz targets for
+#       scripts/fuzz.sh: a few minutes, for a change to a reader (docs/robustness.md).
 # The build uses clang with libFuzzer's coverage instrumentation as well, so the same folder also
 # builds the fuzz targets (scripts/fuzz.sh with GPTOSS_FUZZ_BUILD set to it). JOBS (default
 # nproc) sets build and test parallelism; JUNIT=FILE.xml has ctest write its results there (and
@@ -34,7 +34,7 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" >/dev/null
 fi
-if [ "$SUBSET" = "ci" ]; then
+if [ "$SUBSET" = "hostile" ]; then
   cmake --build "$BUILD_DIR" -j "$JOBS" --target gptoss_hostile_tests gptoss_fuzzers
 else
   cmake --build "$BUILD_DIR" -j "$JOBS"
@@ -48,11 +48,11 @@ status=0
 nosync=()  # fsync as a no-op in the tests (scripts/test.sh says why)
 command -v eatmydata >/dev/null && nosync=(eatmydata)
 select=() junit=() junit_vulkan=()
-[ "$SUBSET" = "ci" ] && select=(-L '^hostile$')
+[ "$SUBSET" = "hostile" ] && select=(-L '^hostile$')
 [ -n "${JUNIT:-}" ] && junit=(--output-junit "$JUNIT") junit_vulkan=(--output-junit "${JUNIT%.xml}.vulkan.xml")
 ASAN_OPTIONS=${ASAN_OPTIONS:-$asan:detect_leaks=1} \
   "${nosync[@]}" ctest --output-on-failure -j "$JOBS" --timeout 1800 "${select[@]}" -E "$VULKAN_TESTS" "${junit[@]}" || status=$?
-if [ "$SUBSET" != "ci" ]; then
+if [ "$SUBSET" != "hostile" ]; then
   ASAN_OPTIONS=${ASAN_OPTIONS:-$asan:detect_leaks=0} \
     "${nosync[@]}" ctest --output-on-failure -j "$JOBS" --timeout 1800 -R "$VULKAN_TESTS" "${junit_vulkan[@]}" || status=$?
 fi
