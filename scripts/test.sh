@@ -111,9 +111,9 @@ fuzz_stage() {
 # check is untouched. The tests' large buffers (model files read whole, decoded weights, logits of
 # 201088 columns) are malloc's own mmaps, touched a 4 KB page fault at a time: with
 # glibc.malloc.hugetlb=1 malloc asks for transparent huge pages on them (where the kernel gives
-# them on request, its usual "madvise" setting), and the suite spends half the time in the kernel
-# (ctest's system time 203 of 684 CPU-s before; 28-35% less wall time on the conversion, Vulkan
-# and evaluation tests). Neither changes a result.
+# them on request, its usual "madvise" setting): the suite's system time was 203 of its 684
+# CPU-seconds, and the conversion, Vulkan and evaluation tests take 28-35% less wall time with it.
+# Neither changes a result.
 normal_suite() {
   scripts/setup.sh && scripts/build.sh || return
   [ "$QUICK" = 1 ] || start_fuzz_build
