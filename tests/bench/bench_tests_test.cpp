@@ -91,6 +91,7 @@ TEST(BenchRun, PrefillAtDepthIsOneForwardAfterAnUntimedDepthPrefill) {
   RecordingEngine engine(64);
   RunOptions options;
   options.repetitions = 3;
+  options.warmup_seconds = 0;  // one warm-up run
   std::vector<std::string> progress;
   const auto samples = run_test(engine, {TestKind::Prefill, 16, 5}, options,
                                 [&](const std::string& what, double, double) { progress.push_back(what); });
@@ -102,6 +103,21 @@ TEST(BenchRun, PrefillAtDepthIsOneForwardAfterAnUntimedDepthPrefill) {
   EXPECT_EQ(progress, (std::vector<std::string>{"warm-up", "run 1/3", "run 2/3", "run 3/3"}));
   const auto context = bench_tokens(0, 21, engine.vocab_size());
   EXPECT_TRUE(std::equal(context.begin(), context.end(), engine.fed.begin()));
+}
+
+// The warm-up repeats the test until warmup_seconds have passed, and stops at kMaxWarmupRuns
+// however fast the test is (this engine takes microseconds, far below a day); it is reported once.
+TEST(BenchRun, WarmupRepeatsUntilItsTimeAndStopsAtItsMostRuns) {
+  RecordingEngine engine(64);
+  RunOptions options;
+  options.repetitions = 2;
+  options.warmup_seconds = 86400;
+  std::vector<std::string> progress;
+  const auto samples = run_test(engine, {TestKind::Prefill, 4, 0}, options,
+                                [&](const std::string& what, double, double) { progress.push_back(what); });
+  EXPECT_EQ(samples.size(), 2u);
+  EXPECT_EQ(std::count(engine.calls.begin(), engine.calls.end(), "reset"), kMaxWarmupRuns + 2);
+  EXPECT_EQ(progress, (std::vector<std::string>{"warm-up", "run 1/2", "run 2/2"}));
 }
 
 TEST(BenchRun, DecodeIsOneForwardPerTokenWithLogitsOrArgmax) {

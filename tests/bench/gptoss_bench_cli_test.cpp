@@ -12,7 +12,9 @@
 namespace gptoss::test {
 namespace {
 
-std::string bench() { return (tools_dir() / "gptoss-bench").string(); }
+// One warm-up run per test (--warmup-seconds 0): these tests check what runs and what is printed,
+// not the speed, and the default second of warm-up per test would only add time.
+std::string bench() { return (tools_dir() / "gptoss-bench").string() + " --warmup-seconds 0"; }
 
 // stdout alone (progress goes to stderr).
 CommandResult run_stdout(const std::string& arguments) { return run_command("(" + bench() + " " + arguments + " 2>/dev/null)"); }

@@ -57,6 +57,7 @@ nlohmann::ordered_json result_json(const BenchResult& r) {
   j["n_depth"] = r.test.depth;
   j["decode_output"] = r.decode_output;
   j["warmup"] = r.warmup;
+  j["warmup_seconds"] = r.warmup_seconds;
   j["repetitions"] = r.samples_ns.size();
   j["test_time"] = r.test_time;
   j["avg_ns"] = static_cast<uint64_t>(std::llround(time.mean));

@@ -38,6 +38,7 @@ struct BenchResult {
   BenchTest test;
   std::string decode_output;  // logits or argmax (decode_output_name)
   bool warmup = true;
+  double warmup_seconds = 0;  // the least time the warm-up runs took (RunOptions::warmup_seconds)
   std::string test_time;  // UTC, ISO 8601, when the test started
   std::vector<uint64_t> samples_ns;
 };

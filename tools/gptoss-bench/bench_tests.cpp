@@ -82,7 +82,15 @@ std::vector<uint64_t> run_test(runtime::Engine& engine, const BenchTest& test, c
     const double seconds = static_cast<double>(std::max<uint64_t>(ns, 1)) / 1e9;
     progress(what, seconds, static_cast<double>(test.tokens) / seconds);
   };
-  if (options.warmup) report("warm-up", timed_run(engine, test, options.decode_output, depth_tokens, test_tokens));
+  if (options.warmup) {
+    const auto begin = std::chrono::steady_clock::now();
+    uint64_t last = 0;
+    for (uint32_t n = 0; n < kMaxWarmupRuns; ++n) {
+      last = timed_run(engine, test, options.decode_output, depth_tokens, test_tokens);
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >= options.warmup_seconds) break;
+    }
+    report("warm-up", last);
+  }
   std::vector<uint64_t> samples;
   for (uint32_t r = 0; r < options.repetitions; ++r) {
     samples.push_back(timed_run(engine, test, options.decode_output, depth_tokens, test_tokens));

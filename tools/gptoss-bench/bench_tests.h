@@ -47,16 +47,25 @@ std::vector<uint32_t> bench_tokens(uint64_t first, uint64_t count, uint32_t voca
 enum class DecodeOutput { Logits, Argmax };
 const char* decode_output_name(DecodeOutput output);
 
+// The most warm-up runs of one test, however short it is.
+constexpr uint32_t kMaxWarmupRuns = 64;
+
 struct RunOptions {
   uint32_t repetitions = 5;
   bool warmup = true;
+  // The warm-up runs the test again until this much time has passed (at least once, at most
+  // kMaxWarmupRuns times). A GPU's clock falls while the host loads the model and needs a few
+  // hundred milliseconds of work to come back: an H200's SM clock stood at 345 MHz after the load,
+  // ran the first 200 ms of work at 585 MHz, then 1980 MHz. One warm-up pp512 (75 ms) did not cover
+  // that, and the first timed run of a process was 28% slower than the rest.
+  double warmup_seconds = 1.0;
   DecodeOutput decode_output = DecodeOutput::Logits;
 };
 
 // Progress of a test, for long runs: "warm-up" or "run 2/5", with that run's seconds.
 using ProgressFn = std::function<void(const std::string& what, double seconds, double tokens_per_second)>;
 
-// Runs `test` on `engine`: the warm-up (unless off) and `repetitions` timed runs. Each run
+// Runs `test` on `engine`: the warm-up (unless off; reported once) and `repetitions` timed runs. Each run
 // empties the cache, prefills the depth (LogitRows::None, untimed), then times the test: one
 // forward of the prompt (LogitRows::Last), or one forward per decoded token. Returns each timed
 // run's nanoseconds.

@@ -33,7 +33,8 @@ constexpr const char* kDescription =
     "passes of one token each (each step's logits in host memory before the next step, where the\n"
     "engine put them, as llama.cpp's llama_get_logits; or the argmax alone with --greedy).\n"
     "With -d D both start from a KV cache already holding D tokens, prefilled untimed\n"
-    "(\"pp512 @ d4096\"). Each test runs once to warm up, then -r times, each run from an empty cache;\n"
+    "(\"pp512 @ d4096\"). Each test runs untimed to warm up (again until --warmup-seconds have passed),\n"
+    "then -r times, each run from an empty cache;\n"
     "t/s is the mean ± sample standard deviation of the runs' tokens per second. Tokens are ids from\n"
     "a fixed-seed generator over the vocabulary. -p, -n, -d take lists (-p 512,1024 or -p 512 -p 1024);\n"
     "0 skips that kind of test. Tests run for every depth: prefill tests first, then decode tests.\n"
@@ -61,6 +62,7 @@ struct Options {
   gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...
   std::vector<std::string> saves;
   bool no_warmup = false, greedy = false, quiet = false;
+  double warmup_seconds = 1.0;
 };
 
 void progress(const Options& o, const std::string& line) {
@@ -179,6 +181,7 @@ void bench_model(const Options& o, const std::string& path, const std::string& k
   RunOptions run_options;
   run_options.repetitions = o.repetitions;
   run_options.warmup = !o.no_warmup;
+  run_options.warmup_seconds = o.warmup_seconds;
   run_options.decode_output = o.greedy ? DecodeOutput::Argmax : DecodeOutput::Logits;
   const std::string cpu_info = cpu_model_name();
   const std::string format = gptoss::format_name(gptoss::detect_input_format(path));
@@ -198,6 +201,7 @@ void bench_model(const Options& o, const std::string& path, const std::string& k
     r.test = test;
     r.decode_output = decode_output_name(run_options.decode_output);
     r.warmup = run_options.warmup;
+    r.warmup_seconds = run_options.warmup ? run_options.warmup_seconds : 0.0;
     r.test_time = utc_now_iso8601();
     try {
       r.samples_ns = run_test(*engine, test, run_options, [&](const std::string& what, double seconds, double rate) {
@@ -242,6 +246,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--save", o.saves, "also write the results to FILE, in the format its name ends in (.md, .json, .csv)");
   app.add_flag("--no-warmup", o.no_warmup, "no untimed run before each test's timed runs");
+  app.add_option("--warmup-seconds", o.warmup_seconds,
+                 "the untimed runs before each test repeat until this much time has passed (at least one run): a GPU's "
+                 "clock, low after the model's load, comes back up")
+      ->check(CLI::Range(0.0, 60.0))
+      ->capture_default_str();
   app.add_flag("--greedy", o.greedy, "decode steps return the argmax instead of the logits (Engine::forward_greedy)");
   app.add_flag("-q,--quiet", o.quiet, "no progress on stderr");
   CLI11_PARSE(app, argc, argv);
