@@ -116,10 +116,13 @@ struct VulkanTuning {
   // they are accelerated, On wherever it has them (emulated ones included), Off never.
   enum class IntegerDot : uint8_t { Auto, On, Off };
   IntegerDot integer_dot = IntegerDot::Auto;
-  // The cooperative-matrix GEMMs' precision (shaders/coop_tile.glsl): Precise about the f32 GEMMs'
-  // error (A and Q8_0 weights as two f16 parts each, partial sums promoted to f32 every 64
-  // of depth); Split A as two parts only; Fast A and W rounded to f16. The portable GEMMs are f32.
-  enum class GemmPrecision : uint8_t { Fast, Split, Precise };
+  // The cooperative-matrix GEMMs' precision (shaders/coop_tile.glsl): Precise A and Q8_0 weights
+  // as two f16 parts each (A within an f32 ulp), partial sums promoted every 64 of depth into f32
+  // sums that keep each addition's rounding (TwoSum): about 2 f32 ulps of a 2880-deep product,
+  // close to the f32 CPU engine; Promoted the same with plain f32 additions (about 5 ulps, 12%
+  // faster prefill); Split A as two parts only; Fast A and W rounded to f16. The portable GEMMs
+  // are f32.
+  enum class GemmPrecision : uint8_t { Fast, Split, Promoted, Precise };
   GemmPrecision gemm_precision = GemmPrecision::Precise;
   // Sums in double where the device has shaderFloat64 (the router and RMSNorm, whose outputs are
   // then the CPU engine's bit for bit); false: in f32 everywhere.

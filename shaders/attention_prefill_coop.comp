@@ -15,7 +15,7 @@
 // Precision: the products in fresh f32 accumulators per block (head_dim deep for S, one key block
 // for P V), added to the f32 sums once per block, from f16 parts of the f32 operands, each part cut
 // to 11 significant bits by a mask (exact in f16) and the rest scaled by COOP_LO_SCALE:
-//   P V as the GEMMs' COOP_PRECISE (coop_tile.glsl): V and P as hi + lo, hi.hi + (lo.hi + hi.lo) /
+//   P V as the GEMMs' COOP_PROMOTED (coop_tile.glsl): V and P as hi + lo, hi.hi + (lo.hi + hi.lo) /
 //     COOP_LO_SCALE, about 21 bits; P (at most 1) first scaled by ATTENTION_P_SCALE so that its
 //     small probabilities stay out of f16's subnormals;
 //   S = Q K^T from three parts of each (hi, mid, lo: 33 bits), hi.hi + (hi.mid + mid.hi) / s +

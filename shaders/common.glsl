@@ -151,6 +151,13 @@ float workgroup_max(float value) {
   return result;
 }
 
+// ---- f16 parts of f32 values (the cooperative GEMMs' inputs) ----
+
+// v rounded to f16's 11 significant bits (to nearest, ties away from zero), as an f32: f16's own
+// rounding of a value in its normal range. Integer arithmetic on the bits, not a round trip through
+// packHalf2x16: NVIDIA's compiler folds unpackHalf2x16(packHalf2x16(v)) into v.
+vec4 round_to_f16_bits(vec4 v) { return uintBitsToFloat((floatBitsToUint(v) + uvec4(0x1000u)) & uvec4(0xFFFFE000u)); }
+
 // ---- RoPE (YaRN tables; half-split pairs (i, i + D/2)) ----
 
 // (cos, sin) of position * inv_freq[i], times the YaRN concentration: the engine's table

@@ -9,13 +9,18 @@
 // their f32 accumulator with truncation, so a long sum drifts by up to an f32 ulp per step toward
 // zero (K * 2^-24 relative over K = 2880); and an f32 A or a Q8_0 weight (d * q: up to 19
 // significant bits) rounded to f16 keeps 11 bits.
-//   COOP_PRECISE (the default): A as f16 hi + lo (split_halves: 21 bits, lo scaled by
-//     COOP_LO_SCALE so that it stays out of f16's subnormals), W as hi + lo where its decoded value
-//     is not exact in f16 (ggml's block types; BF16, F16 and MXFP4 values in f16's range are), and
-//     each step's products summed into fresh accumulators (hi x hi in one, the scaled lo products
-//     in another) that are then added to the running f32 sums (one rounded f32 addition per
-//     COOP_TILE_K of depth, as DeepSeek-V3's FP8 GEMMs promote their partial sums):
-//     about the f32 GEMMs' error.
+//   COOP_PRECISE (the default): A as f16 hi + lo (split_halves: within an f32 ulp of A; lo scaled
+//     by COOP_LO_SCALE so that it stays out of f16's subnormals), W as hi + lo where its decoded
+//     value is not exact in f16 (ggml's block types; BF16, F16 and MXFP4 values in f16's range
+//     are), each step's products summed into fresh accumulators (hi x hi in one, the scaled lo
+//     products in another), and their sum then added to the running f32 sums with the addition's
+//     rounding kept (TwoSum into comp, added once at the end): the partial sums are promoted every
+//     COOP_TILE_K of depth, as DeepSeek-V3's FP8 GEMMs promote theirs, and the 45 f32 additions of
+//     a 2880-deep product add no error of their own. What is left is the tensor cores' truncation
+//     within a step, about 2 f32 ulps of the result against about 5 for the plain additions.
+//   COOP_PROMOTED: COOP_PRECISE with plain f32 additions of the partial sums (12% faster prefill
+//     on an H200; on the synthesized 20b's Q8_0 GGUF a router near-tie goes the other way from
+//     cpu-f64 with it).
 //   COOP_SPLIT: A as hi + lo, W rounded to f16, one accumulator over the whole depth.
 //   COOP_FAST: A rounded to f16 (its hi part), W rounded, one accumulator.
 //
@@ -46,10 +51,11 @@
 
 layout(constant_id = SPEC_COOP_PRECISION) const uint PRECISION = COOP_PRECISE;
 const bool SPLIT_A = PRECISION != COOP_FAST;
-const bool kPromote = PRECISION == COOP_PRECISE;
-// W as hi + lo: ggml's block types (Q8_0 and the ids after it) in the dense tile at COOP_PRECISE
+const bool kPromote = PRECISION >= COOP_PROMOTED;
+const bool kCompensate = PRECISION == COOP_PRECISE;
+// W as hi + lo: ggml's block types (Q8_0 and the ids after it) in the dense tile from COOP_PROMOTED
 // (nested selects: glslang 12 miscompiles && between specialization constants).
-const bool kSplitW = COOP_W_PARTS == 2 ? (PRECISION == COOP_PRECISE ? ENCODING >= ENC_Q8_0 : false) : false;
+const bool kSplitW = COOP_W_PARTS == 2 ? (PRECISION >= COOP_PROMOTED ? ENCODING >= ENC_Q8_0 : false) : false;
 layout(constant_id = SPEC_COOP_M) const uint lM = 16u;
 layout(constant_id = SPEC_COOP_N) const uint lN = 16u;
 layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
@@ -75,6 +81,8 @@ const uint kAQuads = COOP_TILE_K / 8u / kAThreadsPerRow;  // uvec4s of A (per pa
 const uint kBlocksN = COOP_TILE_N / 32u;                   // 32 x 32 blocks of C across a row of subgroups
 const uint kRowsPerSubgroup = 32u / lM, kColsPerSubgroup = 32u / lN;
 fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> acc[kRowsPerSubgroup][kColsPerSubgroup];
+// COOP_PRECISE: what acc's f32 additions rounded off (TwoSum), added to acc at the end.
+fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> comp[kRowsPerSubgroup][kColsPerSubgroup];
 
 uint coop_load_a_row() { return gl_LocalInvocationIndex / kAThreadsPerRow; }
 uint coop_load_a_depth() { return (gl_LocalInvocationIndex % kAThreadsPerRow) * (COOP_TILE_K / kAThreadsPerRow); }
@@ -88,7 +96,10 @@ uint coop_w_lo_at(uint stage) { return coop_w_at(stage) + kWTileQuads; }
 
 void clear_coop_sums() {
   [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
-    [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+    [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
+      acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+      if (kCompensate) comp[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+    }
 }
 uvec4 halves8(vec4 lo, vec4 hi) {
   return uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
@@ -111,19 +122,18 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
   }
 }
 // This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves;
-// with kSplitW as hi (each value cut to f16's 11 significant bits by a mask, as split_halves cuts
-// A: exact in f16 within its normal range) and lo = (v - hi) * COOP_LO_SCALE (at most 8 significant
-// bits of Q8_0's d * q: exact in f16; the other block types' values rounded to f16 there: 22 bits
-// in all, as A keeps 21; scaled up so that it stays in f16's normal range where hi does: a Q8_0
+// with kSplitW as hi (each value rounded to f16's 11 significant bits, as split_halves rounds A:
+// exact in f16 within its normal range) and lo = (v - hi) * COOP_LO_SCALE (at most 8 significant
+// bits of Q8_0's d * q: exact in f16; the other block types' values rounded to f16 there, as A's
+// lo is; scaled up so that it stays in f16's normal range where hi does: a Q8_0
 // weight of 1e-3 leaves a lo near 5e-7, an f16 subnormal with 2^-24 steps, and the products
-// carry that step back out). The mask, not a round trip through packHalf2x16: NVIDIA's compiler
-// folds unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.
+// carry that step back out). round_to_f16_bits, not a round trip through packHalf2x16: NVIDIA's
+// compiler folds unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.
 void store_w32(uint stage, vec4 v[8]) {
   uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     if (kSplitW) {
-      vec4 h0 = uintBitsToFloat(floatBitsToUint(v[2u * i]) & uvec4(0xFFFFE000u));
-      vec4 h1 = uintBitsToFloat(floatBitsToUint(v[2u * i + 1u]) & uvec4(0xFFFFE000u));
+      vec4 h0 = round_to_f16_bits(v[2u * i]), h1 = round_to_f16_bits(v[2u * i + 1u]);
       coop_shared[coop_w_at(stage) + at + i] = halves8(h0, h1);
       coop_shared[coop_w_lo_at(stage) + at + i] = halves8((v[2u * i] - h0) * COOP_LO_SCALE, (v[2u * i + 1u] - h1) * COOP_LO_SCALE);
     } else {
@@ -145,9 +155,10 @@ uint coop_sub_m() { return (gl_SubgroupID / kBlocksN) * 32u; }
 uint coop_sub_n() { return (gl_SubgroupID % kBlocksN) * 32u; }
 void multiply_coop_tiles(uint stage) {
   uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
-  // COOP_PRECISE: the step's hi products and scaled lo products in fresh accumulators, added to
-  // acc (the lo ones scaled back) at its end. Promoting after every product of the device's depth
-  // instead cost 10% of pp512 on an H200 and changed no layer's error (a2909b5).
+  // COOP_PROMOTED and COOP_PRECISE: the step's hi products and scaled lo products in fresh
+  // accumulators, added to acc (the lo ones scaled back) at its end. Promoting after every product
+  // of the device's depth instead cost 10% of pp512 on an H200 and changed no layer's error
+  // (a2909b5); with TwoSum there, 32%, and the Q8_0 GGUF's router near-tie still went the other way.
   fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> part[kRowsPerSubgroup][kColsPerSubgroup];
   fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part[kRowsPerSubgroup][kColsPerSubgroup];
   if (kPromote)
@@ -184,17 +195,29 @@ void multiply_coop_tiles(uint stage) {
   }
   if (kPromote)
     [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
-      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j)
-        acc[i][j] = acc[i][j] + (part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE));
+      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
+        precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step = part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE);
+        if (kCompensate) {  // TwoSum: s + e == acc + step exactly
+          precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> s = acc[i][j] + step;
+          precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step_in_s = s - acc[i][j];
+          precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> e = (acc[i][j] - (s - step_in_s)) + (step - step_in_s);
+          comp[i][j] = comp[i][j] + e;
+          acc[i][j] = s;
+        } else {
+          acc[i][j] = acc[i][j] + step;
+        }
+      }
 }
 // The sums into the C tile (over the operand stages); call with every invocation after a barrier
 // that follows the last products, then barrier() before coop_sum.
 void store_coop_sums() {
   uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
   [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
-    [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j)
+    [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
+      if (kCompensate) acc[i][j] = acc[i][j] + comp[i][j];
       coopMatStoreNV(acc[i][j], coop_shared, (sub_m + i * lM) * kStrideCQuads + (sub_n + j * lN) / 4u, kStrideCQuads,
                      false);
+    }
 }
 // C[row][col] of the tile (row < COOP_TILE_M, col < COOP_TILE_N).
 float coop_sum(uint row, uint col) { return uintBitsToFloat(coop_shared[row * kStrideCQuads + col / 4u][col % 4u]); }

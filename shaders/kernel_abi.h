@@ -25,7 +25,7 @@ using uint = uint32_t;
 // ---- specialization constants (layout(constant_id = N)) ----
 #define SPEC_SUBGROUP_SIZE 0  // the device's subgroup size (every kernel)
 #define SPEC_ENCODING 1       // encoding of the dense matrix a kernel reads (ENC_*)
-#define SPEC_COOP_PRECISION 2 // cooperative-matrix GEMMs: COOP_FAST, COOP_SPLIT or COOP_PRECISE (coop_tile.glsl)
+#define SPEC_COOP_PRECISION 2 // cooperative-matrix GEMMs: COOP_FAST, COOP_SPLIT, COOP_PROMOTED or COOP_PRECISE (coop_tile.glsl)
 #define SPEC_COOP_M 3         // cooperative-matrix shape the device lists (fp16 x fp16 + fp32)
 #define SPEC_COOP_N 4
 #define SPEC_COOP_K 5
@@ -120,16 +120,17 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // maxComputeSharedMemorySize): per stage, 2 A parts + W_PARTS parts of W rows, COOP_TILE_K halves
 // and a skew quad per row.
 #define COOP_SHARED_BYTES(M, N, W_PARTS, STAGES) ((STAGES) * (2 * (M) + (W_PARTS) * (N)) * (COOP_TILE_K / 8 + 1) * 16)
-// W parts of the tiles: the dense one holds Q8_0's d * q as f16 hi + lo for COOP_PRECISE; MXFP4's
+// W parts of the tiles: the dense one holds Q8_0's d * q as f16 hi + lo from COOP_PROMOTED; MXFP4's
 // values (the expert tile's) are exact in f16.
 #define COOP_DENSE_W_PARTS 2
 #define COOP_EXPERT_W_PARTS 1
 // The cooperative GEMMs' precision (SPEC_COOP_PRECISION, VulkanTuning::gemm_precision).
 ABI_CONST(uint, COOP_FAST, 0u);
 ABI_CONST(uint, COOP_SPLIT, 1u);
-ABI_CONST(uint, COOP_PRECISE, 2u);
-// COOP_PRECISE's lo parts (A's and a split W's) are stored times this, so that they stay in f16's
-// normal range where hi does, and their products are scaled back as they join the sums.
+ABI_CONST(uint, COOP_PROMOTED, 2u);
+ABI_CONST(uint, COOP_PRECISE, 3u);
+// COOP_PROMOTED's and COOP_PRECISE's lo parts (A's and a split W's) are stored times this, so that
+// they stay in f16's normal range where hi does, and their products are scaled back as they join the sums.
 ABI_CONST(float, COOP_LO_SCALE, 2048.0f);
 // Decode matvec (SPEC_MATVEC_ROWS / SPEC_MATVEC_BATCH; VulkanTuning::matvec_rows/matvec_loads
 // override them to compare): rows per subgroup and loads per lane in flight per row.
@@ -364,9 +365,10 @@ struct ArgmaxArgs {
   uint count;
 };
 
-// hi[r] = each value of a[r] cut to f16's 10 mantissa bits, lo[r] = the rest times lo_scale
-// (COOP_LO_SCALE at COOP_PRECISE, else 1) rounded to f16 (hi + lo: about 21 significant bits), for
-// r < rows: the cooperative-matrix GEMMs' inputs, made once per product instead of once per tile.
+// hi[r] = each value of a[r] rounded to f16's 10 mantissa bits (to nearest, ties away from zero),
+// lo[r] = the rest times lo_scale (COOP_LO_SCALE from COOP_PROMOTED, else 1) rounded to f16 (hi +
+// lo: within an f32 ulp of the value), for r < rows: the cooperative-matrix GEMMs' inputs, made
+// once per product instead of once per tile.
 // hi and lo are [rows, cols] halves.
 struct SplitHalvesArgs {
   ABI_ADDRESS a;

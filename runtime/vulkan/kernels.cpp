@@ -108,6 +108,7 @@ static_assert(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, CO
 
 static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
                   static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Split) == abi::COOP_SPLIT &&
+                  static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Promoted) == abi::COOP_PROMOTED &&
                   static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Precise) == abi::COOP_PRECISE,
               "VulkanTuning::GemmPrecision and the shaders' COOP_* differ");
 
@@ -408,7 +409,7 @@ void Kernels::argmax(DispatchList& list, Address values, Address result, uint32_
 void Kernels::split_halves(DispatchList& list, Address a, uint32_t a_stride, uint32_t rows, uint32_t cols,
                            const Halves& halves) {
   require(cols % 8 == 0 && a_stride % 4 == 0, "split_halves", "rows of " + std::to_string(cols) + " values are not whole 8-value groups");
-  const float lo_scale = gemm_precision_ == abi::COOP_PRECISE ? abi::COOP_LO_SCALE : 1.0f;
+  const float lo_scale = gemm_precision_ >= abi::COOP_PROMOTED ? abi::COOP_LO_SCALE : 1.0f;
   const abi::SplitHalvesArgs args{a, halves.hi, halves.lo, rows, cols, a_stride, lo_scale};
   list.dispatch(pipeline("split_halves", sizeof args), args, ceil_div(cols / 8, WORKGROUP_SIZE), rows);
 }

@@ -45,6 +45,9 @@ TEST(VulkanOptions, EachKeySetsItsField) {
   EXPECT_EQ(t.profile, VulkanTuning::Profile::Submits);
   EXPECT_TRUE(t.pipeline_statistics);
   EXPECT_EQ(t.gemm_precision, VulkanTuning::GemmPrecision::Split);
+  apply_tuning("gemm_precision=promoted", t);
+  EXPECT_EQ(t.gemm_precision, VulkanTuning::GemmPrecision::Promoted);
+  apply_tuning("gemm_precision=split", t);
   // The text of the fields that differ reads back to the same tuning.
   VulkanTuning again;
   apply_tuning(tuning_text(t), again);
@@ -66,7 +69,7 @@ TEST(VulkanOptions, UnknownKeysAndValuesAreRefusedByName) {
       {"attention_coop=2", "expected on or off"},
       {"int_dot=1", "expected auto, on or off"},
       {"profile=yes", "expected off, steps or submits"},
-      {"gemm_precision=exact", "expected fast, split or precise"}};
+      {"gemm_precision=exact", "expected fast, split, promoted or precise"}};
   for (const auto& [text, why] : refused) {
     VulkanTuning t;
     try {

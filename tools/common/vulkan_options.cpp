@@ -32,13 +32,13 @@ constexpr std::array kShapeKeys = {
 template <class Enum>
 struct SwitchKey {
   const char* key;
-  std::array<const char*, 3> values;  // null past the last
+  std::array<const char*, 4> values;  // null past the last
   Enum VulkanTuning::*field;
 };
 constexpr SwitchKey<VulkanTuning::IntegerDot> kIntDot{"int_dot", {"auto", "on", "off"}, &VulkanTuning::integer_dot};
 constexpr SwitchKey<VulkanTuning::Profile> kProfile{"profile", {"off", "steps", "submits"}, &VulkanTuning::profile};
 constexpr SwitchKey<VulkanTuning::GemmPrecision> kGemmPrecision{
-    "gemm_precision", {"fast", "split", "precise"}, &VulkanTuning::gemm_precision};
+    "gemm_precision", {"fast", "split", "promoted", "precise"}, &VulkanTuning::gemm_precision};
 
 template <class Enum>
 bool set_switch(const SwitchKey<Enum>& s, std::string_view key, std::string_view value, VulkanTuning& t) {
@@ -48,8 +48,11 @@ bool set_switch(const SwitchKey<Enum>& s, std::string_view key, std::string_view
       t.*s.field = static_cast<Enum>(i);
       return true;
     }
-  throw std::invalid_argument("--tuning " + std::string(key) + "=" + std::string(value) + ": expected " +
-                              s.values[0] + ", " + s.values[1] + " or " + s.values[2]);
+  std::string expected;
+  size_t count = 0;
+  while (count < s.values.size() && s.values[count]) ++count;
+  for (size_t i = 0; i < count; ++i) expected += std::string(i == 0 ? "" : i + 1 == count ? " or " : ", ") + s.values[i];
+  throw std::invalid_argument("--tuning " + std::string(key) + "=" + std::string(value) + ": expected " + expected);
 }
 
 bool on_off(std::string_view key, std::string_view value) {
@@ -127,7 +130,7 @@ std::string tuning_text(const VulkanTuning& t) {
 
 std::string tuning_keys_help() {
   std::string out =
-      "KEY=VALUE,...: coopmat=on|off, attention_coop=on|off (prefill attention on cooperative matrices), int_dot=auto|on|off, gemm_precision=precise|split|fast, profile=off|steps|submits, "
+      "KEY=VALUE,...: coopmat=on|off, attention_coop=on|off (prefill attention on cooperative matrices), int_dot=auto|on|off, gemm_precision=precise|promoted|split|fast, profile=off|steps|submits, "
       "pipeline_stats=on|off, f64=on|off (sums in double where the device has them)";
   for (const auto& s : kShapeKeys) out += "; " + std::string(s.key) + "=N (" + s.help + ")";
   return out + "; 0 is the engine's choice";
