@@ -309,9 +309,11 @@ TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
 }
 
 // The precise cooperative GEMMs keep the rounding of their partial sums' f32 additions (TwoSum):
-// over a depth of 2880 in Q8_0 (gpt-oss's hidden width) their error against the exact products is
-// well under the promoted ones' (about 2 f32 ulps of each result against about 5), and of the order
-// of an f32 sum's last bit. Where the device has no cooperative matrices both are the portable GEMM.
+// over a depth of 2880 in Q8_0 (gpt-oss's hidden width) their error against the exact products,
+// in units of 2^-24 times the products' root sum of squares (the size of a random sum's partial
+// sums), is under the promoted ones' and a few units at most (a model of the tensor cores as f32
+// sums truncated after every 16 products gives 2.2 against 3.2; the f32 CPU engine's one rounding
+// 0.4). Where the device has no cooperative matrices both are the portable GEMM.
 TEST(VulkanKernels, PreciseGemmKeepsItsPartialSumsRoundings) {
   VULKAN_OR_SKIP();
   if (!kernels(*ctx).cooperative()) GTEST_SKIP() << "no cooperative matrices: one portable GEMM";
@@ -320,16 +322,19 @@ TEST(VulkanKernels, PreciseGemmKeepsItsPartialSumsRoundings) {
   const auto a = random_floats(size_t{rows} * depth, 4);
   auto a_buf = host_buffer(*ctx, a);
   auto hi = host_buffer(*ctx, std::vector<uint16_t>(a.size())), lo = host_buffer(*ctx, std::vector<uint16_t>(a.size()));
-  Doubles want(size_t{rows} * cols);
+  Doubles want(size_t{rows} * cols), size(want.size());
   for (uint32_t m = 0; m < rows; ++m)
     for (uint32_t n = 0; n < cols; ++n) {
-      long double sum = 0;
-      for (uint32_t k = 0; k < depth; ++k)
-        sum += static_cast<long double>(w.values[size_t{n} * depth + k]) * a[size_t{m} * depth + k];
+      long double sum = 0, squares = 0;
+      for (uint32_t k = 0; k < depth; ++k) {
+        const long double p = static_cast<long double>(w.values[size_t{n} * depth + k]) * a[size_t{m} * depth + k];
+        sum += p;
+        squares += p * p;
+      }
       want[size_t{m} * cols + n] = static_cast<double>(sum);
+      size[size_t{m} * cols + n] = std::ldexp(std::sqrt(static_cast<double>(squares)), -24);
     }
-  // The root mean square of each result's error in units of its f32 ulp.
-  const auto ulps = [&](const char* precision) {
+  const auto error = [&](const char* precision) {  // root mean square, in those units
     auto tuned = kernels_with(*ctx, std::string("gemm_precision=") + precision);
     auto c = host_buffer(*ctx, std::vector<float>(want.size()));
     run(*ctx, [&](vk::DispatchList& list) {
@@ -337,16 +342,13 @@ TEST(VulkanKernels, PreciseGemmKeepsItsPartialSumsRoundings) {
     });
     const auto got = read_buffer<float>(*c, want.size());
     double squares = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      const double e = (got[i] - want[i]) / std::ldexp(1.0, std::ilogb(static_cast<float>(want[i])) - 23);
-      squares += e * e;
-    }
+    for (size_t i = 0; i < want.size(); ++i) squares += std::pow((got[i] - want[i]) / size[i], 2);
     return std::sqrt(squares / static_cast<double>(want.size()));
   };
-  const double precise = ulps("precise"), promoted = ulps("promoted");
-  RecordProperty("precise_ulps", std::to_string(precise));
-  RecordProperty("promoted_ulps", std::to_string(promoted));
-  EXPECT_LT(precise, 0.7 * promoted) << precise << " ulps against " << promoted;
+  const double precise = error("precise"), promoted = error("promoted");
+  RecordProperty("precise", std::to_string(precise));
+  RecordProperty("promoted", std::to_string(promoted));
+  EXPECT_LT(precise, 0.85 * promoted) << precise << " against " << promoted;
   EXPECT_LT(precise, 4.0);
 }
 
