@@ -107,10 +107,10 @@ struct VulkanTuning {
   bool cooperative_matrix = true;
   // Prefill attention on cooperative matrices where the GEMMs have them
   // (shaders/attention_prefill_coop.comp: each layer's error against cpu-f64 that of the f32 kernel,
-  // several times faster at depth); false: the f32 kernel (attention_prefill.comp). Off by default:
-  // on the synthesized 20b's first 4 chunks of data/eval/gnu-licenses.txt one router near-tie
-  // (layer 22, position 370) goes the other way from cpu-f64 with it, a mean KL of 1.4e-6 where the
-  // default path promises 1e-6.
+  // several times faster at depth); false: the f32 kernel (attention_prefill.comp). Off by default
+  // until its noise floor on the Q8_0 GGUF with the precise GEMMs is measured (docs/vulkan-engine.md,
+  // Open work): with the promoted GEMMs one router near-tie of the HF checkpoint went the other way
+  // from cpu-f64 with it and not with the f32 kernel.
   bool attention_coop = false;
   // Decode's Q8_0 products through packed 4x8-bit integer dot products: Auto where the device says
   // they are accelerated, On wherever it has them (emulated ones included), Off never.
@@ -118,9 +118,9 @@ struct VulkanTuning {
   IntegerDot integer_dot = IntegerDot::Auto;
   // The cooperative-matrix GEMMs' precision (shaders/coop_tile.glsl): Precise A and Q8_0 weights
   // as two f16 parts each (A within an f32 ulp), partial sums promoted every 64 of depth into f32
-  // sums that keep each addition's rounding (TwoSum): about 2 f32 ulps of a 2880-deep product,
-  // close to the f32 CPU engine; Promoted the same with plain f32 additions (about 5 ulps, 12%
-  // faster prefill); Split A as two parts only; Fast A and W rounded to f16. The portable GEMMs
+  // sums that keep each addition's rounding (TwoSum), so what is left is the tensor cores'
+  // truncation within a step; Promoted the same with plain f32 additions (faster prefill:
+  // docs/results.md); Split A as two parts only; Fast A and W rounded to f16. The portable GEMMs
   // are f32.
   enum class GemmPrecision : uint8_t { Fast, Split, Promoted, Precise };
   GemmPrecision gemm_precision = GemmPrecision::Precise;

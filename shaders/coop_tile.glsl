@@ -17,10 +17,9 @@
 //     rounding kept (TwoSum into comp, added once at the end): the partial sums are promoted every
 //     COOP_TILE_K of depth, as DeepSeek-V3's FP8 GEMMs promote theirs, and the 45 f32 additions of
 //     a 2880-deep product add no error of their own. What is left is the tensor cores' truncation
-//     within a step, about 2 f32 ulps of the result against about 5 for the plain additions.
-//   COOP_PROMOTED: COOP_PRECISE with plain f32 additions of the partial sums (12% faster prefill
-//     on an H200; on the synthesized 20b's Q8_0 GGUF a router near-tie goes the other way from
-//     cpu-f64 with it).
+//     within a step (VulkanKernels.PreciseGemmKeepsItsPartialSumsRoundings).
+//   COOP_PROMOTED: COOP_PRECISE with plain f32 additions of the partial sums (faster prefill; on
+//     the synthesized 20b's Q8_0 GGUF a router near-tie goes the other way from cpu-f64 with it).
 //   COOP_SPLIT: A as hi + lo, W rounded to f16, one accumulator over the whole depth.
 //   COOP_FAST: A rounded to f16 (its hi part), W rounded, one accumulator.
 //
