@@ -24,6 +24,12 @@ void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
   if (r.tokens.size() < r.plan.evaluated_tokens())
     throw std::invalid_argument("evaluate: " + std::to_string(r.tokens.size()) + " tokens for " +
                                 std::to_string(r.plan.chunks) + " chunks of " + std::to_string(r.plan.ctx));
+  std::vector<const runtime::Engine*> engines(r.candidates.begin(), r.candidates.end());
+  if (r.reference) engines.push_back(r.reference);
+  if (r.floor) engines.push_back(r.floor);
+  std::sort(engines.begin(), engines.end());
+  if (std::adjacent_find(engines.begin(), engines.end()) != engines.end())
+    throw std::invalid_argument("evaluate: one engine given twice (each model needs its own: their forwards may overlap)");
   std::vector<uint32_t> vocabs = {reference_vocab};
   for (const auto* c : r.candidates) vocabs.push_back(c->vocab_size());
   if (r.floor) {
@@ -77,20 +83,37 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   }
   std::vector<std::vector<uint8_t>> saved_frames(r.save ? scored : 0);
 
-  // Chunk i + 1's forwards run on a worker thread while this thread reduces chunk i: the engines
-  // (and the reference file's frame index) are only ever used by one thread at a time, and the
+  // Chunk i + 1's forwards run on a worker thread while this thread reduces chunk i: each engine
+  // (and the reference file's frame index) is only ever used by one thread at a time, and the
   // reduction of every position is the same whichever thread runs next, so the results are those
   // of running the chunks one after the other.
   const runtime::LogitRows scored_rows = runtime::LogitRows::range(plan.first_scored(), scored);
   ChunkLogits buffers[2];
   for (auto& b : buffers) b.candidates.resize(compared.size());
-  auto run_chunk = [&r, &plan, &compared, &runs_chunk, scored_rows](uint32_t chunk, ChunkLogits& out) {
+  // Where a device engine takes part, the reference's forward runs on a thread of its own beside
+  // the compared engines' (one engine's GPU work or host copy of its logits while the other's
+  // runs); engines on the host alone already use every core, and go one after the other.
+  const bool overlap = r.reference && std::any_of(compared.begin(), compared.end(), [&](const runtime::Engine* e) {
+                         return e->kind() == runtime::EngineKind::Vulkan || r.reference->kind() == runtime::EngineKind::Vulkan;
+                       });
+  auto run_chunk = [&r, &plan, &compared, &runs_chunk, scored_rows, overlap](uint32_t chunk, ChunkLogits& out) {
     leave_signals_to_the_main_thread();
     const auto forward_start = Clock::now();
     const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
+    std::future<void> reference_run;  // waited for by its destructor too, when a candidate throws
     if (r.reference) {
-      r.reference->reset();
-      r.reference->forward(ids, scored_rows, out.reference);
+      const auto run_reference = [&r, &out, ids, scored_rows] {
+        r.reference->reset();
+        r.reference->forward(ids, scored_rows, out.reference);
+      };
+      if (overlap) {
+        reference_run = std::async(std::launch::async, [run_reference] {
+          leave_signals_to_the_main_thread();
+          run_reference();
+        });
+      } else {
+        run_reference();
+      }
     } else {
       out.frames = r.reference_file->next_chunk();
     }
@@ -99,6 +122,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
       compared[k]->reset();
       compared[k]->forward(ids, scored_rows, out.candidates[k]);
     }
+    if (reference_run.valid()) reference_run.get();
     return seconds_since(forward_start);
   };
   // Declared after the buffers: destroyed (waited for) first when a reduction throws.

@@ -81,8 +81,29 @@ TEST(Evaluation, SameModelAgainstItselfIsZeroOnTheCpuF64Engine) {
 // Named Vulkan*: the sanitizer runs these with leak detection off (Mesa's driver leaks).
 TEST(VulkanEvaluation, SameModelAgainstItselfIsZero) { expect_same_model_gives_zero(runtime::EngineKind::Vulkan); }
 
-// evaluate() asks each forward for the scored rows only and overlaps the next chunk's forwards
-// with the statistics; the numbers must be those of the statistics taken on every row of
+// Each model needs its own engine: the reference's forward may run beside the candidates'.
+TEST(Evaluation, RefusesOneEngineInTwoRoles) {
+  const auto model = load_model(preset_a_checkpoint() / "hf");
+  const auto ids = fixed_ids(32);
+  runtime::EngineOptions options;
+  options.max_context = 16;
+  const auto engine = runtime::make_engine(runtime::EngineKind::Cpu, model, options);
+  eval::EvaluationRequest request;
+  request.tokens = ids;
+  request.plan = eval::plan_chunks(ids.size(), 16, std::nullopt);
+  request.reference = engine.get();
+  request.candidates = {engine.get()};
+  try {
+    eval::evaluate(request);
+    ADD_FAILURE() << "one engine as reference and candidate was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("one engine given twice"));
+  }
+}
+
+// evaluate() asks each forward for the scored rows only, overlaps the next chunk's forwards with
+// the statistics and, where a device engine takes part, the reference's forward with the
+// candidate's; the numbers must be those of the statistics taken on every row of
 // LogitRows::All, chunk after chunk (what evaluate() did before): equal, not close.
 void expect_same_as_all_rows(runtime::EngineKind kind) {
   const auto reference_model = load_model(preset_a_checkpoint() / "hf");
