@@ -13,7 +13,8 @@
 #     eval     each file on the Vulkan engine against itself on cpu-f64 (the engine's noise floor:
 #              KL, top-1, PPL), then the Q8_0 GGUF against the HF checkpoint on the Vulkan engine
 #     parity   gptoss-run --parity: the HF checkpoint on cpu and vulkan over a 512-token prompt
-#     big      gptoss-bench on synth:120b (generated as it is uploaded, never on disk)
+#     big      gptoss-bench on synth:120b (generated as it is uploaded, never on disk), and its
+#              noise floor over 2 chunks (the Vulkan engine against cpu-f64)
 #     peer     llama-bench (LLAMA_BENCH=path) on the Q8_0 GGUF, the same tests, JSON
 # Results land in OUT (default ./out): summary.md and one JSON per bench and eval. Model files in
 # WORK (default /var/tmp/gptoss-work). Settings: R (repetitions, 5), CHUNKS (eval, 4), VARIANTS.
@@ -79,7 +80,11 @@ parity() {
     grep -o '"prompt_tokens":\[[0-9,]*' | cut -d[ -f2 | cut -d, -f1-512)
   run "parity 512 tokens" "$BIN"/gptoss-run "$HF" --engines cpu,vulkan --prompt-tokens "$ids"
 }
-big() { run "bench 120b" "$BIN"/gptoss-bench synth:120b -p 512 -n 128 -r 3 -q -o md --save "$OUT/bench-120b.json"; }
+big() {
+  run "bench 120b" "$BIN"/gptoss-bench synth:120b -p 512 -n 128 -r 3 -q -o md --save "$OUT/bench-120b.json"
+  run "eval floor 120b" "$BIN"/gptoss-eval synth:120b --tokenizer "$KIT/tokenizer.json" --text "$TEXT" --chunks 2 \
+    --engine vulkan --reference-engine cpu-f64 --floor-chunks 2 --json >"$OUT/eval-floor-120b.json"
+}
 peer() {
   [ -x "${LLAMA_BENCH:-}" ] || { echo "peer: set LLAMA_BENCH to llama-bench"; return 0; }
   run "llama-bench Q8_0" "$LLAMA_BENCH" -m "$Q8" -p 512,2048 -n 128 -d 0,4096,16384 -r "$R" -fa 1 -ngl 99 -o json >"$OUT/peer-20b.json"
