@@ -27,6 +27,7 @@ std::string stage_name(Stage stage, int layer) {
     case Stage::LayerOutput: return "layer " + std::to_string(layer);
     case Stage::RouterChoices: return "router " + std::to_string(layer);
     case Stage::FinalNorm: return "final norm";
+    case Stage::AttentionOutput: return "attention " + std::to_string(layer);
   }
   return "stage";
 }

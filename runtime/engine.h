@@ -20,18 +20,21 @@
 
 namespace gptoss::runtime {
 
-// Where in the forward pass an activation was observed. RouterChoices is a layer's routing, not an
-// activation: per token the ids of its experts_per_token experts (as floats, exact) in the
-// router's order (largest logit first, ties to the lowest id), so parity can name a token routed
-// to other experts as such.
-enum class Stage { Embedding, LayerOutput, RouterChoices, FinalNorm };
-// "embedding", "layer L", "router L", "final norm": how traces and tables name a stage.
+// Where in the forward pass an activation was observed. AttentionOutput is the residual stream
+// after layer L's attention (the MoE's input, before its norm), so parity can say which half of a
+// layer an engine's difference comes from and the router's logits can be recomputed from a trace.
+// RouterChoices is a layer's routing, not an activation: per token the ids of its experts_per_token
+// experts (as floats, exact) in the router's order (largest logit first, ties to the lowest id),
+// so parity can name a token routed to other experts as such.
+enum class Stage { Embedding, LayerOutput, RouterChoices, FinalNorm, AttentionOutput };
+// "embedding", "attention L", "router L", "layer L", "final norm": how traces and tables name a stage.
 std::string stage_name(Stage stage, int layer);
 
 // Rows [first_position, first_position + rows) of an activation, row-major [rows, cols].
-// LayerOutput is the residual stream after decoder layer `layer`, RouterChoices that layer's
-// choices [rows, experts_per_token] (-1 for the other stages). An engine shows, for every layer,
-// its RouterChoices before its LayerOutput.
+// LayerOutput is the residual stream after decoder layer `layer`, AttentionOutput after its
+// attention, RouterChoices that layer's choices [rows, experts_per_token] (-1 for the other
+// stages). An engine shows, for every layer, its AttentionOutput, then its RouterChoices, then its
+// LayerOutput.
 struct ActivationView {
   Stage stage;
   int layer;

@@ -84,6 +84,7 @@ void ForwardPass<Real>::forward(std::span<const uint32_t> tokens, runtime::Logit
     rms_norm(x.data(), count, hidden, w.attn_norm.data(), c.rms_norm_eps, normed.data());
     attention_block(l, normed.data(), count, block_out.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += block_out[i];
+    observe(Stage::AttentionOutput, static_cast<int>(l), x);
     rms_norm(x.data(), count, hidden, w.mlp_norm.data(), c.rms_norm_eps, normed.data());
     moe_block(l, normed.data(), count, block_out.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += block_out[i];

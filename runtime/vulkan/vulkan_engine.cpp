@@ -160,6 +160,11 @@ struct VulkanEngine::Device {
     return shape;
   }
   void ensure_stages(uint32_t rows);
+  // The observed residual stream's slots in `stages`, each [rows, hidden]: the embedding, every
+  // layer's output (1 + l), the final norm (layers + 1), every layer's attention output
+  // (layers + 2 + l); the router choices follow them.
+  uint64_t stage_slots() const { return 2 * uint64_t{config.num_layers} + 2; }
+  uint64_t attention_slot(uint32_t l) const { return uint64_t{config.num_layers} + 2 + l; }
   // One submit of `count` tokens. rows: None, Last or Range (of these tokens; count > 0). greedy:
   // the last row's argmax on the device instead of its logits to the host.
   // reach: decode attention's shape (count 1; prefill chunks take Short).
@@ -327,9 +332,8 @@ void VulkanEngine::Device::ensure_logits(uint32_t rows) {
 
 void VulkanEngine::Device::ensure_stages(uint32_t rows) {
   if (rows <= stage_rows) return;
-  // The residual stream's stages, then every layer's router choices (uints).
-  stages = floats((uint64_t{config.num_layers} + 2) * rows * config.hidden_size +
-                      uint64_t{config.num_layers} * rows * config.experts_per_token,
+  // The residual stream's stages (stage_slots()), then every layer's router choices (uints).
+  stages = floats(stage_slots() * rows * config.hidden_size + uint64_t{config.num_layers} * rows * config.experts_per_token,
                   true);
   stage_rows = rows;
   free_recorded();
@@ -387,6 +391,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       list.tag("out");
       k.matvec(list, w.out, w.out_bias->address(), attn->address(), 0, x->address(), true, eps);
       list.tag("");
+      if (observed) list.copy(*x, 0, *stages, attention_slot(l) * stage_bytes, stage_bytes);
       // The router writes logits; each workgroup of mlp1 ranks them, the first writing the choices
       // mlp2 reads.
       k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
@@ -416,6 +421,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
       k.gemm(list, w.out, w.out_bias->address(), attn->address(), c.q_rows(), x->address(), c.hidden_size, count, true,
              halves);
       list.tag("");
+      if (observed) list.copy(*x, 0, *stages, attention_slot(l) * stage_bytes, stage_bytes);
       k.router(list, w.router, w.router_bias->address(), x->address(), w.mlp_norm->address(),
                {xn->address(), chosen->address(), gate_weights->address(), 0}, k_experts, count, eps);
       k.moe_route(list, chosen->address(), tables, count, k_experts, w.mlp1, w.mlp2);
@@ -432,7 +438,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
     if (observed) {
       list.copy(*x, 0, *stages, (uint64_t{l} + 1) * stage_bytes, stage_bytes);
       const uint64_t choice_bytes = uint64_t{count} * k_experts * 4;
-      list.copy(*chosen, 0, *stages, (uint64_t{c.num_layers} + 2) * stage_bytes + l * choice_bytes, choice_bytes);
+      list.copy(*chosen, 0, *stages, stage_slots() * stage_bytes + l * choice_bytes, choice_bytes);
     }
   }
   const bool range = rows.kind == LogitRows::Kind::Range;
@@ -596,7 +602,7 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
   Device& d = *device_;
   const auto& c = d.config;
   const size_t count = tokens.size(), hidden = c.hidden_size, vocab = c.vocab_size;
-  const size_t stage_count = c.num_layers + 2;  // embedding, every layer, final norm
+  const size_t stage_count = d.stage_slots();
   const size_t k = c.experts_per_token;
   std::vector<std::vector<float>> stages(observer ? stage_count : 0, std::vector<float>(count * hidden));
   std::vector<std::vector<float>> choices(observer ? c.num_layers : 0, std::vector<float>(count * k));
@@ -639,10 +645,11 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
     };
     view(Stage::Embedding, -1, stages.front());
     for (uint32_t l = 0; l < c.num_layers; ++l) {
+      view(Stage::AttentionOutput, static_cast<int>(l), stages[d.attention_slot(l)]);
       observer({Stage::RouterChoices, static_cast<int>(l), start, count, k, choices[l]});
       view(Stage::LayerOutput, static_cast<int>(l), stages[l + 1]);
     }
-    view(Stage::FinalNorm, -1, stages.back());
+    view(Stage::FinalNorm, -1, stages[c.num_layers + 1]);
   }
 }
 

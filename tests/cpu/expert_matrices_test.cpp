@@ -133,7 +133,7 @@ void expect_identical(const cpu::CpuWeights& weights, const cpu::CpuWeights& ref
     cpu::CpuEngine engine(weights, precision), reference(reference_weights, precision);
     const auto got = run(engine, ids), want = run(reference, ids);
     ASSERT_EQ(got.size(), want.size());
-    ASSERT_EQ(got.size(), 2 * (2 * weights.config.num_layers + 3));  // twice: stages, each layer's routing, logits
+    ASSERT_EQ(got.size(), 2 * (3 * weights.config.num_layers + 3));  // twice: stages, each layer's attention and routing, logits
     size_t finite = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_TRUE(same_bits(got[i], want[i])) << "output " << i << " differs";

@@ -31,6 +31,7 @@ GoldenErrors compare_with_goldens(cpu::CpuEngine& engine, const GoldenRefs& refs
       case runtime::Stage::LayerOutput: errors.layers[static_cast<size_t>(view.layer)] = check("layer" + std::to_string(view.layer)); break;
       case runtime::Stage::FinalNorm: errors.final_norm = check("final_norm"); break;
       case runtime::Stage::RouterChoices: break;  // routing: the goldens hold activations only
+      case runtime::Stage::AttentionOutput: break;  // the goldens hold whole layers only
     }
   };
   const auto logits = engine.forward(ids, runtime::LogitRows::All, observer);

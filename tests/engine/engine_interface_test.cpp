@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -119,9 +121,11 @@ TEST_P(EngineInterface, RowsAndObserverFollowTheContract) {
   const uint32_t ids[] = {10, 20, 30, 40};
   int stages = 0;
   std::vector<std::string> names;
+  std::map<std::string, std::vector<float>> values;
   auto observer = [&](const runtime::ActivationView& v) {
     ++stages;
     names.push_back(runtime::stage_name(v.stage, v.layer));
+    values[names.back()].assign(v.values.begin(), v.values.end());
     const size_t cols = v.stage == runtime::Stage::RouterChoices ? 4u : 64u;  // experts per token, or hidden
     EXPECT_EQ(v.rows, 4u);
     EXPECT_EQ(v.cols, cols);
@@ -138,9 +142,19 @@ TEST_P(EngineInterface, RowsAndObserverFollowTheContract) {
     }
   };
   const auto all = engine->forward(ids, runtime::LogitRows::All, observer);
-  EXPECT_EQ(stages, 1 + 4 + 4 + 1);  // embedding, 4 layers each with its routing, final norm
-  EXPECT_EQ(names, (std::vector<std::string>{"embedding", "router 0", "layer 0", "router 1", "layer 1", "router 2",
-                                             "layer 2", "router 3", "layer 3", "final norm"}));
+  EXPECT_EQ(stages, 1 + 3 * 4 + 1);  // embedding, 4 layers each with its attention and routing, final norm
+  EXPECT_EQ(names, (std::vector<std::string>{"embedding", "attention 0", "router 0", "layer 0", "attention 1", "router 1",
+                                             "layer 1", "attention 2", "router 2", "layer 2", "attention 3", "router 3",
+                                             "layer 3", "final norm"}));
+  // The residual stream between a layer's two halves: attention added to the layer's input, the
+  // experts not yet.
+  for (int l = 0; l < 4; ++l) {
+    const auto& before = values[l == 0 ? "embedding" : "layer " + std::to_string(l - 1)];
+    const auto& mid = values["attention " + std::to_string(l)];
+    EXPECT_NE(mid, before) << l;
+    EXPECT_NE(mid, values["layer " + std::to_string(l)]) << l;
+    EXPECT_TRUE(std::all_of(mid.begin(), mid.end(), [](float f) { return std::isfinite(f); })) << l;
+  }
   ASSERT_EQ(all.size(), 4u * 201088u);
   engine->reset();
   EXPECT_EQ(engine->position(), 0u);
@@ -187,7 +201,7 @@ TEST_P(EngineInterface, RowRangeIsExactlyThoseRowsOfAll) {
     e->reset();
     int stages = 0;
     e->forward(ids, runtime::LogitRows::range(6, 5), logits, [&](const runtime::ActivationView&) { ++stages; });
-    EXPECT_EQ(stages, 10);
+    EXPECT_EQ(stages, 14);
     expect_rows_of_all(logits, all, 6, 5, "observed rows 6+5");
     // A one-token forward (a decode step): its range is its All.
     const uint32_t next[] = {4242};

@@ -53,19 +53,21 @@ TEST(TraceCli, CompareTracesNamesThePerturbedLayer) {
 
   const auto parted = run_command(gptoss_eval() + " --compare-traces " + a + " " + b + " 2>&1");
   EXPECT_EQ(parted.exit_code, 1) << parted.output;
-  // Layer 2's attention output moves its router's input: some tokens go to other experts there,
-  // the first stage that parts.
-  EXPECT_NE(parted.output.find("first stage beyond the tolerance: router 2\n"), std::string::npos) << parted.output;
+  // Layer 2's attention output is the first stage that parts; it moves its router's input, so
+  // some tokens go to other experts there.
+  EXPECT_NE(parted.output.find("first stage beyond the tolerance: attention 2\n"), std::string::npos) << parted.output;
   EXPECT_NE(parted.output.find("| router 1 | 13 x 4 | routing | 0 rerouted | - | - | ok |"), std::string::npos) << parted.output;
   EXPECT_NE(parted.output.find("| layer 1 | 13 x 64 |"), std::string::npos) << parted.output;
 
   const auto j = run_command("(" + gptoss_eval() + " --compare-traces " + a + " " + b + " --json 2>/dev/null)");
   const auto json = nlohmann::json::parse(j.output);
-  EXPECT_EQ(json["first_parting"], "router 2");
-  EXPECT_EQ(json["stages"][4]["stage"], "layer 1");
-  EXPECT_EQ(json["stages"][4]["max_abs_diff"], 0.0);  // untouched
-  EXPECT_GT(json["stages"][5]["rerouted"].get<uint64_t>(), 0u);
-  EXPECT_GT(json["stages"][6]["relative"].get<double>(), 1e-3);  // layer 2
+  EXPECT_EQ(json["first_parting"], "attention 2");
+  EXPECT_EQ(json["stages"][6]["stage"], "layer 1");
+  EXPECT_EQ(json["stages"][6]["max_abs_diff"], 0.0);  // untouched
+  EXPECT_EQ(json["stages"][7]["stage"], "attention 2");
+  EXPECT_GT(json["stages"][7]["relative"].get<double>(), 1e-3);
+  EXPECT_GT(json["stages"][8]["rerouted"].get<uint64_t>(), 0u);  // router 2
+  EXPECT_GT(json["stages"][9]["relative"].get<double>(), 1e-3);  // layer 2
   EXPECT_EQ(json["a"]["engine"], "cpu");
 }
 

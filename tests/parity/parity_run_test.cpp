@@ -42,7 +42,7 @@ TEST(ParityRun, EveryModelOnEveryEngineTheFirstRunTheReference) {
   // Each run is the prompt's prefill: every position of every stage, the logits' included.
   ASSERT_EQ(result.runs.size(), 3u);
   for (const auto* trace : {&result.reference, &result.runs[0], &result.runs[1], &result.runs[2]}) {
-    ASSERT_EQ(trace->stages.size(), 11u) << trace->label;  // embedding, 4 routings and layers, final norm, logits
+    ASSERT_EQ(trace->stages.size(), 15u) << trace->label;  // embedding, 4 layers with their attention and routing, final norm, logits
     for (const auto& stage : trace->stages) {
       EXPECT_EQ(stage.rows, 4u) << trace->label << " " << stage.name;
       EXPECT_EQ(stage.first_row, 0u) << trace->label << " " << stage.name;

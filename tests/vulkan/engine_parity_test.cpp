@@ -76,15 +76,16 @@ TEST_P(VulkanEngineParity, EveryStageMatchesTheCpuEngine) {
   Stages cpu_stages, vk_stages;
   const auto cpu_logits = run_traced(engines.cpu, ids, cpu_stages);
   const auto vk_logits = run_traced(engines.vulkan, ids, vk_stages);
-  ASSERT_EQ(vk_stages.size(), 2 * engines.model.config.num_layers + 2u);  // and each layer's routing
+  ASSERT_EQ(vk_stages.size(), 3 * engines.model.config.num_layers + 2u);  // and each layer's attention and routing
   EXPECT_EQ(max_abs_diff(vk_stages["embedding"], cpu_stages["embedding"]), 0.0f);
   for (uint32_t l = 0; l < engines.model.config.num_layers; ++l) {
     const std::string router = "router " + std::to_string(l);
     EXPECT_EQ(vk_stages[router], cpu_stages[router]) << router << ": the same experts, in the same order";
-    const std::string name = "layer " + std::to_string(l);
-    const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
-    EXPECT_LE(diff, 2e-3f) << name;
-    std::printf("%s %s max |vulkan - cpu| %.2e\n", GetParam().c_str(), name.c_str(), static_cast<double>(diff));
+    for (const std::string& name : {"attention " + std::to_string(l), "layer " + std::to_string(l)}) {
+      const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
+      EXPECT_LE(diff, 2e-3f) << name;
+      std::printf("%s %s max |vulkan - cpu| %.2e\n", GetParam().c_str(), name.c_str(), static_cast<double>(diff));
+    }
   }
   EXPECT_LE(max_abs_diff(vk_stages["final norm"], cpu_stages["final norm"]), 2e-3f);
   ASSERT_EQ(vk_logits.size(), ids.size() * engines.vulkan.vocab_size());
@@ -169,20 +170,21 @@ void expect_prefill_and_decode_match_cpu(const CanonicalModel& model, std::share
   Stages cpu_stages, vk_stages;
   const auto cpu_logits = run_traced(cpu_engine, std::span(ids).first(prompt), cpu_stages);
   const auto vk_logits = run_traced(vulkan_engine, std::span(ids).first(prompt), vk_stages);
-  ASSERT_EQ(vk_stages.size(), 2 * model.config.num_layers + 2u);  // and each layer's routing
+  ASSERT_EQ(vk_stages.size(), 3 * model.config.num_layers + 2u);  // and each layer's attention and routing
   EXPECT_EQ(max_abs_diff(vk_stages["embedding"], cpu_stages["embedding"]), 0.0f);
   for (uint32_t l = 0; l < model.config.num_layers; ++l) {
     const std::string router = "router " + std::to_string(l);
     EXPECT_EQ(vk_stages[router], cpu_stages[router]) << what << " " << router << ": the same experts, in the same order";
-    const std::string name = "layer " + std::to_string(l);
-    const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
-    const float magnitude = max_abs_diff(cpu_stages[name], std::vector<float>(cpu_stages[name].size()));
-    // 2e-5 of the residual's magnitude, the wide layer's bound (an f32 GEMM's error): the
-    // cooperative GEMMs' precise mode keeps a block type's weight as f16 hi + lo, the lo part
-    // rounded for the types whose values need more than 22 bits (IQ2_XS: 1e-5 on an H200).
-    EXPECT_LE(diff, 2e-5f * magnitude) << name;
-    std::printf("%s %s max |vulkan - cpu| %.2e of max |cpu| %.1f\n", what.c_str(), name.c_str(), static_cast<double>(diff),
-                static_cast<double>(magnitude));
+    for (const std::string& name : {"attention " + std::to_string(l), "layer " + std::to_string(l)}) {
+      const float diff = max_abs_diff(vk_stages[name], cpu_stages[name]);
+      const float magnitude = max_abs_diff(cpu_stages[name], std::vector<float>(cpu_stages[name].size()));
+      // 2e-5 of the residual's magnitude, the wide layer's bound (an f32 GEMM's error): the
+      // cooperative GEMMs' precise mode keeps a block type's weight as f16 hi + lo, the lo part
+      // rounded for the types whose values need more than 22 bits (IQ2_XS: 1e-5 on an H200).
+      EXPECT_LE(diff, 2e-5f * magnitude) << name;
+      std::printf("%s %s max |vulkan - cpu| %.2e of max |cpu| %.1f\n", what.c_str(), name.c_str(),
+                  static_cast<double>(diff), static_cast<double>(magnitude));
+    }
   }
   EXPECT_LE(max_abs_diff(vk_stages["final norm"], cpu_stages["final norm"]), 2e-3f);
   EXPECT_LE(max_abs_diff(vk_logits, cpu_logits), 1e-3f);

@@ -50,9 +50,10 @@ constexpr const char* kDescription =
     "tokens, and prints per step the first run's margin between its two largest logits, each other\n"
     "run's logits' difference relative to the first's largest |logit|, and whether its argmax agrees.\n"
     "\n"
-    "--trace FILE records the prompt's forward pass (embedding, every layer's residual stream, final\n"
-    "norm, the logits of every prompt position) zstd-compressed, with the model's canonical digest,\n"
-    "the engine, the device and the prompt ids; gptoss-eval --compare-traces A B compares two.\n"
+    "--trace FILE records the prompt's forward pass (embedding, every layer's residual stream after its\n"
+    "attention and after the layer, final norm, the logits of every prompt position) zstd-compressed,\n"
+    "with the model's canonical digest, the engine, the device and the prompt ids; gptoss-eval\n"
+    "--compare-traces A B compares two.\n"
     "\n"
     "An option the chosen mode cannot honour (a sampling option under greedy decoding, a harmony\n"
     "option without harmony rendering, --device on the CPU engine, ...) is an error.";
