@@ -10,7 +10,8 @@ PACKAGES=(build-essential cmake ninja-build pkg-config ccache
   libgtest-dev libgmock-dev
   clang libclang-rt-14-dev llvm  # the sanitizer build and the fuzzers (libFuzzer, ASan/UBSan runtimes, llvm-symbolizer)
   libbenchmark-dev  # tests/tokenizer/bench (Google Benchmark)
-  eatmydata)  # the test stages' fsyncs become no-ops (scripts/test.sh says why)
+  eatmydata  # the test stages' fsyncs become no-ops (scripts/test.sh says why)
+  zstd python3)  # scripts/router_gaps.py reads a trace (its test, RouterGaps.*)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

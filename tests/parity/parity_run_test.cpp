@@ -94,3 +94,33 @@ TEST(ParityRun, DecodeStepsNeedARunToContinue) {
 
 }  // namespace
 }  // namespace gptoss::parity
+
+namespace gptoss::parity {
+namespace {
+
+// scripts/router_gaps.py recomputes each layer's router logits from a trace's "attention L" stage
+// and the checkpoint's router weights: on preset a's f64 engine they pick exactly the experts the
+// engine picked, in its order, for every one of 4 layers x 41 positions (--check), and the script
+// reports the closest decisions. Skips where python3 or zstd is missing.
+TEST(RouterGaps, RecomputedChoicesAreTheTracesOwn) {
+  if (test::run_command("command -v python3 >/dev/null && command -v zstd >/dev/null").exit_code != 0)
+    GTEST_SKIP() << "python3 or zstd not found";
+  test::TempDir dir;
+  const auto hf = test::preset_a_checkpoint() / "hf";
+  const auto trace = (dir / "f64.trace").string();
+  std::string ids;
+  for (int id = 100; id <= 140; ++id) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const auto run = test::run_command((test::tools_dir() / "gptoss-run").string() + " " + hf.string() +
+                                     " --engine cpu-f64 -n 0 --prompt-tokens " + ids + " --trace " + trace + " 2>&1");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto script = test::data_dir().parent_path() / "scripts" / "router_gaps.py";
+  const auto r = test::run_command("python3 " + script.string() + " " + trace + " " + (hf / "model.safetensors").string() +
+                                   " --check --most 2 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("164 router decisions, the closest 2\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("164 of 164 decisions as the trace's"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("which experts run"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace gptoss::parity
