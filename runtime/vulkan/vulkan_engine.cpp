@@ -160,11 +160,13 @@ struct VulkanEngine::Device {
     return shape;
   }
   void ensure_stages(uint32_t rows);
-  // The observed residual stream's slots in `stages`, each [rows, hidden]: the embedding, every
-  // layer's output (1 + l), the final norm (layers + 1), every layer's attention output
-  // (layers + 2 + l); the router choices follow them.
-  uint64_t stage_slots() const { return 2 * uint64_t{config.num_layers} + 2; }
-  uint64_t attention_slot(uint32_t l) const { return uint64_t{config.num_layers} + 2 + l; }
+  // The observed residual stream's slots in `stages`, each [rows, hidden]: the embedding (0), every
+  // layer's output, the final norm, every layer's attention output; the router choices follow them.
+  static constexpr uint64_t kEmbeddingSlot = 0;
+  uint64_t layer_slot(uint32_t l) const { return 1 + uint64_t{l}; }
+  uint64_t final_norm_slot() const { return layer_slot(config.num_layers); }
+  uint64_t attention_slot(uint32_t l) const { return final_norm_slot() + 1 + l; }
+  uint64_t stage_slots() const { return attention_slot(config.num_layers); }
   // One submit of `count` tokens. rows: None, Last or Range (of these tokens; count > 0). greedy:
   // the last row's argmax on the device instead of its logits to the host.
   // reach: decode attention's shape (count 1; prefill chunks take Short).
@@ -370,7 +372,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   const uint64_t stage_bytes = uint64_t{count} * row_bytes;
   list.copy(*step_staging, 0, *step, 0, kTokensOffset + uint64_t{count} * 4);
   k.embed(list, embedding, step->address() + kTokensOffset, x->address(), count);
-  if (observed) list.copy(*x, 0, *stages, 0, stage_bytes);
+  if (observed) list.copy(*x, 0, *stages, kEmbeddingSlot * stage_bytes, stage_bytes);
   const uint32_t k_experts = c.experts_per_token;
   const Kernels::MoeTables tables{assign_token->address(), row_of->address(), tiles->address(), dispatch.get()};
   const Kernels::Shared shared{shared_partials->address(), counters->address()};
@@ -436,7 +438,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
                     k_experts, count);
     }
     if (observed) {
-      list.copy(*x, 0, *stages, (uint64_t{l} + 1) * stage_bytes, stage_bytes);
+      list.copy(*x, 0, *stages, layer_slot(l) * stage_bytes, stage_bytes);
       const uint64_t choice_bytes = uint64_t{count} * k_experts * 4;
       list.copy(*chosen, 0, *stages, stage_slots() * stage_bytes + l * choice_bytes, choice_bytes);
     }
@@ -447,7 +449,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   uint64_t range_input = xn->address();
   if (observed) {
     k.rmsnorm(list, x->address(), final_norm->address(), xn->address(), c.hidden_size, count, 0, eps);
-    list.copy(*xn, 0, *stages, (uint64_t{c.num_layers} + 1) * stage_bytes, stage_bytes);
+    list.copy(*xn, 0, *stages, final_norm_slot() * stage_bytes, stage_bytes);
     if (range) range_input += rows.first * row_bytes;
   } else if (range) {
     k.rmsnorm(list, x->address(), final_norm->address(), xn->address(), c.hidden_size, static_cast<uint32_t>(rows.count),
@@ -643,13 +645,13 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
     auto view = [&](Stage stage, int layer, const std::vector<float>& values) {
       observer({stage, layer, start, count, hidden, values});
     };
-    view(Stage::Embedding, -1, stages.front());
+    view(Stage::Embedding, -1, stages[Device::kEmbeddingSlot]);
     for (uint32_t l = 0; l < c.num_layers; ++l) {
       view(Stage::AttentionOutput, static_cast<int>(l), stages[d.attention_slot(l)]);
       observer({Stage::RouterChoices, static_cast<int>(l), start, count, k, choices[l]});
-      view(Stage::LayerOutput, static_cast<int>(l), stages[l + 1]);
+      view(Stage::LayerOutput, static_cast<int>(l), stages[d.layer_slot(l)]);
     }
-    view(Stage::FinalNorm, -1, stages[c.num_layers + 1]);
+    view(Stage::FinalNorm, -1, stages[d.final_norm_slot()]);
   }
 }
 

@@ -48,10 +48,9 @@ bool set_switch(const SwitchKey<Enum>& s, std::string_view key, std::string_view
       t.*s.field = static_cast<Enum>(i);
       return true;
     }
-  std::string expected;
-  size_t count = 0;
-  while (count < s.values.size() && s.values[count]) ++count;
-  for (size_t i = 0; i < count; ++i) expected += std::string(i == 0 ? "" : i + 1 == count ? " or " : ", ") + s.values[i];
+  std::string expected = s.values[0];
+  for (size_t i = 1; i < s.values.size() && s.values[i]; ++i)
+    expected += (i + 1 < s.values.size() && s.values[i + 1] ? ", " : " or ") + std::string(s.values[i]);
   throw std::invalid_argument("--tuning " + std::string(key) + "=" + std::string(value) + ": expected " + expected);
 }
 
