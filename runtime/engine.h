@@ -110,11 +110,9 @@ struct VulkanTuning {
   bool cooperative_matrix = true;
   // Prefill attention on cooperative matrices where the GEMMs have them
   // (shaders/attention_prefill_coop.comp: each layer's error against cpu-f64 that of the f32 kernel,
-  // several times faster at depth); false: the f32 kernel (attention_prefill.comp). Off by default
-  // until its noise floor on the Q8_0 GGUF with the precise GEMMs is measured (docs/vulkan-engine.md,
-  // Open work): with the promoted GEMMs one router near-tie of the HF checkpoint went the other way
-  // from cpu-f64 with it and not with the f32 kernel.
-  bool attention_coop = false;
+  // several times faster at depth; docs/results.md has both kernels' noise floors); false: the f32
+  // kernel (attention_prefill.comp), which every device without cooperative matrices runs.
+  bool attention_coop = true;
   // Decode's Q8_0 products through packed 4x8-bit integer dot products: Auto where the device says
   // they are accelerated, On wherever it has them (emulated ones included), Off never.
   enum class IntegerDot : uint8_t { Auto, On, Off };
@@ -139,6 +137,7 @@ struct VulkanTuning {
   uint32_t matvec_loads = 0;         // decode matvec: 8-value loads per lane and row in flight
   uint32_t mlp1_outputs = 0, mlp1_batch = 0;  // decode expert kernels: outputs per subgroup and blocks
   uint32_t mlp2_outputs = 0, mlp2_batch = 0;  // per lane in flight (all four, or none)
+  uint32_t expert_tile = 0;          // prefill expert GEMM: weight rows per cooperative workgroup (64 or 128)
   friend bool operator==(const VulkanTuning&, const VulkanTuning&) = default;
 };
 

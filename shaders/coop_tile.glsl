@@ -152,8 +152,11 @@ uint coop_next_stage(uint stage) {
 // Subgroup s owns C rows sub_m .. +32 and columns sub_n .. +32.
 uint coop_sub_m() { return (gl_SubgroupID / kBlocksN) * 32u; }
 uint coop_sub_n() { return (gl_SubgroupID % kBlocksN) * 32u; }
-void multiply_coop_tiles(uint stage) {
+// A subgroup whose 32 rows are all past the tile's `rows` (the last tile of an expert's rows, or of
+// a product's) skips its products: its sums are never stored.
+void multiply_coop_tiles(uint stage, uint rows) {
   uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
+  if (sub_m >= rows) return;
   // COOP_PROMOTED and COOP_PRECISE: the step's hi products and scaled lo products in fresh
   // accumulators, added to acc (the lo ones scaled back) at its end. Promoting after every product
   // of the device's depth instead cost 10% of pp512 on an H200 and changed no layer's error

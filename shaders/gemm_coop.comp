@@ -96,7 +96,7 @@ void main() {
       load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, next, ahi, alo);
       if (w_in) load_raw_w(w_at + next, r, scale_word);
     }
-    multiply_coop_tiles(stage);
+    multiply_coop_tiles(stage, args.rows - m0);
     stage = coop_next_stage(stage);
   }
   barrier();  // the C tile lies over the stages the last products read

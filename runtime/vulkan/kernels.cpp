@@ -41,6 +41,17 @@ uint32_t tuned(uint32_t value, uint32_t fallback, const char* field, uint32_t mo
   return value;
 }
 
+// The cooperative expert GEMM's tile width: COOP_EXPERT_TILE_N or GEMM_TILE_N weight rows
+// (expert_gemm_coop.comp, expert_gemm_coop64.comp).
+constexpr uint32_t kDefaultExpertTile = COOP_EXPERT_TILE_N;
+uint32_t expert_tile_of(const runtime::VulkanTuning& tuning) {
+  if (tuning.expert_tile == 0) return kDefaultExpertTile;
+  if (tuning.expert_tile != GEMM_TILE_N && tuning.expert_tile != COOP_EXPERT_TILE_N)
+    throw std::invalid_argument("VulkanTuning::expert_tile " + std::to_string(tuning.expert_tile) + " is neither " +
+                                std::to_string(GEMM_TILE_N) + " nor " + std::to_string(COOP_EXPERT_TILE_N));
+  return tuning.expert_tile;
+}
+
 // A group of tuning fields set together or not at all: their values, or `fallback`.
 std::vector<uint32_t> tuned_group(const std::vector<uint32_t>& values, std::vector<uint32_t> fallback,
                                   const char* fields, const std::vector<uint32_t>& most) {
@@ -98,7 +109,8 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       key_lanes_asked_(tuned(tuning.attention_key_lanes, 2, "attention_key_lanes", 2)),
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
-      attention_coop_(tuning.attention_coop) {}
+      attention_coop_(tuning.attention_coop),
+      expert_tile_(expert_tile_of(tuning)) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
@@ -437,7 +449,7 @@ bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
 }
 
 uint32_t Kernels::expert_column_tiles(const DeviceExperts& weights) const {
-  return ceil_div(weights.rows, expert_cooperative(weights) ? COOP_EXPERT_TILE_N : GEMM_TILE_N);
+  return ceil_div(weights.rows, expert_cooperative(weights) ? expert_tile_ : GEMM_TILE_N);
 }
 
 void Kernels::moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
@@ -461,7 +473,8 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
                                  weights.rows, flags, limit_value};
   const bool coop = expert_cooperative(weights);
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
-  list.dispatch_indirect(pipeline(coop ? "expert_gemm_coop" : "expert_gemm", sizeof args, weights.encoding), args, *tables.dispatch,
+  const char* shader = !coop ? "expert_gemm" : expert_tile_ == COOP_EXPERT_TILE_N ? "expert_gemm_coop" : "expert_gemm_coop64";
+  list.dispatch_indirect(pipeline(shader, sizeof args, weights.encoding), args, *tables.dispatch,
                          first_projection ? 0 : 12);
 }
 
