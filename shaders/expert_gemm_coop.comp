@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// The cooperative expert GEMM with COOP_EXPERT_TILE_N (128) weight rows per workgroup (expert_gemm_coop.glsl).
-#define COOP_TILE_N COOP_EXPERT_TILE_N
-#define COOP_THREADS COOP_EXPERT_WORKGROUP_SIZE
+// The cooperative expert GEMM in steps of COOP_TILE_K, one operand stage (expert_gemm_coop.glsl).
+#define COOP_STAGES 1
+#define COOP_STEP_K COOP_TILE_K
 #include "expert_gemm_coop.glsl"

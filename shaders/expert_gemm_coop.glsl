@@ -1,18 +1,30 @@
 // expert_gemm.comp on cooperative matrices (same arguments and tile list; the indirect grid's
-// columns are COOP_TILE_N weight rows wide): one tile of one expert's rows, MXFP4 blocks decoded
-// (times their scale) into the f16 W tile. The includer (expert_gemm_coop.comp,
-// expert_gemm_coop64.comp) defines COOP_TILE_N and COOP_THREADS: COOP_EXPERT_TILE_N weight rows per
-// workgroup let each A tile brought to shared memory serve twice the weight rows of a 64-row tile,
-// and each barrier 8 subgroups' products; 64 rows take half the registers per workgroup, so two
-// workgroups share a multiprocessor where the precise level's accumulators allow one of 128
-// (Kernels::expert_tile_rows).
+// columns are COOP_EXPERT_TILE_N weight rows wide): one tile of one expert's rows, MXFP4 blocks
+// decoded (times their scale) into the f16 W tile. Twice the portable tile's weight rows, so each
+// A tile brought to shared memory serves COOP_EXPERT_TILE_N of them and each barrier 8 subgroups'
+// products (a 64-row tile of 4 subgroups, two workgroups to a multiprocessor, was 27% slower in
+// the engine on an H200). The includer (expert_gemm_coop.comp, expert_gemm_coop2.comp) defines
+// COOP_STAGES and COOP_STEP_K.
 #include "common.glsl"
 #define COOP_TILE_M GEMM_TILE_M
-#define COOP_STAGES COOP_EXPERT_STAGES
+#define COOP_TILE_N COOP_EXPERT_TILE_N
 #define COOP_W_PARTS COOP_EXPERT_W_PARTS
+#define COOP_THREADS COOP_EXPERT_WORKGROUP_SIZE
 layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { ExpertGemmArgs args; };
 #include "coop_tile.glsl"
+
+// This invocation's raw weights of a step: at 64 of depth one MXFP4 block (16 bytes), at 32 half
+// a block (its 16 values in two words), and the word holding the block's scale.
+void load_raw_w(uint block, out uvec4 q, out uint scale_word) {
+  uint half_block = (coop_load_w_depth() / 16u) % 2u;
+  if (kWValues == 32u) {
+    q = QuadsIn(args.blocks).v[block];
+  } else {
+    q = uvec4(PairsIn(args.blocks).v[2u * block + half_block], 0u, 0u);
+  }
+  scale_word = WordsIn(args.scales).v[block >> 2];
+}
 
 void main() {
   uint entry = gl_WorkGroupID.y * 3u;
@@ -28,38 +40,30 @@ void main() {
   uint n = n0 + coop_load_w_row();
   bool w_in = n < args.weight_rows;
   clear_coop_sums();
-  // This invocation's block: the W row's (t % 2)-th of each pair.
-  uint block = (expert * args.weight_rows + n) * blocks_per_row + coop_load_w_depth() / 32u;
+  // This invocation's block of the step at depth k0: (k0 + coop_load_w_depth()) / 32 of its W row.
+  uint row_block = (expert * args.weight_rows + n) * blocks_per_row;
   uvec4 ahi[kAQuads], alo[kAQuads];
   uvec4 q = uvec4(0u);
   uint scale_word = 0u;
   load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, 0u, ahi, alo);
-  if (w_in) {
-    q = QuadsIn(args.blocks).v[block];
-    scale_word = WordsIn(args.scales).v[block >> 2];
-  }
+  if (w_in) load_raw_w(row_block + coop_load_w_depth() / 32u, q, scale_word);
   uint stage = 0u;
-  for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
-    vec4 w[8];
+  for (uint k0 = 0u; k0 < args.depth; k0 += COOP_STEP_K) {
+    uint block = row_block + (k0 + coop_load_w_depth()) / 32u;
+    vec4 w[kWValues / 4u];
     float scale = mxfp4_scale_value((scale_word >> ((block & 3u) * 8u)) & 0xFFu);
-    fp4x8(q.x, w[0], w[1]);
-    fp4x8(q.y, w[2], w[3]);
-    fp4x8(q.z, w[4], w[5]);
-    fp4x8(q.w, w[6], w[7]);
-    [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = w_in ? w[i] * scale : vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < kWValues / 8u; ++i) fp4x8(q[i], w[2u * i], w[2u * i + 1u]);
+    [[unroll]] for (uint i = 0u; i < kWValues / 4u; ++i) w[i] = w_in ? w[i] * scale : vec4(0.0);
     if (!a_in) [[unroll]] for (uint i = 0u; i < kAQuads; ++i) ahi[i] = alo[i] = uvec4(0u);
     store_a_halves(stage, ahi, alo);
-    store_w32(stage, w);
+    store_w(stage, w);
     barrier();
-    if (k0 + COOP_TILE_K < args.depth) {  // the next step's loads, in flight during the products
-      block += 2u;
-      load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, k0 + COOP_TILE_K, ahi, alo);
-      if (w_in) {
-        q = QuadsIn(args.blocks).v[block];
-        scale_word = WordsIn(args.scales).v[block >> 2];
-      }
+    uint next = k0 + COOP_STEP_K;
+    if (next < args.depth) {  // the next step's loads, in flight during the products
+      load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, next, ahi, alo);
+      if (w_in) load_raw_w(row_block + (next + coop_load_w_depth()) / 32u, q, scale_word);
     }
-    multiply_coop_tiles(stage, rows);
+    multiply_coop_tiles(stage, rows, k0, args.depth);
     stage = coop_next_stage(stage);
   }
   barrier();  // the C tile lies over the stages the last products read

@@ -1184,14 +1184,14 @@ void check_grouped_moe(const vk::Context& ctx, vk::Kernels& k, const MoeCase& c,
 
 TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
   VULKAN_OR_SKIP();
-  // On cooperative matrices (depths a multiple of COOP_TILE_K, weight rows COOP_EXPERT_TILE_N or
-  // GEMM_TILE_N per tile): 64 to 320 weight rows (partial last tiles), depths of 1 to 3 steps; 1 to
-  // 513 tokens, so tiles of an expert's rows hold 1 to 64 rows (subgroups past the last row skip
-  // their products).
-  // The portable kernel (lavapipe) has one tile: the second width only where it is cooperative.
-  for (const char* tile : {"expert_tile=128", "expert_tile=64"}) {
+  // On cooperative matrices (depths a multiple of COOP_TILE_K, weight rows COOP_EXPERT_TILE_N per
+  // tile, one stage of 64-deep steps or two of 32): 64 to 320 weight rows (partial last tiles),
+  // depths of 1 to 3 promotions; 1 to 513 tokens, so tiles of an expert's rows hold 1 to 64 rows
+  // (subgroups past the last row skip their products). The portable kernel (lavapipe) has one form:
+  // the second only where the kernels are cooperative.
+  for (const char* tile : {"expert_stages=1", "expert_stages=2"}) {
     vk::Kernels tiled = kernels_with(*ctx, tile);
-    if (std::string(tile) == "expert_tile=64" && !tiled.cooperative()) continue;
+    if (std::string(tile) == "expert_stages=2" && !tiled.cooperative()) continue;
     for (const MoeCase c : {MoeCase{1, 8, 4, 64, 64}, MoeCase{3, 8, 4, 96, 64}, MoeCase{33, 8, 4, 64, 96},
                             MoeCase{65, 32, 4, 64, 64}, MoeCase{513, 128, 4, 64, 32}, MoeCase{17, 4, 2, 192, 128},
                             MoeCase{40, 4, 3, 128, 160}}) {
@@ -1288,7 +1288,7 @@ TEST(VulkanKernels, ExpertShapeFromTheTuningIsChecked) {
   expect_refused(*ctx, {"mlp1_outputs=2,mlp1_batch=4,mlp2_outputs=2", "mlp1_batch=4,mlp2_outputs=2,mlp2_batch=4",
                         "mlp1_outputs=2,mlp1_batch=4,mlp2_outputs=17,mlp2_batch=1",
                         "mlp1_outputs=2,mlp1_batch=9,mlp2_outputs=2,mlp2_batch=4"});
-  expect_refused(*ctx, {"expert_tile=96", "expert_tile=256"});
+  expect_refused(*ctx, {"expert_stages=3"});
   const vk::Kernels shaped = kernels_with(*ctx, expert_keys("8,1,4,2"));
   EXPECT_EQ(shaped.expert_shape().mlp1_outputs, 8u);
   EXPECT_EQ(shaped.expert_shape().mlp1_batch, 1u);
