@@ -137,7 +137,6 @@ struct VulkanTuning {
   uint32_t matvec_loads = 0;         // decode matvec: 8-value loads per lane and row in flight
   uint32_t mlp1_outputs = 0, mlp1_batch = 0;  // decode expert kernels: outputs per subgroup and blocks
   uint32_t mlp2_outputs = 0, mlp2_batch = 0;  // per lane in flight (all four, or none)
-  uint32_t expert_stages = 0;        // prefill expert GEMM: operand stages of the cooperative tile (1 or 2)
   friend bool operator==(const VulkanTuning&, const VulkanTuning&) = default;
 };
 

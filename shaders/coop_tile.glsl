@@ -1,10 +1,9 @@
 // The cooperative-matrix GEMM tile shared by gemm_coop.comp and expert_gemm_coop.comp
 // (VK_NV_cooperative_matrix; written so the KHR form is a rename of types and calls): a
 // COOP_TILE_M x COOP_TILE_N block of C = A W^T (A rows x W rows; the includer defines the two,
-// COOP_THREADS, its workgroup size, COOP_W_PARTS and COOP_STAGES, and may define COOP_STEP_K, a
-// step's depth: COOP_TILE_K by default), from f16 tiles in shared memory, f32 accumulators.
-// COOP_THREADS invocations = subgroups of 32, each owning a 32 x 32 block of C as (32/M) x (32/N)
-// matrices of the device's M x N x K shape.
+// COOP_THREADS, its workgroup size, and COOP_W_PARTS), COOP_TILE_K deep per step, from f16 tiles in
+// shared memory, f32 accumulators. COOP_THREADS invocations = subgroups of 32, each owning a 32 x 32
+// block of C as (32/M) x (32/N) matrices of the device's M x N x K shape.
 //
 // Precision (PRECISION): the tensor cores multiply f16 values exactly but add the products into
 // their f32 accumulator with truncation, so a long sum drifts by up to an f32 ulp per step toward
@@ -24,8 +23,8 @@
 //   COOP_SPLIT: A as hi + lo, W rounded to f16, one accumulator over the whole depth.
 //   COOP_FAST: A rounded to f16 (its hi part), W rounded, one accumulator.
 //
-// Loads: invocation t decodes COOP_STEP_K / 2 values (at 64, one Q8_0/MXFP4 block) of W row t/2
-// (depth (t%2) * COOP_STEP_K / 2 ..) per step, and brings COOP_STEP_K / (COOP_THREADS / COOP_TILE_M) values of A row
+// Loads: invocation t decodes 32 values (one Q8_0/MXFP4 block) of W row t/2 (depth (t%2)*32 ..
+// +32) per step, and brings COOP_TILE_K / (COOP_THREADS / COOP_TILE_M) values of A row
 // t / (COOP_THREADS / COOP_TILE_M) (hi and lo). The kernels issue the next step's global loads
 // into registers before this step's products (raw bytes; decoded and stored after the products),
 // so memory latency hides behind the matrix units, and store 8 halves at a time. The operand
@@ -39,17 +38,13 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 
-#ifndef COOP_STEP_K
-#define COOP_STEP_K COOP_TILE_K
-#endif
-// Shapes this tile is written for: one 32 x 32 block per subgroup of 32, half a W row's step per
-// invocation (so 2 COOP_TILE_N invocations), whole uvec4s of A per invocation, steps that divide
-// the promotions' COOP_TILE_K.
+// Shapes this tile is written for: one 32 x 32 block per subgroup of 32, one W block per
+// invocation (so 2 COOP_TILE_N invocations), whole uvec4s of A per invocation.
 #if COOP_THREADS * 32 != COOP_TILE_M * COOP_TILE_N || COOP_THREADS != 2 * COOP_TILE_N
 #error "coop_tile.glsl: COOP_THREADS must be COOP_TILE_M * COOP_TILE_N / 32 and 2 * COOP_TILE_N"
 #endif
 #if COOP_TILE_M % 32 != 0 || COOP_TILE_N % 32 != 0 || COOP_THREADS % COOP_TILE_M != 0 || \
-    (COOP_STEP_K / 8) % (COOP_THREADS / COOP_TILE_M) != 0 || COOP_TILE_K != 64 || (COOP_STEP_K != 64 && COOP_STEP_K != 32)
+    (COOP_TILE_K / 8) % (COOP_THREADS / COOP_TILE_M) != 0 || COOP_TILE_K != 64
 #error "coop_tile.glsl: unsupported tile shape"
 #endif
 
@@ -66,36 +61,32 @@ layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
 
 // Shared memory in uvec4s (8 halves, or 4 floats of the C tile): COOP_STAGES stages of [a_hi | a_lo | w (| w_lo)],
 // sized by COOP_SHARED_BYTES (kernel_abi.h), the formula the launcher checks against the device.
-const uint kRowQuads = COOP_STEP_K / 8u + 1u;  // per operand row: the step's halves and a quad, skewed banks
+const uint kRowQuads = COOP_TILE_K / 8u + 1u;  // per operand row: 144 bytes, skewed banks
 const uint kATileQuads = COOP_TILE_M * kRowQuads;
-const uint kStageQuads = COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, 1, COOP_STEP_K) / 16;  // [A hi | A lo | W (| W lo)]
+const uint kStageQuads = COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, 1) / 16;  // [A hi | A lo | W (| W lo)]
 const uint kWTileQuads = COOP_TILE_N * kRowQuads;
 const uint kStrideCQuads = COOP_TILE_N / 4u + 1u;  // per C row: the row's floats and 4 more, skewed banks
 #if COOP_STAGES != 1 && COOP_STAGES != 2
 #error "coop_tile.glsl: COOP_STAGES must be 1 or 2"
 #endif
 // The f32 C tile (COOP_TILE_M rows of kStrideCQuads) is laid over the operand stages.
-#if COOP_TILE_M * (COOP_TILE_N / 4 + 1) * 16 > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES, COOP_STEP_K)
+#if COOP_TILE_M * (COOP_TILE_N / 4 + 1) * 16 > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES)
 #error "coop_tile.glsl: the C tile does not fit over the operand stages"
 #endif
-shared uvec4 coop_shared[COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES, COOP_STEP_K) / 16];
+shared uvec4 coop_shared[COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES) / 16];
 
 const uint kAThreadsPerRow = COOP_THREADS / COOP_TILE_M;
-const uint kAQuads = COOP_STEP_K / 8u / kAThreadsPerRow;  // uvec4s of A (per part) per invocation per step
-const uint kWValues = COOP_STEP_K / 2u;                    // W values an invocation decodes per step
+const uint kAQuads = COOP_TILE_K / 8u / kAThreadsPerRow;  // uvec4s of A (per part) per invocation per step
 const uint kBlocksN = COOP_TILE_N / 32u;                   // 32 x 32 blocks of C across a row of subgroups
 const uint kRowsPerSubgroup = 32u / lM, kColsPerSubgroup = 32u / lN;
 fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> acc[kRowsPerSubgroup][kColsPerSubgroup];
 // COOP_PRECISE: what acc's f32 additions rounded off (TwoSum), added to acc at the end.
 fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> comp[kRowsPerSubgroup][kColsPerSubgroup];
-// COOP_PROMOTED and COOP_PRECISE: the products of the current COOP_TILE_K of depth, hi and scaled lo.
-fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> part[kRowsPerSubgroup][kColsPerSubgroup];
-fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part[kRowsPerSubgroup][kColsPerSubgroup];
 
 uint coop_load_a_row() { return gl_LocalInvocationIndex / kAThreadsPerRow; }
-uint coop_load_a_depth() { return (gl_LocalInvocationIndex % kAThreadsPerRow) * (COOP_STEP_K / kAThreadsPerRow); }
+uint coop_load_a_depth() { return (gl_LocalInvocationIndex % kAThreadsPerRow) * (COOP_TILE_K / kAThreadsPerRow); }
 uint coop_load_w_row() { return gl_LocalInvocationIndex / 2u; }
-uint coop_load_w_depth() { return (gl_LocalInvocationIndex % 2u) * kWValues; }
+uint coop_load_w_depth() { return (gl_LocalInvocationIndex % 2u) * 32u; }
 
 uint coop_a_hi_at(uint stage) { return stage * kStageQuads; }
 uint coop_a_lo_at(uint stage) { return stage * kStageQuads + kATileQuads; }
@@ -129,7 +120,7 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
     lo[i] = SPLIT_A ? QuadsIn(a_lo_address).v[at + i] : uvec4(0u);
   }
 }
-// This invocation's kWValues weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves;
+// This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves;
 // with kSplitW as hi (each value rounded to f16's 11 significant bits, as split_halves rounds A:
 // exact in f16 within its normal range) and lo = (v - hi) * COOP_LO_SCALE (at most 8 significant
 // bits of Q8_0's d * q: exact in f16; the other block types' values rounded to f16 there, as A's
@@ -137,9 +128,9 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
 // weight of 1e-3 leaves a lo near 5e-7, an f16 subnormal with 2^-24 steps, and the products
 // carry that step back out). round_to_f16_bits, not a round trip through packHalf2x16: NVIDIA's
 // compiler folds unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.
-void store_w(uint stage, vec4 v[kWValues / 4u]) {
+void store_w32(uint stage, vec4 v[8]) {
   uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
-  [[unroll]] for (uint i = 0u; i < kWValues / 8u; ++i) {
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     if (kSplitW) {
       vec4 h0 = round_to_f16_bits(v[2u * i]), h1 = round_to_f16_bits(v[2u * i + 1u]);
       coop_shared[coop_w_at(stage) + at + i] = halves8(h0, h1);
@@ -161,26 +152,24 @@ uint coop_next_stage(uint stage) {
 // Subgroup s owns C rows sub_m .. +32 and columns sub_n .. +32.
 uint coop_sub_m() { return (gl_SubgroupID / kBlocksN) * 32u; }
 uint coop_sub_n() { return (gl_SubgroupID % kBlocksN) * 32u; }
-// The products of the step at depth k0 of `depth` (its operands in `stage`). A subgroup whose 32
-// rows are all past the tile's `rows` (the last tile of an expert's rows, or of a product's) skips
-// them: its sums are never stored.
-void multiply_coop_tiles(uint stage, uint rows, uint k0, uint depth) {
+// A subgroup whose 32 rows are all past the tile's `rows` (the last tile of an expert's rows, or of
+// a product's) skips its products: its sums are never stored.
+void multiply_coop_tiles(uint stage, uint rows) {
   uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
   if (sub_m >= rows) return;
-  // COOP_PROMOTED and COOP_PRECISE: each COOP_TILE_K of depth's hi products and scaled lo products
-  // in fresh accumulators, added to acc (the lo ones scaled back) at its end, whatever the step's
-  // depth. Promoting after every product of the device's depth instead cost 10% of pp512 on an
-  // H200 and changed no layer's error (a2909b5); with TwoSum there, 32%, and the Q8_0 GGUF's router
-  // near-tie still went the other way.
-  bool promote_begins = k0 % COOP_TILE_K == 0u;
-  bool promote_ends = (k0 + COOP_STEP_K) % COOP_TILE_K == 0u || k0 + COOP_STEP_K >= depth;
-  if (kPromote && promote_begins)
+  // COOP_PROMOTED and COOP_PRECISE: the step's hi products and scaled lo products in fresh
+  // accumulators, added to acc (the lo ones scaled back) at its end. Promoting after every product
+  // of the device's depth instead cost 10% of pp512 on an H200 and changed no layer's error
+  // (a2909b5); with TwoSum there, 32%, and the Q8_0 GGUF's router near-tie still went the other way.
+  fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> part[kRowsPerSubgroup][kColsPerSubgroup];
+  fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part[kRowsPerSubgroup][kColsPerSubgroup];
+  if (kPromote)
     [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
       [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
         part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
         lo_part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
       }
-  [[unroll]] for (uint k = 0u; k < COOP_STEP_K; k += lK) {
+  [[unroll]] for (uint k = 0u; k < COOP_TILE_K; k += lK) {
     fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a[kRowsPerSubgroup];
     fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a2[kRowsPerSubgroup];
     [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
@@ -206,7 +195,7 @@ void multiply_coop_tiles(uint stage, uint rows, uint k0, uint depth) {
       }
     }
   }
-  if (kPromote && promote_ends)
+  if (kPromote)
     [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
       [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
         precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step = part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE);

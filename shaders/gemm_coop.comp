@@ -89,14 +89,14 @@ void main() {
     if (!w_in) [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = vec4(0.0);
     if (!a_in) [[unroll]] for (uint i = 0u; i < kAQuads; ++i) ahi[i] = alo[i] = uvec4(0u);
     store_a_halves(stage, ahi, alo);
-    store_w(stage, w);
+    store_w32(stage, w);
     barrier();
     if (k0 + COOP_TILE_K < args.depth) {  // the next step's loads, in flight during the products
       uint next = k0 + COOP_TILE_K;
       load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, next, ahi, alo);
       if (w_in) load_raw_w(w_at + next, r, scale_word);
     }
-    multiply_coop_tiles(stage, args.rows - m0, k0, args.depth);
+    multiply_coop_tiles(stage, args.rows - m0);
     stage = coop_next_stage(stage);
   }
   barrier();  // the C tile lies over the stages the last products read

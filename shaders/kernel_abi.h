@@ -105,24 +105,21 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define GEMM_TILE_K 32            // depth per step: one Q8_0 / MXFP4 block
 #define GEMM_WORKGROUP_SIZE 256   // portable GEMM: 4 x 4 outputs per invocation
 #define COOP_WORKGROUP_SIZE 128   // dense cooperative-matrix GEMM (GEMM_TILE_M x GEMM_TILE_N): 4 subgroups of 32, 32 x 32 each
-#define COOP_TILE_K 64            // cooperative-matrix GEMMs: depth per promotion of the partial sums (two 32-value blocks)
+#define COOP_TILE_K 64            // cooperative-matrix GEMMs: depth per step (two 32-value blocks)
 // The cooperative expert GEMM's tiles: GEMM_TILE_M rows (moe_route's tiles) x COOP_EXPERT_TILE_N
 // weight rows (its grid's columns), 8 subgroups of 32, 32 x 32 each: an A tile in shared memory
 // serves twice the weight rows of the 64-wide tile (mlp1 reads each A tile 45 times instead of 90).
 #define COOP_EXPERT_TILE_N 128
 #define COOP_EXPERT_WORKGROUP_SIZE 256
-// Operand stages of the cooperative tiles and the depth of a step: 2 stages overlap a step's stores
-// with the last step's products (one barrier per step), but [A hi | A lo | W] twice at COOP_TILE_K
-// is 55 KB (dense) or 74 KB (expert) and NVIDIA's Vulkan driver allows 48 KiB per workgroup, so the
-// dense tile takes one stage of COOP_TILE_K (two barriers a step); the expert tile takes one stage
-// of COOP_TILE_K, or two of COOP_EXPERT_STEP2_K (41 KB; VulkanTuning::expert_stages), its partial
-// sums promoted every COOP_TILE_K of depth either way.
+// Operand stages of the cooperative tiles: 2 overlaps a step's stores with the last step's
+// products (one barrier per step), but [A hi | A lo | W] twice is 55 KB (dense) or 74 KB (expert)
+// and NVIDIA's Vulkan driver allows 48 KiB per workgroup, so both take one stage (two barriers).
 #define COOP_DENSE_STAGES 1
-#define COOP_EXPERT_STEP2_K 32
+#define COOP_EXPERT_STAGES 1
 // Bytes of shared memory a cooperative tile uses (the launcher checks them against the device's
-// maxComputeSharedMemorySize): per stage, 2 A parts + W_PARTS parts of W rows, K halves (the
-// step's depth) and a skew quad per row.
-#define COOP_SHARED_BYTES(M, N, W_PARTS, STAGES, K) ((STAGES) * (2 * (M) + (W_PARTS) * (N)) * ((K) / 8 + 1) * 16)
+// maxComputeSharedMemorySize): per stage, 2 A parts + W_PARTS parts of W rows, COOP_TILE_K halves
+// and a skew quad per row.
+#define COOP_SHARED_BYTES(M, N, W_PARTS, STAGES) ((STAGES) * (2 * (M) + (W_PARTS) * (N)) * (COOP_TILE_K / 8 + 1) * 16)
 // W parts of the tiles: the dense one holds Q8_0's d * q as f16 hi + lo from COOP_PROMOTED; MXFP4's
 // values (the expert tile's) are exact in f16.
 #define COOP_DENSE_W_PARTS 2

@@ -41,10 +41,6 @@ uint32_t tuned(uint32_t value, uint32_t fallback, const char* field, uint32_t mo
   return value;
 }
 
-// The cooperative expert GEMM: one operand stage of COOP_TILE_K (expert_gemm_coop.comp) or two of
-// COOP_EXPERT_STEP2_K (expert_gemm_coop2.comp); the same sums in the same order.
-constexpr uint32_t kDefaultExpertStages = 1;
-
 // A group of tuning fields set together or not at all: their values, or `fallback`.
 std::vector<uint32_t> tuned_group(const std::vector<uint32_t>& values, std::vector<uint32_t> fallback,
                                   const char* fields, const std::vector<uint32_t>& most) {
@@ -102,14 +98,12 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       key_lanes_asked_(tuned(tuning.attention_key_lanes, 2, "attention_key_lanes", 2)),
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
-      attention_coop_(tuning.attention_coop),
-      expert_stages_(tuned(tuning.expert_stages, kDefaultExpertStages, "expert_stages", 2)) {}
+      attention_coop_(tuning.attention_coop) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
-static_assert(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES, COOP_TILE_K) <= 49152 &&
-                  COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, 1, COOP_TILE_K) <= 49152 &&
-                  COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, 2, COOP_EXPERT_STEP2_K) <= 49152,
+static_assert(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES) <= 49152 &&
+                  COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES) <= 49152,
               "cooperative GEMM tiles over 48 KiB of shared memory");
 
 static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
@@ -122,9 +116,8 @@ bool Kernels::cooperative() const {
   // The cooperative tiles' shared memory is fixed at build time; a device that allows less per
   // workgroup (NVIDIA: 48 KiB) would fail pipeline creation, so it takes the portable kernels.
   constexpr uint32_t shared_bytes =
-      std::max({COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES, COOP_TILE_K),
-                COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, 1, COOP_TILE_K),
-                COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, 2, COOP_EXPERT_STEP2_K)});
+      std::max(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES),
+               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES));
   return !force_portable_ && ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32 &&
          shared_bytes <= ctx_.info().max_shared_memory;
 }
@@ -468,8 +461,7 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
                                  weights.rows, flags, limit_value};
   const bool coop = expert_cooperative(weights);
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
-  const char* shader = !coop ? "expert_gemm" : expert_stages_ == 1 ? "expert_gemm_coop" : "expert_gemm_coop2";
-  list.dispatch_indirect(pipeline(shader, sizeof args, weights.encoding), args, *tables.dispatch,
+  list.dispatch_indirect(pipeline(coop ? "expert_gemm_coop" : "expert_gemm", sizeof args, weights.encoding), args, *tables.dispatch,
                          first_projection ? 0 : 12);
 }
 

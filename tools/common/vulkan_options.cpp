@@ -26,7 +26,6 @@ constexpr std::array kShapeKeys = {
     ShapeKey{"mlp1_batch", &VulkanTuning::mlp1_batch, "decode mlp1: blocks per lane in flight"},
     ShapeKey{"mlp2_outputs", &VulkanTuning::mlp2_outputs, "decode mlp2: outputs per subgroup"},
     ShapeKey{"mlp2_batch", &VulkanTuning::mlp2_batch, "decode mlp2: blocks per lane in flight"},
-    ShapeKey{"expert_stages", &VulkanTuning::expert_stages, "prefill expert GEMM: operand stages of the cooperative tile (1: 64-deep steps, 2: 32-deep)"},
 };
 
 // The switches, each once: key, its values in the enum's order, and the field's access.
