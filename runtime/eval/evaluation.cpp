@@ -94,7 +94,8 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   // the compared engines' (one engine's GPU work or host copy of its logits while the other's
   // runs); engines on the host alone already use every core, and go one after the other.
   const auto on_device = [](const runtime::Engine* e) { return e->kind() == runtime::EngineKind::Vulkan; };
-  const bool overlap = r.reference && (on_device(r.reference) || std::any_of(compared.begin(), compared.end(), on_device));
+  const bool overlap = r.overlap_forwards && r.reference &&
+                       (on_device(r.reference) || std::any_of(compared.begin(), compared.end(), on_device));
   auto run_chunk = [&r, &plan, &compared, &runs_chunk, scored_rows, overlap](uint32_t chunk, ChunkLogits& out) {
     leave_signals_to_the_main_thread();
     const auto forward_start = Clock::now();

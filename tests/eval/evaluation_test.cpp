@@ -43,8 +43,9 @@ std::optional<EnginePair> make_engine_pair(runtime::EngineKind kind, const Canon
   }
 }
 eval::EvaluationResult evaluate_pair(const EnginePair& engines, const std::vector<uint32_t>& ids,
-                                     const eval::ChunkPlan& plan) {
+                                     const eval::ChunkPlan& plan, bool overlap_forwards = true) {
   eval::EvaluationRequest request;
+  request.overlap_forwards = overlap_forwards;
   request.tokens = ids;
   request.plan = plan;
   request.reference = engines.reference.get();
@@ -103,9 +104,9 @@ TEST(Evaluation, RefusesOneEngineInTwoRoles) {
 
 // evaluate() asks each forward for the scored rows only, overlaps the next chunk's forwards with
 // the statistics and, where a device engine takes part, the reference's forward with the
-// candidate's; the numbers must be those of the statistics taken on every row of
-// LogitRows::All, chunk after chunk (what evaluate() did before): equal, not close.
-void expect_same_as_all_rows(runtime::EngineKind kind) {
+// candidate's (or not: overlap_forwards); the numbers must be those of the statistics taken on
+// every row of LogitRows::All, chunk after chunk (what evaluate() did before): equal, not close.
+void expect_same_as_all_rows(runtime::EngineKind kind, bool overlap_forwards = true) {
   const auto reference_model = load_model(preset_a_checkpoint() / "hf");
   const auto candidate_model = load_model(preset_a_q8_gguf());
   const auto ids = fixed_ids(3 * 24);  // 3 chunks: both buffers, and one of them twice
@@ -114,7 +115,7 @@ void expect_same_as_all_rows(runtime::EngineKind kind) {
   std::string why;
   const auto engines = make_engine_pair(kind, reference_model, candidate_model, 24, why);
   if (!engines) GTEST_SKIP() << why;
-  const auto result = evaluate_pair(*engines, ids, plan);
+  const auto result = evaluate_pair(*engines, ids, plan, overlap_forwards);
   auto& reference = engines->reference;
   auto& candidate = engines->candidate;
   ASSERT_EQ(result.candidates.size(), 1u);
@@ -162,6 +163,9 @@ TEST(Evaluation, ScoredRowsGiveTheNumbersOfEveryRowOnTheCpuF64Engine) {
   expect_same_as_all_rows(runtime::EngineKind::CpuF64);
 }
 TEST(VulkanEvaluation, ScoredRowsGiveTheNumbersOfEveryRow) { expect_same_as_all_rows(runtime::EngineKind::Vulkan); }
+TEST(VulkanEvaluation, SerialForwardsGiveTheNumbersOfEveryRow) {
+  expect_same_as_all_rows(runtime::EngineKind::Vulkan, false);
+}
 
 std::vector<float> read_f32(const std::filesystem::path& path) {
   const auto bytes = read_file_bytes(path);
