@@ -34,9 +34,6 @@ struct EvaluationRequest {
   uint32_t floor_chunks = 1;
   ReferenceLogitsWriter* save = nullptr;  // stores the live reference's records as they are made
   unsigned threads = 0;                   // 0: one per core
-  // Where a device engine takes part, the reference's forward of a chunk runs on a thread of its
-  // own beside the compared engines'; false: after them (the same results either way).
-  bool overlap_forwards = true;
   // After every chunk: text tokens run so far and in all (chunks x ctx).
   std::function<void(uint64_t done, uint64_t total)> progress;
 };

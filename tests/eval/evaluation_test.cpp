@@ -28,14 +28,17 @@ std::vector<uint32_t> fixed_ids(size_t n) {
 struct EnginePair {
   std::unique_ptr<runtime::Engine> reference, candidate;
 };
-// Engines of `kind` for the two models, `ctx` positions each; nullopt (with the reason) where
-// the Vulkan engine has no usable device. Any other failure propagates and fails the test.
+// Engines for the two models (the reference's of `reference_kind`, default `kind`), `ctx` positions
+// each; nullopt (with the reason) where the Vulkan engine has no usable device. Any other failure
+// propagates and fails the test.
 std::optional<EnginePair> make_engine_pair(runtime::EngineKind kind, const CanonicalModel& reference,
-                                           const CanonicalModel& candidate, uint64_t ctx, std::string& why) {
+                                           const CanonicalModel& candidate, uint64_t ctx, std::string& why,
+                                           std::optional<runtime::EngineKind> reference_kind = std::nullopt) {
   runtime::EngineOptions options;
   options.max_context = ctx;
   try {
-    return EnginePair{runtime::make_engine(kind, reference, options), runtime::make_engine(kind, candidate, options)};
+    return EnginePair{runtime::make_engine(reference_kind.value_or(kind), reference, options),
+                      runtime::make_engine(kind, candidate, options)};
   } catch (const std::runtime_error& e) {
     if (kind != runtime::EngineKind::Vulkan) throw;
     why = std::string("no usable Vulkan device: ") + e.what();
@@ -43,9 +46,8 @@ std::optional<EnginePair> make_engine_pair(runtime::EngineKind kind, const Canon
   }
 }
 eval::EvaluationResult evaluate_pair(const EnginePair& engines, const std::vector<uint32_t>& ids,
-                                     const eval::ChunkPlan& plan, bool overlap_forwards = true) {
+                                     const eval::ChunkPlan& plan) {
   eval::EvaluationRequest request;
-  request.overlap_forwards = overlap_forwards;
   request.tokens = ids;
   request.plan = plan;
   request.reference = engines.reference.get();
@@ -103,19 +105,19 @@ TEST(Evaluation, RefusesOneEngineInTwoRoles) {
 }
 
 // evaluate() asks each forward for the scored rows only, overlaps the next chunk's forwards with
-// the statistics and, where a device engine takes part, the reference's forward with the
-// candidate's (or not: overlap_forwards); the numbers must be those of the statistics taken on
+// the statistics and, where one engine is on the device and the other on the host, the
+// reference's forward with the candidate's; the numbers must be those of the statistics taken on
 // every row of LogitRows::All, chunk after chunk (what evaluate() did before): equal, not close.
-void expect_same_as_all_rows(runtime::EngineKind kind, bool overlap_forwards = true) {
+void expect_same_as_all_rows(runtime::EngineKind kind, std::optional<runtime::EngineKind> reference_kind = std::nullopt) {
   const auto reference_model = load_model(preset_a_checkpoint() / "hf");
   const auto candidate_model = load_model(preset_a_q8_gguf());
   const auto ids = fixed_ids(3 * 24);  // 3 chunks: both buffers, and one of them twice
   const auto plan = eval::plan_chunks(ids.size(), 24, std::nullopt);
   ASSERT_EQ(plan.chunks, 3u);
   std::string why;
-  const auto engines = make_engine_pair(kind, reference_model, candidate_model, 24, why);
+  const auto engines = make_engine_pair(kind, reference_model, candidate_model, 24, why, reference_kind);
   if (!engines) GTEST_SKIP() << why;
-  const auto result = evaluate_pair(*engines, ids, plan, overlap_forwards);
+  const auto result = evaluate_pair(*engines, ids, plan);
   auto& reference = engines->reference;
   auto& candidate = engines->candidate;
   ASSERT_EQ(result.candidates.size(), 1u);
@@ -163,8 +165,8 @@ TEST(Evaluation, ScoredRowsGiveTheNumbersOfEveryRowOnTheCpuF64Engine) {
   expect_same_as_all_rows(runtime::EngineKind::CpuF64);
 }
 TEST(VulkanEvaluation, ScoredRowsGiveTheNumbersOfEveryRow) { expect_same_as_all_rows(runtime::EngineKind::Vulkan); }
-TEST(VulkanEvaluation, SerialForwardsGiveTheNumbersOfEveryRow) {
-  expect_same_as_all_rows(runtime::EngineKind::Vulkan, false);
+TEST(VulkanEvaluation, ACpuReferenceBesideTheDeviceGivesTheNumbersOfEveryRow) {
+  expect_same_as_all_rows(runtime::EngineKind::Vulkan, runtime::EngineKind::Cpu);
 }
 
 std::vector<float> read_f32(const std::filesystem::path& path) {

@@ -75,7 +75,6 @@ struct Options {
   unsigned threads = 0;
   int level = 1;
   bool json_output = false;
-  bool serial_forwards = false;  // the reference's forward after the candidates', not beside them
   std::vector<std::string> traces;
   double tolerance = 1e-3;
 };
@@ -175,7 +174,6 @@ int evaluate(const Options& o) {
   request.tokens = evaluated;
   request.plan = plan;
   request.threads = o.threads;
-  request.overlap_forwards = !o.serial_forwards;
   std::optional<gptoss::eval::ReferenceLogitsReader> reader;
   std::unique_ptr<gptoss::runtime::Engine> reference;
   if (!o.against_logits.empty()) {
@@ -272,9 +270,6 @@ int main(int argc, char** argv) {
   app.add_option("--level", o.level, "zstd level of --save-logits (1..19)")->check(CLI::Range(1, 19))->capture_default_str();
   app.add_option("--threads", o.threads, "threads for the statistics (0: one per core)")->capture_default_str();
   app.add_flag("--json", o.json_output, "print one JSON object instead of the table");
-  app.add_flag("--serial-forwards", o.serial_forwards,
-               "run the reference's forward of a chunk after the candidates' instead of beside them (where a Vulkan "
-               "engine takes part; the same results)");
   app.add_option("--compare-traces", o.traces, "A B: two gptoss-run --trace files")->expected(2);
   app.add_option("--tolerance", o.tolerance, "--compare-traces: largest difference allowed, relative to the stage's largest |value|")
       ->capture_default_str();
