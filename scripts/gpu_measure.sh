@@ -12,6 +12,8 @@
 #              variant of VARIANTS (gptoss-bench --variant NAME:KEYS), one JSON
 #     eval     each file on the Vulkan engine against itself on cpu-f64 (the engine's noise floor:
 #              KL, top-1, PPL), then the Q8_0 GGUF against the HF checkpoint on the Vulkan engine
+#     profile  a pp512 of each file with the GPU time per kernel and the pipelines' registers
+#              (gptoss-bench --profile --pipeline-stats), one text file per file and variant
 #     parity   gptoss-run --parity: the HF checkpoint on cpu and vulkan over a 512-token prompt
 #     big      gptoss-bench on synth:120b (generated as it is uploaded, never on disk), and its
 #              noise floor over 2 chunks (the Vulkan engine against cpu-f64)
@@ -74,6 +76,19 @@ evaluate() {
   done
   run "eval Q8_0 vs HF" "$BIN"/gptoss-eval "$HF" "$Q8" --text "$TEXT" --chunks 32 --engine vulkan --json >"$OUT/eval-q8_0.json"
 }
+profile() {
+  local model v name
+  for model in "$HF" "$Q8"; do
+    for v in default ${VARIANTS:-}; do
+      name=${v%%:*}
+      local tuning=()
+      [ "$v" != default ] && tuning=(--tuning "${v#*:}")
+      run "profile $(basename "$model") $name" "$BIN"/gptoss-bench "$model" -p 512 -n 0 -r 2 -q -o md --profile \
+        --pipeline-stats "${tuning[@]}" >"$OUT/profile-$(basename "$model")-$name.txt" 2>&1
+      grep -E "pp512|prefill|Register" "$OUT/profile-$(basename "$model")-$name.txt" | head -24
+    done
+  done
+}
 parity() {
   local ids
   ids=$("$BIN"/gptoss-run "$HF" -p "$(head -c 3000 "$TEXT")" --no-harmony -n 0 --engine vulkan --json | tr -d ' \n' |
@@ -82,16 +97,16 @@ parity() {
 }
 big() {
   run "bench 120b" "$BIN"/gptoss-bench synth:120b -p 512 -n 128 -r 3 -q -o md --save "$OUT/bench-120b.json"
-  run "eval floor 120b" "$BIN"/gptoss-eval synth:120b --tokenizer "$KIT/tokenizer.json" --text "$TEXT" --chunks 2 \
+  run "eval floor 120b" timeout 400 "$BIN"/gptoss-eval synth:120b --tokenizer "$KIT/tokenizer.json" --text "$TEXT" --chunks 2 \
     --engine vulkan --reference-engine cpu-f64 --floor-chunks 2 --json >"$OUT/eval-floor-120b.json"
 }
 peer() {
   [ -x "${LLAMA_BENCH:-}" ] || { echo "peer: set LLAMA_BENCH to llama-bench"; return 0; }
   run "llama-bench Q8_0" "$LLAMA_BENCH" -m "$Q8" -p 512,2048 -n 128 -d 0,4096,16384 -r "$R" -fa 1 -ngl 99 -o json >"$OUT/peer-20b.json"
 }
-for step in ${@:-tests convert bench eval parity big}; do
+for step in ${@:-tests convert bench eval profile parity big}; do
   case $step in
-    tests | convert | bench | parity | big | peer) $step ;;
+    tests | convert | bench | profile | parity | big | peer) $step ;;
     eval) evaluate ;;
     *) echo "unknown step $step" && exit 2 ;;
   esac

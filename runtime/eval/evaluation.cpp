@@ -95,7 +95,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   // side's arithmetic while the other's runs. Engines on one side go one after the other: on the
   // host each uses every core, and two Vulkan engines side by side were 8% slower than one after
   // the other on an H100 (the synthesized 20b's Q8_0 GGUF against its HF checkpoint, 16 chunks:
-  // 1,799 against 1,943 tokens a second; f3d3df1).
+  // 1,789 and 1,809 against 1,943 tokens a second; f3d3df1).
   const auto on_device = [](const runtime::Engine* e) { return e->kind() == runtime::EngineKind::Vulkan; };
   const bool overlap = r.reference && std::any_of(compared.begin(), compared.end(), [&](const runtime::Engine* e) {
                          return on_device(e) != on_device(r.reference);
