@@ -4,7 +4,7 @@
 // columns are COOP_EXPERT_TILE_N weight rows wide): one tile of one expert's rows, MXFP4 blocks
 // decoded (times their scale) into the f16 W tile. Twice the portable tile's weight rows, so each
 // A tile brought to shared memory serves COOP_EXPERT_TILE_N of them and each barrier 8 subgroups'
-// products (a 64-row tile of 4 subgroups, two workgroups to a multiprocessor, was 27% slower in
+// products (a 64 x 64 tile of 4 subgroups, two workgroups to a multiprocessor, was 27% slower in
 // the engine on an H200).
 #include "common.glsl"
 #define COOP_TILE_M GEMM_TILE_M
