@@ -111,6 +111,10 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // serves twice the weight rows of the 64-wide tile (mlp1 reads each A tile 45 times instead of 90).
 #define COOP_EXPERT_TILE_N 128
 #define COOP_EXPERT_WORKGROUP_SIZE 256
+// The dense cooperative GEMM's wide tile (VulkanTuning::dense_tile = 128; F16 and BF16 weights):
+// GEMM_TILE_M x COOP_DENSE_WIDE_TILE_N, 8 subgroups, one W part (Q8_0's two need 55 KB at this width).
+#define COOP_DENSE_WIDE_TILE_N 128
+#define COOP_DENSE_WIDE_WORKGROUP_SIZE 256
 // Operand stages of the cooperative tiles: 2 overlaps a step's stores with the last step's
 // products (one barrier per step), but [A hi | A lo | W] twice is 55 KB (dense) or 74 KB (expert)
 // and NVIDIA's Vulkan driver allows 48 KiB per workgroup, so both take one stage (two barriers).

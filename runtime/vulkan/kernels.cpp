@@ -41,6 +41,16 @@ uint32_t tuned(uint32_t value, uint32_t fallback, const char* field, uint32_t mo
   return value;
 }
 
+// The cooperative dense GEMM's width for weights exact in f16: GEMM_TILE_N (gemm_coop.comp, the
+// default) or COOP_DENSE_WIDE_TILE_N (gemm_coop_wide.comp), the same sums either way.
+uint32_t dense_tile_of(const runtime::VulkanTuning& tuning) {
+  if (tuning.dense_tile == 0) return GEMM_TILE_N;
+  if (tuning.dense_tile != GEMM_TILE_N && tuning.dense_tile != COOP_DENSE_WIDE_TILE_N)
+    throw std::invalid_argument("VulkanTuning::dense_tile " + std::to_string(tuning.dense_tile) + " is neither " +
+                                std::to_string(GEMM_TILE_N) + " nor " + std::to_string(COOP_DENSE_WIDE_TILE_N));
+  return tuning.dense_tile;
+}
+
 // A group of tuning fields set together or not at all: their values, or `fallback`.
 std::vector<uint32_t> tuned_group(const std::vector<uint32_t>& values, std::vector<uint32_t> fallback,
                                   const char* fields, const std::vector<uint32_t>& most) {
@@ -98,11 +108,13 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       key_lanes_asked_(tuned(tuning.attention_key_lanes, 2, "attention_key_lanes", 2)),
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
-      attention_coop_(tuning.attention_coop) {}
+      attention_coop_(tuning.attention_coop),
+      dense_tile_(dense_tile_of(tuning)) {}
 
 // The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
 // maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
 static_assert(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES) <= 49152 &&
+                  COOP_SHARED_BYTES(GEMM_TILE_M, COOP_DENSE_WIDE_TILE_N, 1, COOP_DENSE_STAGES) <= 49152 &&
                   COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES) <= 49152,
               "cooperative GEMM tiles over 48 KiB of shared memory");
 
@@ -423,9 +435,12 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
                            weight.rows, weight.cols, a_stride, c_stride, flags};
   // F32 weights would round to f16; depths the cooperative step does not divide go portable too.
   const bool coop = cooperative() && weight.encoding != abi::ENC_F32 && weight.cols % COOP_TILE_K == 0;
+  // The wide tile holds one W part: only weights whose values f16 holds exactly.
+  const bool wide = coop && dense_tile_ == COOP_DENSE_WIDE_TILE_N &&
+                    (weight.encoding == abi::ENC_F16 || weight.encoding == abi::ENC_BF16);
   if (coop) split_halves(list, a, a_stride, rows, weight.cols, halves);
-  list.dispatch(pipeline(coop ? "gemm_coop" : "gemm", sizeof args, weight.encoding), args,
-                ceil_div(weight.rows, GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
+  list.dispatch(pipeline(!coop ? "gemm" : wide ? "gemm_coop_wide" : "gemm_coop", sizeof args, weight.encoding), args,
+                ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
 }
 
 uint32_t Kernels::max_moe_tiles(uint32_t choices, uint32_t experts) {

@@ -212,6 +212,7 @@ class Kernels {
   uint32_t gemm_precision_;  // abi::COOP_* (VulkanTuning::GemmPrecision in the same order)
   bool float64_;             // the f64 forms of the router and RMSNorm
   bool attention_coop_;      // VulkanTuning::attention_coop
+  uint32_t dense_tile_;      // the cooperative dense GEMM's weight rows per workgroup for F16/BF16 (VulkanTuning::dense_tile)
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 

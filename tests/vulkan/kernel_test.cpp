@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -306,6 +307,40 @@ TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
       for (const auto& g : cases) check_gemm(*ctx, tuned, precision, type, g);
   });
+}
+
+// The wide cooperative tile (dense_tile=128, F16 and BF16 weights) computes each output from the
+// same products in the same order as the 64-wide one: the same bits, at widths neither tile
+// divides and with a partial last tile of rows, in every precision. Elsewhere both are the
+// portable GEMM; the tuning's other widths are refused.
+TEST(VulkanKernels, WideDenseTileGivesTheSameBits) {
+  VULKAN_OR_SKIP();
+  expect_refused(*ctx, {"dense_tile=96", "dense_tile=256"});
+  if (!kernels(*ctx).cooperative()) GTEST_SKIP() << "no cooperative matrices: one portable GEMM";
+  for (const char* precision : {"precise", "promoted", "split", "fast"}) {
+    vk::Kernels narrow = kernels_with(*ctx, std::string("gemm_precision=") + precision);
+    vk::Kernels wide = kernels_with(*ctx, std::string("gemm_precision=") + precision + ",dense_tile=128");
+    for (DType type : {DType::F16, DType::BF16})
+      for (const GemmCase& g : {GemmCase{70, 200, 128, true, false}, GemmCase{129, 300, 192, false, true}}) {
+        SCOPED_TRACE(std::string(precision) + " " + std::string(dtype_name(type)) + " rows " + std::to_string(g.rows));
+        const auto w = dense_matrix(*ctx, type, g.cols, g.depth, 5 + g.rows);
+        const auto a = random_floats(size_t{g.rows} * g.depth, 6);
+        const auto bias = random_floats(g.cols, 8), c0 = random_floats(size_t{g.rows} * g.cols, 9);
+        auto a_buf = host_buffer(*ctx, a), b_buf = host_buffer(*ctx, bias);
+        auto hi = host_buffer(*ctx, std::vector<uint16_t>(a.size())), lo = host_buffer(*ctx, std::vector<uint16_t>(a.size()));
+        std::vector<std::vector<uint32_t>> outputs;  // the results' bits
+        for (vk::Kernels* k : {&narrow, &wide}) {
+          auto c_buf = host_buffer(*ctx, c0);
+          run(*ctx, [&](vk::DispatchList& list) {
+            k->gemm(list, w.device, g.bias ? b_buf->address() : 0, a_buf->address(), g.depth, c_buf->address(), g.cols,
+                    g.rows, g.accumulate, {hi->address(), lo->address()});
+          });
+          outputs.push_back(read_buffer<uint32_t>(*c_buf, c0.size()));
+        }
+        EXPECT_EQ(outputs[0], outputs[1]);
+        EXPECT_NE(outputs[0][0], std::bit_cast<uint32_t>(c0[0]));  // the product ran
+      }
+  }
 }
 
 // The precise cooperative GEMMs keep the rounding of their partial sums' f32 additions (TwoSum):

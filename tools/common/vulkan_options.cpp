@@ -26,6 +26,7 @@ constexpr std::array kShapeKeys = {
     ShapeKey{"mlp1_batch", &VulkanTuning::mlp1_batch, "decode mlp1: blocks per lane in flight"},
     ShapeKey{"mlp2_outputs", &VulkanTuning::mlp2_outputs, "decode mlp2: outputs per subgroup"},
     ShapeKey{"mlp2_batch", &VulkanTuning::mlp2_batch, "decode mlp2: blocks per lane in flight"},
+    ShapeKey{"dense_tile", &VulkanTuning::dense_tile, "prefill dense GEMM of F16/BF16 weights: weight rows per cooperative workgroup (64 or 128)"},
 };
 
 // The switches, each once: key, its values in the enum's order, and the field's access.

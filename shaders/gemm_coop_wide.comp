@@ -1,0 +1,8 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// The dense cooperative GEMM in COOP_DENSE_WIDE_TILE_N-wide tiles (gemm_coop.glsl): one W part, so
+// only for weights whose values are exact in f16 (F16, BF16), which the launcher checks.
+#define COOP_TILE_N COOP_DENSE_WIDE_TILE_N
+#define COOP_THREADS COOP_DENSE_WIDE_WORKGROUP_SIZE
+#define COOP_W_PARTS 1
+#include "gemm_coop.glsl"
