@@ -140,12 +140,15 @@ def time_span(rows):
 
 
 def our_config(row):
-    """How one of our results was run: engine, KV cache, variant, decode output."""
+    """How one of our results was run: engine, KV cache, variant, decode output; and the input file,
+    where a model's results come from several (bench_section sets "_input" then)."""
     parts = [text(row.get("engine"), "?"), "KV " + text(row.get("type_k"), "?")]
     if row.get("variant"):
         parts.append("variant " + text(row["variant"]))
     if row.get("decode_output") not in (None, "", "logits") and integer(row, "n_gen"):
         parts.append(text(row["decode_output"]))
+    if row.get("_input"):
+        parts.append("`%s`" % row["_input"])
     return ", ".join(parts)
 
 
@@ -207,7 +210,7 @@ def model_key(row):
 
 
 def bench_section(inputs):
-    ours = [r for i in inputs if i["kind"] == "ours" for r in i["data"]]
+    ours = [dict(r, _input_file=i["name"]) for i in inputs if i["kind"] == "ours" for r in i["data"]]
     peer = [r for i in inputs if i["kind"] == "peer" for r in i["data"]]
     out = ["## Speed", ""]
     if not ours and not peer:
@@ -243,6 +246,8 @@ def bench_section(inputs):
         rows_of[key][1].append(r)
     for key in order:
         mine, theirs = rows_of[key]
+        if len({r["_input_file"] for r in mine}) > 1:  # name each row's file, so no two files' rows merge
+            mine = [dict(r, _input=r["_input_file"]) for r in mine]
         first = (mine or theirs)[0]
         out += ["### %s: `%s`" % (text(first.get("model_type"), "model"), text(key, "?")), ""]
         facts = []
