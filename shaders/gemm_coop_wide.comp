@@ -4,5 +4,5 @@
 // only for weights whose values are exact in f16 (F16, BF16), which the launcher checks.
 #define COOP_TILE_N COOP_DENSE_WIDE_TILE_N
 #define COOP_THREADS COOP_DENSE_WIDE_WORKGROUP_SIZE
-#define COOP_W_PARTS 1
+#define COOP_W_PARTS COOP_DENSE_WIDE_W_PARTS
 #include "gemm_coop.glsl"

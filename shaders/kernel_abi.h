@@ -115,6 +115,7 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // GEMM_TILE_M x COOP_DENSE_WIDE_TILE_N, 8 subgroups, one W part (Q8_0's two need 55 KB at this width).
 #define COOP_DENSE_WIDE_TILE_N 128
 #define COOP_DENSE_WIDE_WORKGROUP_SIZE 256
+#define COOP_DENSE_WIDE_W_PARTS 1
 // Operand stages of the cooperative tiles: 2 overlaps a step's stores with the last step's
 // products (one barrier per step), but [A hi | A lo | W] twice is 55 KB (dense) or 74 KB (expert)
 // and NVIDIA's Vulkan driver allows 48 KiB per workgroup, so both take one stage (two barriers).

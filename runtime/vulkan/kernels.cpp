@@ -111,12 +111,14 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       attention_coop_(tuning.attention_coop),
       dense_tile_(dense_tile_of(tuning)) {}
 
-// The cooperative tiles as built fit NVIDIA's 48 KiB per workgroup (the H100's
-// maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not on the device.
-static_assert(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES) <= 49152 &&
-                  COOP_SHARED_BYTES(GEMM_TILE_M, COOP_DENSE_WIDE_TILE_N, 1, COOP_DENSE_STAGES) <= 49152 &&
-                  COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES) <= 49152,
-              "cooperative GEMM tiles over 48 KiB of shared memory");
+// The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert
+// tile). As built they fit NVIDIA's 48 KiB per workgroup (the H100's maxComputeSharedMemorySize): a
+// tile or stage change that outgrows it fails here, not on the device.
+constexpr uint32_t kCoopSharedBytes =
+    std::max({COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES),
+              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_DENSE_WIDE_TILE_N, COOP_DENSE_WIDE_W_PARTS, COOP_DENSE_STAGES),
+              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES)});
+static_assert(kCoopSharedBytes <= 49152, "cooperative GEMM tiles over 48 KiB of shared memory");
 
 static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
                   static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Split) == abi::COOP_SPLIT &&
@@ -127,11 +129,8 @@ static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) 
 bool Kernels::cooperative() const {
   // The cooperative tiles' shared memory is fixed at build time; a device that allows less per
   // workgroup (NVIDIA: 48 KiB) would fail pipeline creation, so it takes the portable kernels.
-  constexpr uint32_t shared_bytes =
-      std::max(COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES),
-               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES));
   return !force_portable_ && ctx_.use_cooperative_matrix() && ctx_.info().subgroup_size == 32 &&
-         shared_bytes <= ctx_.info().max_shared_memory;
+         kCoopSharedBytes <= ctx_.info().max_shared_memory;
 }
 
 std::string Kernels::pipeline_statistics() const {

@@ -92,12 +92,6 @@ TEST(ParityRun, DecodeStepsNeedARunToContinue) {
   EXPECT_THROW(run_parity(request), std::invalid_argument);
 }
 
-}  // namespace
-}  // namespace gptoss::parity
-
-namespace gptoss::parity {
-namespace {
-
 // scripts/router_gaps.py recomputes each layer's router logits from a trace's "attention L" stage
 // and the checkpoint's router weights: on preset a's f64 engine they pick exactly the experts the
 // engine picked, in its order, for every one of 4 layers x 41 positions (--check), and the script
