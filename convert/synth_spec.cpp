@@ -43,7 +43,7 @@ void read_in_parallel(const TensorSource& source, uint64_t offset, std::span<uin
     }
   };
   std::vector<std::thread> helpers;
-  for (uint64_t i = 1; i < pieces; ++i) helpers.emplace_back(read_piece, i);
+  for (uint64_t i = 1; i < pieces; ++i) helpers.push_back(start_worker([&read_piece, i] { read_piece(i); }));
   read_piece(0);
   for (auto& helper : helpers) helper.join();
   for (const auto& error : errors)

@@ -61,7 +61,6 @@ OrderedChunkPipeline::OrderedChunkPipeline(std::vector<PipelineItem> items, cons
   Workers& w = *workers_;
   w.slots.resize(std::min(chunks_in_flight(threads), chunks_.size()));
   auto run = [this, &w] {
-    leave_signals_to_the_main_thread();
     std::unique_lock lock(w.mutex);
     for (;;) {
       w.work.wait(lock, [&] {
@@ -83,7 +82,7 @@ OrderedChunkPipeline::OrderedChunkPipeline(std::vector<PipelineItem> items, cons
   };
   const size_t count = std::min<size_t>(threads, chunks_.size());
   try {
-    for (size_t t = 0; t < count; ++t) w.threads.emplace_back(run);
+    for (size_t t = 0; t < count; ++t) w.threads.push_back(start_worker(run));
   } catch (...) {
     stop_workers();  // the threads already started
     throw;

@@ -11,6 +11,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace gptoss {
@@ -41,15 +42,35 @@ inline unsigned available_cores() {
 // `-j N` as every tool takes it: 0 means one thread per available core (available_cores()).
 inline unsigned resolve_threads(unsigned requested) { return requested != 0 ? requested : available_cores(); }
 
-// For a worker thread's first line: signals sent to the process (Ctrl-C, kill) go to the thread
-// that started the workers, whose handler (remove_temp_files_on_signals) and signal masks
-// (commit_together) then behave as in a single-threaded program. Faults (SIGBUS of a shrunk
-// mapped input, SIGSEGV) still go to the thread that caused them.
-inline void leave_signals_to_the_main_thread() {
+// Signals sent to the process (Ctrl-C, kill) go to the thread that started the workers, whose
+// handler (remove_temp_files_on_signals) and signal masks (commit_together) then behave as in a
+// single-threaded program: a handler run on a worker would clean up while that thread goes on
+// creating temp files beside it. Faults (SIGBUS of a shrunk mapped input, SIGSEGV) still go to
+// the thread that caused them.
+inline sigset_t signals_left_to_the_main_thread() {
   sigset_t set;
   sigfillset(&set);
   for (int fault : {SIGBUS, SIGSEGV, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&set, fault);
+  return set;
+}
+// For the first line of a thread this code does not start itself (std::async's).
+inline void leave_signals_to_the_main_thread() {
+  const sigset_t set = signals_left_to_the_main_thread();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+// A worker thread that holds those signals from its first instruction (a thread inherits its
+// creator's mask, so the creator holds them while it starts the thread): a signal can never reach
+// it in the moment before it would block them itself.
+template <class Fn>
+std::thread start_worker(Fn&& fn) {
+  const sigset_t set = signals_left_to_the_main_thread();
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &set, &previous);
+  struct Restore {
+    const sigset_t& mask;
+    ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{previous};
+  return std::thread(std::forward<Fn>(fn));
 }
 
 // Calls fn(i) for every i in [0, count) on `threads` threads (0: one per core), each thread taking
@@ -73,11 +94,7 @@ void parallel_for(size_t count, unsigned threads, Fn&& fn) {
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t)
-    pool.emplace_back([&] {
-      leave_signals_to_the_main_thread();
-      worker();
-    });
+  for (unsigned t = 1; t < threads; ++t) pool.push_back(start_worker(worker));
   worker();
   for (auto& thread : pool) thread.join();
   if (error) std::rethrow_exception(error);
