@@ -26,8 +26,10 @@
 // Loads: invocation t decodes 32 values (one Q8_0/MXFP4 block) of W row t/2 (depth (t%2)*32 ..
 // +32) per step, and brings COOP_TILE_K / (COOP_THREADS / COOP_TILE_M) values of A row
 // t / (COOP_THREADS / COOP_TILE_M) (hi and lo). The kernels issue the next step's global loads
-// into registers before this step's products (raw bytes; decoded and stored after the products),
-// so memory latency hides behind the matrix units, and store 8 halves at a time. The operand
+// into registers before this step's products (raw bytes), so memory latency hides behind the
+// matrix units, decode them into packed halves after the products (pack_w32), before the barrier
+// that frees the stage, so that arithmetic issues while the tensor cores finish, and store 8 halves
+// at a time. The operand
 // tiles are double-buffered where COOP_STAGES is 2 (step s in stage s % 2), so a step needs one
 // barrier: the stores of step s + 1 go to the stage no subgroup reads in step s, and the barrier
 // of step s + 1 waits for the products of step s before step s + 2 overwrites its stage; with one
@@ -120,24 +122,32 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
     lo[i] = SPLIT_A ? QuadsIn(a_lo_address).v[at + i] : uvec4(0u);
   }
 }
-// This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves;
-// with kSplitW as hi (each value rounded to f16's 11 significant bits, as split_halves rounds A:
+// This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves, to
+// be stored by store_w_halves once the stage is free; with kSplitW as hi (each value rounded to f16's 11 significant bits, as split_halves rounds A:
 // exact in f16 within its normal range) and lo = (v - hi) * COOP_LO_SCALE (at most 8 significant
 // bits of Q8_0's d * q: exact in f16; the other block types' values rounded to f16 there, as A's
 // lo is; scaled up so that it stays in f16's normal range where hi does: a Q8_0
 // weight of 1e-3 leaves a lo near 5e-7, an f16 subnormal with 2^-24 steps, and the products
 // carry that step back out). round_to_f16_bits, not a round trip through packHalf2x16: NVIDIA's
 // compiler folds unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.
-void store_w32(uint stage, vec4 v[8]) {
-  uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
+void pack_w32(vec4 v[8], out uvec4 hi[4], out uvec4 lo[4]) {
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     if (kSplitW) {
       vec4 h0 = round_to_f16_bits(v[2u * i]), h1 = round_to_f16_bits(v[2u * i + 1u]);
-      coop_shared[coop_w_at(stage) + at + i] = halves8(h0, h1);
-      coop_shared[coop_w_lo_at(stage) + at + i] = halves8((v[2u * i] - h0) * COOP_LO_SCALE, (v[2u * i + 1u] - h1) * COOP_LO_SCALE);
+      hi[i] = halves8(h0, h1);
+      lo[i] = halves8((v[2u * i] - h0) * COOP_LO_SCALE, (v[2u * i + 1u] - h1) * COOP_LO_SCALE);
     } else {
-      coop_shared[coop_w_at(stage) + at + i] = halves8(v[2u * i], v[2u * i + 1u]);
+      hi[i] = halves8(v[2u * i], v[2u * i + 1u]);
+      lo[i] = uvec4(0u);
     }
+  }
+}
+// pack_w32's halves into the stage's W tile(s).
+void store_w_halves(uint stage, uvec4 hi[4], uvec4 lo[4]) {
+  uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    coop_shared[coop_w_at(stage) + at + i] = hi[i];
+    if (kSplitW) coop_shared[coop_w_lo_at(stage) + at + i] = lo[i];
   }
 }
 // The stage the next step stores into, after this step's products: with one stage, a barrier

@@ -16,6 +16,18 @@ layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { ExpertGemmArgs args; };
 #include "coop_tile.glsl"
 
+// This invocation's MXFP4 block (raw bytes q, the word holding its scale) as the W tile's halves.
+void decode_w(uvec4 q, uint scale_word, uint block, bool w_in, out uvec4 hi[4], out uvec4 lo[4]) {
+  vec4 w[8];
+  float scale = mxfp4_scale_value((scale_word >> ((block & 3u) * 8u)) & 0xFFu);
+  fp4x8(q.x, w[0], w[1]);
+  fp4x8(q.y, w[2], w[3]);
+  fp4x8(q.z, w[4], w[5]);
+  fp4x8(q.w, w[6], w[7]);
+  [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = w_in ? w[i] * scale : vec4(0.0);
+  pack_w32(w, hi, lo);
+}
+
 void main() {
   uint entry = gl_WorkGroupID.y * 3u;
   uint expert = WordsIn(args.tiles).v[entry];
@@ -33,6 +45,7 @@ void main() {
   // This invocation's block: the W row's (t % 2)-th of each pair.
   uint block = (expert * args.weight_rows + n) * blocks_per_row + coop_load_w_depth() / 32u;
   uvec4 ahi[kAQuads], alo[kAQuads];
+  uvec4 w_hi[4], w_lo[4];
   uvec4 q = uvec4(0u);
   uint scale_word = 0u;
   load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, 0u, ahi, alo);
@@ -40,20 +53,15 @@ void main() {
     q = QuadsIn(args.blocks).v[block];
     scale_word = WordsIn(args.scales).v[block >> 2];
   }
+  decode_w(q, scale_word, block, w_in, w_hi, w_lo);
   uint stage = 0u;
   for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
-    vec4 w[8];
-    float scale = mxfp4_scale_value((scale_word >> ((block & 3u) * 8u)) & 0xFFu);
-    fp4x8(q.x, w[0], w[1]);
-    fp4x8(q.y, w[2], w[3]);
-    fp4x8(q.z, w[4], w[5]);
-    fp4x8(q.w, w[6], w[7]);
-    [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = w_in ? w[i] * scale : vec4(0.0);
     if (!a_in) [[unroll]] for (uint i = 0u; i < kAQuads; ++i) ahi[i] = alo[i] = uvec4(0u);
     store_a_halves(stage, ahi, alo);
-    store_w32(stage, w);
+    store_w_halves(stage, w_hi, w_lo);
     barrier();
-    if (k0 + COOP_TILE_K < args.depth) {  // the next step's loads, in flight during the products
+    bool more = k0 + COOP_TILE_K < args.depth;
+    if (more) {  // the next step's loads, in flight during the products
       block += 2u;
       load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, k0 + COOP_TILE_K, ahi, alo);
       if (w_in) {
@@ -62,6 +70,9 @@ void main() {
       }
     }
     multiply_coop_tiles(stage, rows);
+    // The next step's decoding after this step's products: its arithmetic issues while the tensor
+    // cores work through them, and its loads have had the products' time to arrive.
+    if (more) decode_w(q, scale_word, block, w_in, w_hi, w_lo);
     stage = coop_next_stage(stage);
   }
   barrier();  // the C tile lies over the stages the last products read

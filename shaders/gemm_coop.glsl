@@ -66,6 +66,14 @@ void decode_raw_w(uint index, uvec4 r[4], uint scale_word, out vec4 v[8]) {
   }
 }
 
+// The 32 weights at element `index` as the W tile's halves (zero past the matrix's rows).
+void decode_w(uint index, uvec4 r[4], uint scale_word, bool w_in, out uvec4 hi[4], out uvec4 lo[4]) {
+  vec4 w[8];
+  decode_raw_w(index, r, scale_word, w);
+  if (!w_in) [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = vec4(0.0);
+  pack_w32(w, hi, lo);
+}
+
 void main() {
   uint m0 = gl_WorkGroupID.y * GEMM_TILE_M, n0 = gl_WorkGroupID.x * COOP_TILE_N;
   uint m = m0 + coop_load_a_row(), n = n0 + coop_load_w_row();
@@ -74,26 +82,26 @@ void main() {
   uint a_row = a_in ? m : 0u;
   clear_coop_sums();
   uvec4 ahi[kAQuads], alo[kAQuads];
-  uvec4 r[4];
+  uvec4 r[4], w_hi[4], w_lo[4];
   uint scale_word = 0u;
   load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, 0u, ahi, alo);
   [[unroll]] for (uint i = 0u; i < 4u; ++i) r[i] = uvec4(0u);
   if (w_in) load_raw_w(w_at, r, scale_word);
+  decode_w(w_at, r, scale_word, w_in, w_hi, w_lo);
   uint stage = 0u;
   for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
-    vec4 w[8];
-    decode_raw_w(w_at + k0, r, scale_word, w);
-    if (!w_in) [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = vec4(0.0);
     if (!a_in) [[unroll]] for (uint i = 0u; i < kAQuads; ++i) ahi[i] = alo[i] = uvec4(0u);
     store_a_halves(stage, ahi, alo);
-    store_w32(stage, w);
+    store_w_halves(stage, w_hi, w_lo);
     barrier();
-    if (k0 + COOP_TILE_K < args.depth) {  // the next step's loads, in flight during the products
-      uint next = k0 + COOP_TILE_K;
+    uint next = k0 + COOP_TILE_K;
+    if (next < args.depth) {  // the next step's loads, in flight during the products
       load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, next, ahi, alo);
       if (w_in) load_raw_w(w_at + next, r, scale_word);
     }
     multiply_coop_tiles(stage, args.rows - m0);
+    // The next step's decoding after this step's products (expert_gemm_coop.comp says why).
+    if (next < args.depth) decode_w(w_at + next, r, scale_word, w_in, w_hi, w_lo);
     stage = coop_next_stage(stage);
   }
   barrier();  // the C tile lies over the stages the last products read
