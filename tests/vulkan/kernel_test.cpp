@@ -309,7 +309,7 @@ TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
   });
 }
 
-// The wide cooperative tile (dense_tile=128, F16 and BF16 weights) computes each output from the
+// The wide cooperative tile (dense_tile=128, the default for F16 and BF16 weights) computes each output from the
 // same products in the same order as the 64-wide one: the same bits, at widths neither tile
 // divides and with a partial last tile of rows, in every precision. Elsewhere both are the
 // portable GEMM; the tuning's other widths are refused.
@@ -318,7 +318,7 @@ TEST(VulkanKernels, WideDenseTileGivesTheSameBits) {
   expect_refused(*ctx, {"dense_tile=96", "dense_tile=256"});
   if (!kernels(*ctx).cooperative()) GTEST_SKIP() << "no cooperative matrices: one portable GEMM";
   for (const char* precision : {"precise", "promoted", "split", "fast"}) {
-    vk::Kernels narrow = kernels_with(*ctx, std::string("gemm_precision=") + precision);
+    vk::Kernels narrow = kernels_with(*ctx, std::string("gemm_precision=") + precision + ",dense_tile=64");
     vk::Kernels wide = kernels_with(*ctx, std::string("gemm_precision=") + precision + ",dense_tile=128");
     for (DType type : {DType::F16, DType::BF16})
       for (const GemmCase& g : {GemmCase{70, 200, 128, true, false}, GemmCase{129, 300, 192, false, true}}) {
