@@ -17,6 +17,7 @@ and manifest.json, the measurement's provenance: {"machine", "driver", "date", "
 says what was not measured. Python 3 standard library only; the output depends on the inputs alone.
 """
 import argparse
+import datetime
 import difflib
 import json
 import os
@@ -139,6 +140,19 @@ def time_span(rows):
     return times[0] if times[0] == times[-1] else "%s .. %s" % (times[0], times[-1])
 
 
+def seconds(row):
+    """test_time ("2026-11-28T02:05:31Z") in seconds, or None."""
+    try:
+        return datetime.datetime.strptime(str(row.get("test_time")), "%Y-%m-%dT%H:%M:%SZ").timestamp()
+    except ValueError:
+        return None
+
+
+# A ratio needs both rows from one machine: the same card within this many seconds of each other
+# (one machine session); rows of the same kind of card from another session show no ratio.
+SAME_SESSION_SECONDS = 3600
+
+
 def our_config(row):
     """How one of our results was run: engine, KV cache, variant, decode output; and the input file,
     where a model's results come from several (bench_section sets "_input" then)."""
@@ -209,6 +223,13 @@ def model_key(row):
     return str(row.get("model_filename") or "")
 
 
+def card(row):
+    """The GPU a bench row ran on, without its driver: ours name it in "device" ("NVIDIA H200
+    (NVIDIA 580.159.04)"), llama-bench in "gpu_info" ("NVIDIA H200")."""
+    name = str(row.get("device") or row.get("gpu_info") or "")
+    return name.split(" (")[0]
+
+
 def bench_section(inputs):
     ours = [dict(r, _input_file=i["name"]) for i in inputs if i["kind"] == "ours" for r in i["data"]]
     peer = [r for i in inputs if i["kind"] == "peer" for r in i["data"]]
@@ -218,26 +239,28 @@ def bench_section(inputs):
     out += [
         "Tokens per second, mean ± standard deviation over the timed runs (`gptoss-bench`, and `llama-bench` for "
         "%s, on the same machine and the same file): pp*N* a prefill of *N* tokens, tg*N* *N* decode steps, "
-        "`@ dD` after *D* tokens already in the KV cache. The ratio is ours over %s's." % (PEER, PEER),
+        "`@ dD` after *D* tokens already in the KV cache. One table per model and card. The ratio is ours over "
+        "%s's where both ran on that card within an hour of each other (one machine)." % (PEER, PEER),
         "",
     ]
     if not peer:
         out += ["%s was not measured in this measurement: the tables show ours only." % PEER, ""]
-    # Models in order of first appearance; the peer's rows join ours by file path, else by file name.
+    # One table per model and card, in order of size; the peer's rows join ours of the same card by
+    # file path, else by file name: timings are compared only where one card gave both.
     order, rows_of = [], {}
     def size(r):
         return number(r.get("model_n_params")) or 0
 
-    for r in sorted(ours, key=lambda r: (size(r), model_key(r))):
-        key = model_key(r)
+    for r in sorted(ours, key=lambda r: (size(r), model_key(r), card(r))):
+        key = (model_key(r), card(r))
         if key not in rows_of:
             order.append(key)
             rows_of[key] = ([], [])
         rows_of[key][0].append(r)
     for r in peer:
-        key = model_key(r)
+        key = (model_key(r), card(r))
         if key not in rows_of:
-            same_name = [k for k in order if base_name(k) == base_name(key)]
+            same_name = [k for k in order if base_name(k[0]) == base_name(key[0]) and k[1] == key[1]]
             if same_name:
                 key = same_name[0]
             else:
@@ -249,7 +272,8 @@ def bench_section(inputs):
         if len({r["_input_file"] for r in mine}) > 1:  # name each row's file, so no two files' rows merge
             mine = [dict(r, _input=r["_input_file"]) for r in mine]
         first = (mine or theirs)[0]
-        out += ["### %s: `%s`" % (text(first.get("model_type"), "model"), text(key, "?")), ""]
+        title = "### %s: `%s`" % (text(first.get("model_type"), "model"), text(key[0], "?"))
+        out += [title + (", %s" % key[1] if key[1] else ""), ""]
         facts = []
         if mine:
             m = mine[0]
@@ -290,7 +314,10 @@ def bench_section(inputs):
                     if p.get("type_k") != r.get("type_k"):
                         peer_cell += " (KV %s)" % text(p.get("type_k"), "?")
                     mean, other = number(r.get("avg_ts")), number(p.get("avg_ts"))
-                    if mean is not None and other:
+                    apart = None if seconds(r) is None or seconds(p) is None else abs(seconds(r) - seconds(p))
+                    if apart is not None and apart > SAME_SESSION_SECONDS:
+                        ratio = "— (another session)"
+                    elif mean is not None and other:
                         ratio = "%.2f" % (mean / other)
                 out.append("| %s | %s | %s | %s | %s |" % (test_name(t), c, rate(r.get("avg_ts"), r.get("stddev_ts")), peer_cell, ratio))
         out.append("")
