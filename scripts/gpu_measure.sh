@@ -17,7 +17,12 @@
 #     parity   gptoss-run --parity: the HF checkpoint on cpu and vulkan over a 512-token prompt
 #     big      gptoss-bench on synth:120b (generated as it is uploaded, never on disk), and its
 #              noise floor over 2 chunks (the Vulkan engine against cpu-f64)
-#     peer     llama-bench (LLAMA_BENCH=path) on the Q8_0 GGUF, the same tests, JSON
+#     peer-build  llama.cpp's llama-bench (CUDA) from the source archive LLAMA_SRC (default
+#              build-pack/llama-src.tar.gz: a tarball of a llama.cpp checkout, top folder llama-src/)
+#              into WORK/llama, in the background at low priority: name it first, beside steps that
+#              take as long (about 6 minutes on 16 cores), since a machine may end a call's processes
+#     peer     llama-bench (LLAMA_BENCH=path, default the peer-build's, waited for) on the Q8_0
+#              GGUF, the same tests, JSON
 # Results land in OUT (default ./out): summary.md and one JSON per bench and eval. Model files in
 # WORK (default /var/tmp/gptoss-work). Settings: R (repetitions, 5), CHUNKS (eval, 4), VARIANTS.
 # The Vulkan loader and driver are the machine's business, not this script's.
@@ -100,13 +105,34 @@ big() {
   run "eval floor 120b" timeout 400 "$BIN"/gptoss-eval synth:120b --tokenizer "$KIT/tokenizer.json" --text "$TEXT" --chunks 2 \
     --engine vulkan --reference-engine cpu-f64 --floor-chunks 2 --json >"$OUT/eval-floor-120b.json"
 }
+LLAMA_DIR=$WORK/llama
+peer_build() {
+  local src=${LLAMA_SRC:-build-pack/llama-src.tar.gz}
+  [ -x "$LLAMA_DIR/build/bin/llama-bench" ] && { echo "peer-build: $LLAMA_DIR/build/bin/llama-bench is there"; return 0; }
+  [ -f "$src" ] || { echo "peer-build: no $src"; return 0; }
+  mkdir -p "$LLAMA_DIR" && tar -C "$LLAMA_DIR" -xzf "$src" || return 1
+  echo "### peer-build: llama.cpp from $src in the background, log $LLAMA_DIR/build.log"
+  ( cd "$LLAMA_DIR" && start=$EPOCHREALTIME &&
+    nice -n 5 cmake -S llama-src -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
+      -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+      -DLLAMA_BUILD_SERVER=OFF >build.log 2>&1 &&
+    nice -n 5 cmake --build build --target llama-bench -j "$(nproc)" >>build.log 2>&1
+    echo "exit $?, $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}') s" >build.done ) &
+  echo $! >"$LLAMA_DIR/build.pid"
+}
 peer() {
-  [ -x "${LLAMA_BENCH:-}" ] || { echo "peer: set LLAMA_BENCH to llama-bench"; return 0; }
+  if [ -z "${LLAMA_BENCH:-}" ] && [ -f "$LLAMA_DIR/build.pid" ]; then
+    while kill -0 "$(cat "$LLAMA_DIR/build.pid")" 2>/dev/null; do sleep 5; done
+    echo "peer-build: $(cat "$LLAMA_DIR/build.done" 2>/dev/null || echo 'ended without a result')"
+  fi
+  LLAMA_BENCH=${LLAMA_BENCH:-$LLAMA_DIR/build/bin/llama-bench}
+  [ -x "$LLAMA_BENCH" ] || { echo "peer: no llama-bench (LLAMA_BENCH, or the peer-build step)"; return 0; }
   run "llama-bench Q8_0" "$LLAMA_BENCH" -m "$Q8" -p 512,2048 -n 128 -d 0,4096,16384 -r "$R" -fa 1 -ngl 99 -o json >"$OUT/peer-20b.json"
 }
 for step in ${@:-tests convert bench eval profile parity big}; do
   case $step in
     tests | convert | bench | profile | parity | big | peer) $step ;;
+    peer-build) peer_build ;;
     eval) evaluate ;;
     *) echo "unknown step $step" && exit 2 ;;
   esac
