@@ -314,8 +314,8 @@ def bench_section(inputs):
                     if p.get("type_k") != r.get("type_k"):
                         peer_cell += " (KV %s)" % text(p.get("type_k"), "?")
                     mean, other = number(r.get("avg_ts")), number(p.get("avg_ts"))
-                    apart = None if seconds(r) is None or seconds(p) is None else abs(seconds(r) - seconds(p))
-                    if apart is not None and apart > SAME_SESSION_SECONDS:
+                    ours_at, theirs_at = seconds(r), seconds(p)
+                    if ours_at is not None and theirs_at is not None and abs(ours_at - theirs_at) > SAME_SESSION_SECONDS:
                         ratio = "— (another session)"
                     elif mean is not None and other:
                         ratio = "%.2f" % (mean / other)

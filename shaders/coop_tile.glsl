@@ -27,14 +27,13 @@
 // +32) per step, and brings COOP_TILE_K / (COOP_THREADS / COOP_TILE_M) values of A row
 // t / (COOP_THREADS / COOP_TILE_M) (hi and lo). The kernels issue the next step's global loads
 // into registers before this step's products (raw bytes), so memory latency hides behind the
-// matrix units, decode them into packed halves after the products (pack_w32), before the barrier
-// that frees the stage, so that arithmetic issues while the tensor cores finish, and store 8 halves
-// at a time. The operand
-// tiles are double-buffered where COOP_STAGES is 2 (step s in stage s % 2), so a step needs one
-// barrier: the stores of step s + 1 go to the stage no subgroup reads in step s, and the barrier
-// of step s + 1 waits for the products of step s before step s + 2 overwrites its stage; with one
-// stage (what fits NVIDIA's 48 KiB) a second barrier follows the products. The result goes through a
-// shared f32 tile, laid over the operand stages once the last products are done, so the epilogue
+// matrix units; decode them into packed halves after the products (pack_w32), before the barrier
+// that frees the stage, so that arithmetic issues while the tensor cores finish; and store 8
+// halves at a time. The operand tiles are double-buffered where COOP_STAGES is 2 (step s in
+// stage s % 2), so a step needs one barrier: the stores of step s + 1 go to the stage no subgroup
+// reads in step s, and the barrier of step s + 1 waits for the products of step s before step
+// s + 2 overwrites its stage; with one stage (what fits NVIDIA's 48 KiB) a second barrier follows
+// the products. The result goes through a shared f32 tile, laid over the operand stages once the last products are done, so the epilogue
 // (bias, accumulate, SwiGLU, scattered rows) is plain code.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -123,13 +122,14 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
   }
 }
 // This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves, to
-// be stored by store_w_halves once the stage is free; with kSplitW as hi (each value rounded to f16's 11 significant bits, as split_halves rounds A:
-// exact in f16 within its normal range) and lo = (v - hi) * COOP_LO_SCALE (at most 8 significant
-// bits of Q8_0's d * q: exact in f16; the other block types' values rounded to f16 there, as A's
-// lo is; scaled up so that it stays in f16's normal range where hi does: a Q8_0
-// weight of 1e-3 leaves a lo near 5e-7, an f16 subnormal with 2^-24 steps, and the products
-// carry that step back out). round_to_f16_bits, not a round trip through packHalf2x16: NVIDIA's
-// compiler folds unpackHalf2x16(packHalf2x16(v)) into v, which made lo zero.
+// be stored by store_w_halves once the stage is free; with kSplitW as hi (each value rounded to
+// f16's 11 significant bits, as split_halves rounds A: exact in f16 within its normal range) and
+// lo = (v - hi) * COOP_LO_SCALE (at most 8 significant bits of Q8_0's d * q: exact in f16; the
+// other block types' values rounded to f16 there, as A's lo is; scaled up so that it stays in
+// f16's normal range where hi does: a Q8_0 weight of 1e-3 leaves a lo near 5e-7, an f16 subnormal
+// with 2^-24 steps, and the products carry that step back out). round_to_f16_bits, not a round
+// trip through packHalf2x16: NVIDIA's compiler folds unpackHalf2x16(packHalf2x16(v)) into v, which
+// made lo zero.
 void pack_w32(vec4 v[8], out uvec4 hi[4], out uvec4 lo[4]) {
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     if (kSplitW) {

@@ -42,8 +42,8 @@ uint32_t tuned(uint32_t value, uint32_t fallback, const char* field, uint32_t mo
 }
 
 // The cooperative dense GEMM's width for weights exact in f16: GEMM_TILE_N (gemm_coop.comp) or
-// COOP_DENSE_WIDE_TILE_N (gemm_coop_wide.comp, the default: the faster for
-// the HF checkpoint, docs/results.md), the same sums either way.
+// COOP_DENSE_WIDE_TILE_N (gemm_coop_wide.comp; the default, the faster for the HF checkpoint in
+// docs/results.md), the same sums either way.
 uint32_t dense_tile_of(const runtime::VulkanTuning& tuning) {
   if (tuning.dense_tile == 0) return COOP_DENSE_WIDE_TILE_N;
   if (tuning.dense_tile != GEMM_TILE_N && tuning.dense_tile != COOP_DENSE_WIDE_TILE_N)
