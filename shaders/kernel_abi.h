@@ -173,7 +173,7 @@ ABI_CONST(float, COOP_LO_SCALE, 2048.0f);
 #define ATTENTION_ROWS 64         // prefill attention: (head, query) rows per workgroup
 #define DECODE_ATTENTION_SIZE 256 // decode attention: invocations per workgroup, and by default the fewest keys a range has
 #define ROUTER_WORKGROUP_SIZE 1024  // router: one subgroup per expert at once
-#define ROUTER_DECODE_EXPERTS 4     // router, one token: experts per workgroup
+#define ROUTER_DECODE_WORKGROUP_SIZE 256  // router of one token: one workgroup per expert
 #define ARGMAX_GROUPS 128         // argmax: slices reduced at once
 #define ATTENTION_KEY_BLOCK 32    // prefill attention: keys per step
 // Prefill attention on cooperative matrices (attention_prefill_coop.comp, the same grid and rows as

@@ -1,16 +1,9 @@
 // What router.comp and router_f64.comp share (ROUTER_F64 defined: the f64 form).
-// The MoE router, fused with the RMSNorm before it: xn[t] = RMSNorm(x[t]) * norm (the experts'
-// input), logits = W xn + bias (W [experts, hidden] in ENCODING), ranked (expert_ranking.glsl)
-// into chosen and gate_weights: the k largest and their softmax.
-//
-// Workgroup (g, t) computes the logits of expert group g of token t; each expert's row is split
-// over NumSubgroups / (experts in the group) subgroups. Prefill has one group per token (every
-// expert in one workgroup), which ranks them. Decode has one token, and a single workgroup reading
-// 32 rows would be latency bound (17.7 us on the H100 for 184 KB), so its experts are spread over
-// groups of ROUTER_DECODE_EXPERTS workgroups that write their logits to `logits` and are done: the
-// decode expert kernels rank them (a last workgroup merging and ranking cost the chain ~5 us of
-// waiting on memory barriers, an atomic and the partials). x (times norm) is staged once per
-// workgroup, and the RMS factor, one scalar, is applied to each logit.
+// The MoE router of a batched pass, fused with the RMSNorm before it: xn[t] = RMSNorm(x[t]) * norm
+// (the experts' input), logits = W xn + bias (W [experts, hidden] in ENCODING), ranked
+// (expert_ranking.glsl) into chosen and gate_weights: the k largest and their softmax. One
+// workgroup per token; each expert's row is split over NumSubgroups / experts subgroups. x (times
+// norm) is staged once per workgroup. A decode step's router is router_decode.glsl.
 //
 // Sums: router.comp in f32 (dot products over the staged input, the RMS factor applied to each
 // logit); router_f64.comp, where the device has shaderFloat64, as the CPU engine computes them:
@@ -33,7 +26,7 @@ shared ROUTER_SUM part_sums[ROUTER_WORKGROUP_SIZE / 4u];  // one per subgroup (s
 shared vec4 staged_lo[kMaxRouterHidden / 8u], staged_hi[kMaxRouterHidden / 8u];
 
 void main() {
-  uint t = gl_WorkGroupID.y, g = gl_WorkGroupID.x, groups = gl_NumWorkGroups.x;
+  uint t = gl_WorkGroupID.y;
   uint H = args.hidden, chunks = H / 8u;
   uint base = t * H / 4u;  // x[t] in vec4s
 #ifdef ROUTER_F64
@@ -55,10 +48,8 @@ void main() {
   for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
     staged_lo[c] = (staged_lo[c] * inv_rms) * Vec4sIn(args.norm).v[2u * c];
     staged_hi[c] = (staged_hi[c] * inv_rms) * Vec4sIn(args.norm).v[2u * c + 1u];
-    if (g == 0u) {
-      Vec4s(args.xn).v[base + 2u * c] = staged_lo[c];
-      Vec4s(args.xn).v[base + 2u * c + 1u] = staged_hi[c];
-    }
+    Vec4s(args.xn).v[base + 2u * c] = staged_lo[c];
+    Vec4s(args.xn).v[base + 2u * c + 1u] = staged_hi[c];
   }
   barrier();  // the staging before any row reads it, part_sums read before they are reused
   const float kLogitScale = 1.0;  // the staged input is normalized already
@@ -71,16 +62,14 @@ void main() {
     staged_hi[c] = hi * Vec4sIn(args.norm).v[2u * c + 1u];
   }
   float inv_rms = 1.0 / sqrt(workgroup_sum(sum_squares) / float(H) + args.eps);  // its barriers order the staging
-  if (g == 0u)
-    for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
-      Vec4s(args.xn).v[base + 2u * c] = staged_lo[c] * inv_rms;
-      Vec4s(args.xn).v[base + 2u * c + 1u] = staged_hi[c] * inv_rms;
-    }
+  for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
+    Vec4s(args.xn).v[base + 2u * c] = staged_lo[c] * inv_rms;
+    Vec4s(args.xn).v[base + 2u * c + 1u] = staged_hi[c] * inv_rms;
+  }
   const float kLogitScale = inv_rms;  // the RMS factor, one scalar, applied to each logit
 #endif
 
-  uint per_group = (args.experts + groups - 1u) / groups;
-  uint first = min(g * per_group, args.experts), here = min(per_group, args.experts - first);
+  uint here = args.experts;
   // Subgroups per expert (at least one); parts of a row: chunks part, part + parts, ...
   uint parts = max(1u, gl_NumSubgroups / max(here, 1u));
   for (uint e0 = 0u; e0 < here; e0 += gl_NumSubgroups / parts) {
@@ -88,7 +77,7 @@ void main() {
     bool working = e_local < here && gl_SubgroupID < (gl_NumSubgroups / parts) * parts;
     ROUTER_SUM acc = ROUTER_SUM(0.0);
     if (working) {
-      uint e = first + e_local;
+      uint e = e_local;
       // Four chunks per lane per pass, loaded before any is used (latency bounds a short row).
       const uint kBatch = 4u;
       uint lane_chunk = part * gl_SubgroupSize + gl_SubgroupInvocationID, stride = parts * gl_SubgroupSize;
@@ -109,18 +98,14 @@ void main() {
     if (subgroupElect()) part_sums[gl_SubgroupID] = acc;
     barrier();
     if (gl_LocalInvocationIndex < gl_NumSubgroups / parts && e0 + gl_LocalInvocationIndex < here) {
-      uint e_local2 = e0 + gl_LocalInvocationIndex, e = first + e_local2;
+      uint e = e0 + gl_LocalInvocationIndex;
       ROUTER_SUM sum = ROUTER_SUM(0.0);
       for (uint p = 0u; p < parts; ++p) sum += part_sums[gl_LocalInvocationIndex * parts + p];
       float logit = float(sum * ROUTER_SUM(kLogitScale) + ROUTER_SUM(FloatsIn(args.bias).v[e]));
-      if (has_address(args.logits))
-        Floats(args.logits).v[e] = logit;
-      else
-        logits[e] = logit;
+      logits[e] = logit;
     }
     barrier();
   }
-  if (has_address(args.logits)) return;  // decode: the expert kernels rank the logits
   uint k = min(args.k, args.experts);
   rank_experts(args.experts, k, ROUTER_WORKGROUP_SIZE);
   if (gl_LocalInvocationIndex < k) {

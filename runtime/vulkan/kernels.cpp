@@ -350,9 +350,7 @@ bool Kernels::prefill_attention_cooperative() const {
   return fits(shape.m) && fits(shape.n) && fits(shape.k);
 }
 
-uint32_t Kernels::router_groups(uint32_t experts, bool logits) {
-  return logits ? ceil_div(experts, ROUTER_DECODE_EXPERTS) : 1;
-}
+uint32_t Kernels::router_groups(uint32_t experts, bool logits) { return logits ? experts : 1; }
 
 void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
                      const RouterOutputs& out, uint32_t k, uint32_t count, float eps) {
@@ -365,9 +363,11 @@ void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bia
   require(count == 1 || out.logits == 0, "router", "writes logits for one token only, not " + std::to_string(count));
   const abi::RouterArgs args{x,           norm,        weight.address(), weight.scales_address(), bias, out.xn,
                              out.chosen,  out.gate_weights, out.logits,  weight.cols, weight.rows, k, count, eps};
-  // Sums in double where the device has them (router.glsl: a logit rounded once, as the CPU engine's).
-  const char* shader = float64_ ? "router_f64" : "router";
-  list.dispatch(pipeline(shader, sizeof args, weight.encoding), args, router_groups(weight.rows, out.logits != 0), count);
+  // Sums in double where the device has them (router.glsl: a logit rounded once, as the CPU engine's);
+  // one token's router is its own kernel (router_decode.glsl: every load at once).
+  const bool decode = out.logits != 0;
+  const char* shader = decode ? (float64_ ? "router_decode_f64" : "router_decode") : (float64_ ? "router_f64" : "router");
+  list.dispatch(pipeline(shader, sizeof args, weight.encoding), args, router_groups(weight.rows, decode), count);
 }
 
 namespace {

@@ -104,8 +104,8 @@ class Kernels {
   struct RouterOutputs {
     Address xn, chosen, gate_weights, logits;
   };
-  // Workgroups per token: one when the router ranks (several tokens), experts /
-  // ROUTER_DECODE_EXPERTS when it writes logits (one token, out.logits set).
+  // Workgroups per token: one when the router ranks (several tokens), one per expert when it
+  // writes logits (one token, out.logits set: router_decode.glsl).
   static uint32_t router_groups(uint32_t experts, bool logits);
   void router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
               const RouterOutputs& out, uint32_t k, uint32_t count, float eps);
