@@ -14,9 +14,10 @@
 //     value is not exact in f16 (ggml's block types; BF16, F16 and MXFP4 values in f16's range
 //     are), each step's products summed into fresh accumulators (hi x hi in one, the scaled lo
 //     products in another), and their sum then added to the running f32 sums with the addition's
-//     rounding kept (TwoSum into comp, added once at the end): the partial sums are promoted every
-//     COOP_TILE_K of depth, as DeepSeek-V3's FP8 GEMMs promote theirs, and the 45 f32 additions of
-//     a 2880-deep product add no error of their own. What is left is the tensor cores' truncation
+//     rounding kept (TwoSum into comp, which starts the next step's lo products, and after the
+//     last step joins the sums): the partial sums are promoted every COOP_TILE_K of depth, as
+//     DeepSeek-V3's FP8 GEMMs promote theirs, and the 45 f32 additions of a 2880-deep product
+//     lose nothing beyond each step's own rounding. What is left is the tensor cores' truncation
 //     within a step (VulkanKernels.PreciseGemmKeepsItsPartialSumsRoundings).
 //   COOP_PROMOTED: COOP_PRECISE with plain f32 additions of the partial sums (faster prefill; on
 //     the synthesized 20b's Q8_0 GGUF a router near-tie goes the other way from cpu-f64 with it).
@@ -81,7 +82,8 @@ const uint kAQuads = COOP_TILE_K / 8u / kAThreadsPerRow;  // uvec4s of A (per pa
 const uint kBlocksN = COOP_TILE_N / 32u;                   // 32 x 32 blocks of C across a row of subgroups
 const uint kRowsPerSubgroup = 32u / lM, kColsPerSubgroup = 32u / lN;
 fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> acc[kRowsPerSubgroup][kColsPerSubgroup];
-// COOP_PRECISE: what acc's f32 additions rounded off (TwoSum), added to acc at the end.
+// COOP_PRECISE: what acc's last f32 addition rounded off (TwoSum), carried into the next step's
+// sum (multiply_coop_tiles) or, after the last, added to acc.
 fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> comp[kRowsPerSubgroup][kColsPerSubgroup];
 
 uint coop_load_a_row() { return gl_LocalInvocationIndex / kAThreadsPerRow; }
@@ -173,11 +175,14 @@ void multiply_coop_tiles(uint stage, uint rows) {
   // (a2909b5); with TwoSum there, 32%, and the Q8_0 GGUF's router near-tie still went the other way.
   fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> part[kRowsPerSubgroup][kColsPerSubgroup];
   fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part[kRowsPerSubgroup][kColsPerSubgroup];
+  // COOP_PRECISE: the rounding the previous step's addition left (comp) starts this step's lo
+  // products, scaled as they are (a power of two: exact), so that it joins acc with this step's sum
+  // and no separate accumulator is live beside the step's two during the products.
   if (kPromote)
     [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
       [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
         part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
-        lo_part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+        lo_part[i][j] = kCompensate ? comp[i][j] * COOP_LO_SCALE : fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
       }
   [[unroll]] for (uint k = 0u; k < COOP_TILE_K; k += lK) {
     fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a[kRowsPerSubgroup];
@@ -213,7 +218,7 @@ void multiply_coop_tiles(uint stage, uint rows) {
           precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> s = acc[i][j] + step;
           precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step_in_s = s - acc[i][j];
           precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> e = (acc[i][j] - (s - step_in_s)) + (step - step_in_s);
-          comp[i][j] = comp[i][j] + e;
+          comp[i][j] = e;
           acc[i][j] = s;
         } else {
           acc[i][j] = acc[i][j] + step;
