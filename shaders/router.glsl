@@ -10,14 +10,8 @@
 // products exact in double, summed in double, one rounding to f32 after the bias, on the input
 // normalized as the CPU engine normalizes it. A logit's own rounding then matches the f32 CPU
 // engine's, so a router's near tie goes the way its input decides, not the way the sum was cut.
-#ifdef ROUTER_F64
-#define ROUTER_SUM double
-#define ROUTER_DOT(a, b) dot(dvec4(a), dvec4(b))
-#else
-#define ROUTER_SUM float
-#define ROUTER_DOT(a, b) dot(a, b)
-#endif
 #include "common.glsl"
+#include "router_sums.glsl"
 #include "expert_ranking.glsl"
 layout(local_size_x = ROUTER_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { RouterArgs args; };
@@ -88,9 +82,7 @@ void main() {
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           uint c = c0 + u * stride;
           if (c >= chunks) break;
-          vec4 lo, hi;
-          decode_raw8(args.weight, raw[u][0], raw[u][1], e * H + 8u * c, lo, hi);
-          acc += ROUTER_DOT(lo, staged_lo[c]) + ROUTER_DOT(hi, staged_hi[c]);
+          acc += router_dot8(args.weight, raw[u][0], raw[u][1], e * H + 8u * c, staged_lo[c], staged_hi[c]);
         }
       }
     }

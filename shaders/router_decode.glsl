@@ -14,14 +14,8 @@
 // sums); router_decode_f64.comp, where the device has shaderFloat64, as the CPU engine computes
 // them: the mean square in double and 1/rms rounded to f32 once, xn = (x * 1/rms) * norm in f32,
 // each product exact in double, the logit's sum in double rounded to f32 once after the bias.
-#ifdef ROUTER_F64
-#define ROUTER_SUM double
-#define ROUTER_DOT(a, b) dot(dvec4(a), dvec4(b))
-#else
-#define ROUTER_SUM float
-#define ROUTER_DOT(a, b) dot(a, b)
-#endif
 #include "common.glsl"
+#include "router_sums.glsl"
 layout(local_size_x = ROUTER_DECODE_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { RouterArgs args; };
 
@@ -83,10 +77,7 @@ void main() {
   ROUTER_SUM acc = ROUTER_SUM(0.0);
   [[unroll]] for (uint i = 0u; i < kLaneChunks; ++i) {
     uint c = gl_LocalInvocationIndex + i * ROUTER_DECODE_WORKGROUP_SIZE;
-    if (c >= chunks) continue;
-    vec4 w_lo, w_hi;
-    decode_raw8(args.weight, raw[i][0], raw[i][1], e * H + 8u * c, w_lo, w_hi);
-    acc += ROUTER_DOT(w_lo, x_lo[i]) + ROUTER_DOT(w_hi, x_hi[i]);
+    if (c < chunks) acc += router_dot8(args.weight, raw[i][0], raw[i][1], e * H + 8u * c, x_lo[i], x_hi[i]);
   }
 #ifndef ROUTER_F64
   // One reduction of both sums: the dot product's subgroup sums beside the squares'.
