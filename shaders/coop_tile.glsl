@@ -34,8 +34,8 @@
 // stage s % 2), so a step needs one barrier: the stores of step s + 1 go to the stage no subgroup
 // reads in step s, and the barrier of step s + 1 waits for the products of step s before step
 // s + 2 overwrites its stage; with one stage (what fits NVIDIA's 48 KiB) a second barrier follows
-// the products. The result goes through a shared f32 tile, laid over the operand stages once the last products are done, so the epilogue
-// (bias, accumulate, SwiGLU, scattered rows) is plain code.
+// the products. The result goes through a shared f32 tile, laid over the operand stages once the
+// last products are done, so the epilogue (bias, accumulate, SwiGLU, scattered rows) is plain code.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
