@@ -1,15 +1,16 @@
 // What router.comp and router_f64.comp share (ROUTER_F64 defined: the f64 form).
 // The MoE router of a batched pass, fused with the RMSNorm before it: xn[t] = RMSNorm(x[t]) * norm
-// (the experts' input), logits = W xn + bias (W [experts, hidden] in ENCODING), ranked
-// (expert_ranking.glsl) into chosen and gate_weights: the k largest and their softmax. One
-// workgroup per token; each expert's row is split over NumSubgroups / experts subgroups. x (times
-// norm) is staged once per workgroup. A decode step's router is router_decode.glsl.
+// (the experts' input), logits = W (x[t] * norm) / rms(x[t]) + bias (W [experts, hidden] in
+// ENCODING), ranked (expert_ranking.glsl) into chosen and gate_weights: the k largest and their
+// softmax. One workgroup per token; each expert's row is split over NumSubgroups / experts
+// subgroups. x is staged once per workgroup. A decode step's router is router_decode.glsl.
 //
-// Sums: router.comp in f32 (dot products over the staged input, the RMS factor applied to each
-// logit); router_f64.comp, where the device has shaderFloat64, as the CPU engine computes them:
-// products exact in double, summed in double, one rounding to f32 after the bias, on the input
-// normalized as the CPU engine normalizes it. A logit's own rounding then matches the f32 CPU
-// engine's, so a router's near tie goes the way its input decides, not the way the sum was cut.
+// Sums (router_sums.glsl): router.comp in f32; router_f64.comp, where the device has shaderFloat64,
+// in double, with 1/rms as the CPU engine's rms_norm computes it (the mean square in double) and
+// the experts' input as it normalizes it ((x * 1/rms rounded to f32) * norm). Each logit is
+// W[e] . (x * norm) times 1/rms plus the bias, rounded to f32 once: a logit's rounding is then
+// the CPU engine's (which computes its logits so), so a router's near tie goes the way its input
+// decides, not the way a sum or the normalized input was rounded.
 #include "common.glsl"
 #include "router_sums.glsl"
 #include "expert_ranking.glsl"
@@ -23,45 +24,34 @@ void main() {
   uint t = gl_WorkGroupID.y;
   uint H = args.hidden, chunks = H / 8u;
   uint base = t * H / 4u;  // x[t] in vec4s
-#ifdef ROUTER_F64
-  // As the CPU engine's rms_norm: the mean square in double, 1/rms rounded to f32 once, then
-  // (x * 1/rms) * norm in f32, so the experts' input and the router's are its values.
-  double sum_squares = 0.0LF;
+  // x staged as it is; the norm's weights come from memory beside it (router_sums.glsl).
+  ROUTER_SUM sum_squares = ROUTER_SUM(0.0);
   for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
     vec4 lo = Vec4sIn(args.x).v[base + 2u * c], hi = Vec4sIn(args.x).v[base + 2u * c + 1u];
-    sum_squares += dot(dvec4(lo), dvec4(lo)) + dot(dvec4(hi), dvec4(hi));
+    sum_squares += ROUTER_DOT(lo, lo) + ROUTER_DOT(hi, hi);
     staged_lo[c] = lo;
     staged_hi[c] = hi;
   }
   sum_squares = subgroupAdd(sum_squares);
   if (subgroupElect()) part_sums[gl_SubgroupID] = sum_squares;
   barrier();
-  double total = 0.0LF;
+  ROUTER_SUM total = ROUTER_SUM(0.0);
   for (uint s = 0u; s < gl_NumSubgroups; ++s) total += part_sums[s];
-  float inv_rms = float(1.0LF / sqrt(total / double(H) + double(args.eps)));
+#ifdef ROUTER_F64
+  double rms_factor = 1.0LF / sqrt(total / double(H) + double(args.eps));
+  float inv_rms = float(rms_factor);
   for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
-    staged_lo[c] = (staged_lo[c] * inv_rms) * Vec4sIn(args.norm).v[2u * c];
-    staged_hi[c] = (staged_hi[c] * inv_rms) * Vec4sIn(args.norm).v[2u * c + 1u];
-    Vec4s(args.xn).v[base + 2u * c] = staged_lo[c];
-    Vec4s(args.xn).v[base + 2u * c + 1u] = staged_hi[c];
+    Vec4s(args.xn).v[base + 2u * c] = (staged_lo[c] * inv_rms) * Vec4sIn(args.norm).v[2u * c];
+    Vec4s(args.xn).v[base + 2u * c + 1u] = (staged_hi[c] * inv_rms) * Vec4sIn(args.norm).v[2u * c + 1u];
   }
-  barrier();  // the staging before any row reads it, part_sums read before they are reused
-  const float kLogitScale = 1.0;  // the staged input is normalized already
 #else
-  float sum_squares = 0.0;
+  float rms_factor = 1.0 / sqrt(total / float(H) + args.eps);
   for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
-    vec4 lo = Vec4sIn(args.x).v[base + 2u * c], hi = Vec4sIn(args.x).v[base + 2u * c + 1u];
-    sum_squares += dot(lo, lo) + dot(hi, hi);
-    staged_lo[c] = lo * Vec4sIn(args.norm).v[2u * c];
-    staged_hi[c] = hi * Vec4sIn(args.norm).v[2u * c + 1u];
+    Vec4s(args.xn).v[base + 2u * c] = (staged_lo[c] * Vec4sIn(args.norm).v[2u * c]) * rms_factor;
+    Vec4s(args.xn).v[base + 2u * c + 1u] = (staged_hi[c] * Vec4sIn(args.norm).v[2u * c + 1u]) * rms_factor;
   }
-  float inv_rms = 1.0 / sqrt(workgroup_sum(sum_squares) / float(H) + args.eps);  // its barriers order the staging
-  for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
-    Vec4s(args.xn).v[base + 2u * c] = staged_lo[c] * inv_rms;
-    Vec4s(args.xn).v[base + 2u * c + 1u] = staged_hi[c] * inv_rms;
-  }
-  const float kLogitScale = inv_rms;  // the RMS factor, one scalar, applied to each logit
 #endif
+  barrier();  // part_sums read before they are reused
 
   uint here = args.experts;
   // Subgroups per expert (at least one); parts of a row: chunks part, part + parts, ...
@@ -82,7 +72,8 @@ void main() {
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           uint c = c0 + u * stride;
           if (c >= chunks) break;
-          acc += router_dot8(args.weight, raw[u][0], raw[u][1], e * H + 8u * c, staged_lo[c], staged_hi[c]);
+          acc += router_dot8(args.weight, raw[u][0], raw[u][1], e * H + 8u * c, staged_lo[c], staged_hi[c],
+                             Vec4sIn(args.norm).v[2u * c], Vec4sIn(args.norm).v[2u * c + 1u]);
         }
       }
     }
@@ -93,7 +84,7 @@ void main() {
       uint e = e0 + gl_LocalInvocationIndex;
       ROUTER_SUM sum = ROUTER_SUM(0.0);
       for (uint p = 0u; p < parts; ++p) sum += part_sums[gl_LocalInvocationIndex * parts + p];
-      float logit = float(sum * ROUTER_SUM(kLogitScale) + ROUTER_SUM(FloatsIn(args.bias).v[e]));
+      float logit = float(sum * rms_factor + ROUTER_SUM(FloatsIn(args.bias).v[e]));
       logits[e] = logit;
     }
     barrier();

@@ -1,17 +1,26 @@
 // The routers' sum type and dot product (router.glsl, router_decode.glsl; after common.glsl):
-// double where the including kernel defines ROUTER_F64 (each product of two f32 values exact in
-// double), else f32.
+// double where the including kernel defines ROUTER_F64, else f32.
+//
+// A logit is W[e] . (x * norm) times 1/rms plus the bias: the RMS factor is one scalar per token,
+// applied to the sum once, so the dot product needs x and the norm, not the normalized input, and
+// the sums of squares and of products can reduce together. In double each x * norm is exact (two
+// f32 values), each product with the weight rounded at 2^-53, and the logit is rounded to f32 once,
+// after the bias: no rounding of the normalized input to f32 enters the router. In f32 x * norm is
+// rounded first, as the batched f32 router always did.
 #ifdef ROUTER_F64
 #define ROUTER_SUM double
 #define ROUTER_DOT(a, b) dot(dvec4(a), dvec4(b))
+#define ROUTER_DOT3(w, x, n) dot(dvec4(w), dvec4(x) * dvec4(n))
 #else
 #define ROUTER_SUM float
 #define ROUTER_DOT(a, b) dot(a, b)
+#define ROUTER_DOT3(w, x, n) dot(w, (x) * (n))
 #endif
 
-// The dot product of the 8 weights at `index` (raw words from load_raw8) with x_lo, x_hi.
-ROUTER_SUM router_dot8(uvec2 weight, uvec4 raw0, uvec4 raw1, uint index, vec4 x_lo, vec4 x_hi) {
+// The dot product of the 8 weights at `index` (raw words from load_raw8) with x * norm (8 values
+// each, as lo and hi vec4s).
+ROUTER_SUM router_dot8(uvec2 weight, uvec4 raw0, uvec4 raw1, uint index, vec4 x_lo, vec4 x_hi, vec4 n_lo, vec4 n_hi) {
   vec4 w_lo, w_hi;
   decode_raw8(weight, raw0, raw1, index, w_lo, w_hi);
-  return ROUTER_DOT(w_lo, x_lo) + ROUTER_DOT(w_hi, x_hi);
+  return ROUTER_DOT3(w_lo, x_lo, n_lo) + ROUTER_DOT3(w_hi, x_hi, n_hi);
 }

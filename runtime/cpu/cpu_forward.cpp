@@ -86,7 +86,7 @@ void ForwardPass<Real>::forward(std::span<const uint32_t> tokens, runtime::Logit
     for (size_t i = 0; i < x.size(); ++i) x[i] += block_out[i];
     observe(Stage::AttentionOutput, static_cast<int>(l), x);
     rms_norm(x.data(), count, hidden, w.mlp_norm.data(), c.rms_norm_eps, normed.data());
-    moe_block(l, normed.data(), count, block_out.data());
+    moe_block(l, x.data(), normed.data(), count, block_out.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += block_out[i];
     observe_choices(static_cast<int>(l));
     observe(Stage::LayerOutput, static_cast<int>(l), x);
@@ -196,15 +196,18 @@ void ForwardPass<Real>::decode_expert(uint32_t layer, uint64_t expert) {
   });
 }
 
-// The mixture of experts: router top-k, softmax over the k, and per chosen expert its weights
-// decoded from its encoding, then one GEMM over the tokens that chose it. `out` gets Σ_e w_e · (W2 act + b2).
+// The mixture of experts: router top-k (its logits from the residual stream `residual`,
+// router_logits), softmax over the k, and per chosen expert its weights decoded from its encoding,
+// then one GEMM over the tokens that chose it (x, the normalized input). `out` gets
+// Σ_e w_e · (W2 act + b2).
 template <class Real>
-void ForwardPass<Real>::moe_block(uint32_t layer, const Real* x, size_t count, Real* out) {
+void ForwardPass<Real>::moe_block(uint32_t layer, const Real* residual, const Real* x, size_t count, Real* out) {
   const auto& c = weights_.config;
   const auto& w = weights_.layers[layer];
   const size_t hidden = c.hidden_size, experts = c.num_experts, inter = c.intermediate_size;
   std::vector<Real> router(count * experts);
-  linear(x, count, hidden, w.router.data(), experts, w.router_bias.data(), router.data());
+  router_logits(residual, count, hidden, w.mlp_norm.data(), c.rms_norm_eps, w.router.data(), experts,
+                w.router_bias.data(), router.data());
 
   struct Assignment {
     size_t token;

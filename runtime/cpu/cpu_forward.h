@@ -35,7 +35,7 @@ class ForwardPass final : public ForwardPassBase {
 
  private:
   void attention_block(uint32_t layer, const Real* x, size_t count, Real* out);
-  void moe_block(uint32_t layer, const Real* x, size_t count, Real* out);
+  void moe_block(uint32_t layer, const Real* residual, const Real* x, size_t count, Real* out);
   void decode_expert(uint32_t layer, uint64_t expert);
   void ensure_cache_capacity(uint64_t tokens);
 

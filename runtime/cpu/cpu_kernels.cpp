@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 
 #include "runtime/cpu/fixed_order_products.h"
 
@@ -17,14 +18,43 @@ void linear_impl(const Real* x, size_t rows, size_t in, const Real* weight, size
   row_products(shape, x, weight, bias, Real(1), y);
 }
 
+// 1 / rms of a row, unrounded: rms_norm's factor before it is rounded to Real.
+template <class Real>
+double inverse_rms(const Real* row, size_t dim, double eps) {
+  double sum_squares = 0;
+  for (size_t i = 0; i < dim; ++i) sum_squares += static_cast<double>(row[i]) * row[i];
+  return 1.0 / std::sqrt(sum_squares / static_cast<double>(dim) + eps);
+}
+
 template <class Real>
 void rms_norm_impl(const Real* x, size_t rows, size_t dim, const Real* weight, double eps, Real* y) {
   for (size_t r = 0; r < rows; ++r) {
     const Real* row = x + r * dim;
-    double sum_squares = 0;
-    for (size_t i = 0; i < dim; ++i) sum_squares += static_cast<double>(row[i]) * row[i];
-    const auto inv_rms = static_cast<Real>(1.0 / std::sqrt(sum_squares / static_cast<double>(dim) + eps));
+    const auto inv_rms = static_cast<Real>(inverse_rms(row, dim, eps));
     for (size_t i = 0; i < dim; ++i) y[r * dim + i] = row[i] * inv_rms * weight[i];
+  }
+}
+
+template <class Real>
+void router_logits_impl(const Real* x, size_t rows, size_t dim, const Real* norm, double eps, const Real* weight,
+                        size_t experts, const Real* bias, Real* logits) {
+  std::vector<double> scaled(rows * dim), sums(rows * experts);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t i = 0; i < dim; ++i)
+      scaled[r * dim + i] = static_cast<double>(x[r * dim + i]) * static_cast<double>(norm[i]);
+  std::vector<double> widened;
+  const double* w = nullptr;
+  if constexpr (std::is_same_v<Real, double>) {
+    w = weight;
+  } else {
+    widened.assign(weight, weight + experts * dim);
+    w = widened.data();
+  }
+  linear(scaled.data(), rows, dim, w, experts, nullptr, sums.data());
+  for (size_t r = 0; r < rows; ++r) {
+    const double factor = inverse_rms(x + r * dim, dim, eps);
+    for (size_t e = 0; e < experts; ++e)
+      logits[r * experts + e] = static_cast<Real>(sums[r * experts + e] * factor + static_cast<double>(bias[e]));
   }
 }
 
@@ -89,6 +119,15 @@ void rms_norm(const float* x, size_t rows, size_t dim, const float* weight, doub
 }
 void rms_norm(const double* x, size_t rows, size_t dim, const double* weight, double eps, double* y) {
   rms_norm_impl(x, rows, dim, weight, eps, y);
+}
+
+void router_logits(const float* x, size_t rows, size_t dim, const float* norm, double eps, const float* weight,
+                   size_t experts, const float* bias, float* logits) {
+  router_logits_impl(x, rows, dim, norm, eps, weight, experts, bias, logits);
+}
+void router_logits(const double* x, size_t rows, size_t dim, const double* norm, double eps, const double* weight,
+                   size_t experts, const double* bias, double* logits) {
+  router_logits_impl(x, rows, dim, norm, eps, weight, experts, bias, logits);
 }
 
 void apply_rope_half_split(float* heads, size_t head_count, size_t head_dim, const float* cos_table,

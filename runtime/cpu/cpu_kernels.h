@@ -21,6 +21,17 @@ void linear(const double* x, size_t rows, size_t in, const double* weight, size_
 void rms_norm(const float* x, size_t rows, size_t dim, const float* weight, double eps, float* y);
 void rms_norm(const double* x, size_t rows, size_t dim, const double* weight, double eps, double* y);
 
+// The MoE router's logits of `rows` tokens, from the residual stream x itself (not its normalized
+// copy): logits[r][e] = (W[e] · (x[r] ⊙ norm)) · (1 / rms(x[r])) + bias[e]. Each x ⊙ norm is exact in
+// double (two f32 values), the products with W and their sum in double (linear's order), 1/rms as
+// rms_norm computes it but not rounded to Real, and the logit rounded to Real once after the bias:
+// no rounding of the normalized input enters the router, so a near tie of two logits goes the way
+// x decides. The Vulkan engine's routers compute the same (shaders/router_sums.glsl).
+void router_logits(const float* x, size_t rows, size_t dim, const float* norm, double eps, const float* weight,
+                   size_t experts, const float* bias, float* logits);
+void router_logits(const double* x, size_t rows, size_t dim, const double* norm, double eps, const double* weight,
+                   size_t experts, const double* bias, double* logits);
+
 // Rotates every head of one token in place with the half-split pairing of the canonical layout:
 // element i pairs with i + D/2: (a, b) -> (a·cos − b·sin, b·cos + a·sin).
 void apply_rope_half_split(float* heads, size_t head_count, size_t head_dim, const float* cos_table,

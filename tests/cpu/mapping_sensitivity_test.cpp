@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "convert/safetensors_model.h"
 #include "runtime/cpu/cpu_engine.h"
@@ -123,6 +124,37 @@ TEST(CpuKernels, RouterTopKBreaksTiesTowardsTheLowestIndexAndSoftmaxesOnlyTheK) 
   const double z = 2 * std::exp(3.0) + 2 * std::exp(2.0);
   EXPECT_NEAR(weights[0], std::exp(3.0) / z, 1e-6);
   EXPECT_NEAR(weights[2], std::exp(2.0) / z, 1e-6);
+}
+
+// The router's logits come from the residual stream itself: W . (x * norm) in double (x * norm
+// exact), times 1/rms, plus the bias, rounded to f32 once. Here each is the correctly rounded f32 of
+// the same value in long double, and a token's logits are the same bits alone or beside others.
+TEST(CpuKernels, RouterLogitsAreTheResidualsDotRoundedOnceWhateverTheBatch) {
+  const size_t hidden = 2880, experts = 32, rows = 3;
+  const double eps = 1e-5;
+  std::mt19937 generator(20261128);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(rows * hidden), norm(hidden), w(experts * hidden), bias(experts);
+  for (float& v : x) v = 4.0f * normal(generator);
+  for (float& v : norm) v = 1.0f + 0.25f * normal(generator);
+  for (float& v : w) v = 0.02f * normal(generator);
+  for (float& v : bias) v = 0.1f * normal(generator);
+  std::vector<float> logits(rows * experts);
+  cpu::router_logits(x.data(), rows, hidden, norm.data(), eps, w.data(), experts, bias.data(), logits.data());
+  for (size_t r = 0; r < rows; ++r) {
+    long double squares = 0;
+    for (size_t i = 0; i < hidden; ++i) squares += static_cast<long double>(x[r * hidden + i]) * x[r * hidden + i];
+    const long double factor = 1.0L / std::sqrt(squares / hidden + eps);
+    std::vector<float> alone(experts);
+    cpu::router_logits(x.data() + r * hidden, 1, hidden, norm.data(), eps, w.data(), experts, bias.data(), alone.data());
+    for (size_t e = 0; e < experts; ++e) {
+      long double sum = 0;
+      for (size_t i = 0; i < hidden; ++i)
+        sum += static_cast<long double>(w[e * hidden + i]) * x[r * hidden + i] * norm[i];
+      EXPECT_EQ(logits[r * experts + e], static_cast<float>(sum * factor + bias[e])) << "token " << r << " expert " << e;
+      EXPECT_EQ(alone[e], logits[r * experts + e]) << "token " << r << " alone, expert " << e;
+    }
+  }
 }
 
 TEST(CpuKernels, SwigluClampsGateAboveAndUpBothWays) {

@@ -21,6 +21,7 @@
 #include "formats/codecs/float_codec.h"
 #include "formats/codecs/mxfp4.h"
 #include "formats/core/float16.h"
+#include "runtime/cpu/cpu_kernels.h"
 #include "runtime/vulkan/device_tensors.h"
 #include "runtime/rope.h"
 #include "runtime/vulkan/kernels.h"
@@ -1076,19 +1077,21 @@ TEST(VulkanKernels, RouterTopKWithTiesAndSoftmaxPerToken) {
             logits[e] = sum;
           }
           if (ctx->info().float64) {
-            // router_f64: the input normalized as the CPU engine's rms_norm (1/rms rounded to f32,
-            // then (x * 1/rms) * norm), bit for bit, and each logit its double sum rounded once.
-            const float inv_f = static_cast<float>(1.0 / std::sqrt(ss / hidden + double{1e-5f}));
+            // router_f64: the experts' input normalized as the CPU engine's rms_norm (1/rms rounded
+            // to f32, then (x * 1/rms) * norm), bit for bit; each logit as cpu::router_logits computes
+            // it, (W . (x * norm)) * 1/rms + bias in double, rounded to f32 once.
+            const double factor = 1.0 / std::sqrt(ss / hidden + double{1e-5f});
+            const auto inv_f = static_cast<float>(factor);
             std::vector<float> xn_cpu(hidden);
             for (uint32_t i = 0; i < hidden; ++i) xn_cpu[i] = (x[t * hidden + i] * inv_f) * norm[i];
             for (uint32_t i = 0; i < hidden; ++i)
               ASSERT_EQ(xn[t * hidden + i], xn_cpu[i]) << "token " << t << " dim " << i;
-            if (decode)
-              for (uint32_t e = 0; e < experts; ++e) {
-                double sum = 0;
-                for (uint32_t i = 0; i < hidden; ++i) sum += double{w_values[e * hidden + i]} * xn_cpu[i];
-                EXPECT_EQ(device_logits[e], static_cast<float>(sum + bias[e])) << "expert " << e;
-              }
+            if (decode) {
+              std::vector<float> cpu_logits(experts);
+              cpu::router_logits(x.data() + size_t{t} * hidden, 1, hidden, norm.data(), double{1e-5f}, w_values.data(),
+                                 experts, bias.data(), cpu_logits.data());
+              for (uint32_t e = 0; e < experts; ++e) EXPECT_EQ(device_logits[e], cpu_logits[e]) << "expert " << e;
+            }
           }
           if (decode) {
             for (uint32_t e = 0; e < experts; ++e)
