@@ -6,11 +6,11 @@
 // One workgroup per expert. The step is a chain of latencies, not of bandwidth (32 rows of 2880 are
 // 184 KB), so every load a lane needs, x, norm and its chunks of the expert's row, is issued at
 // once at the start, and the sums come from registers: the sum of squares and the dot product over
-// the lane's chunks, then one reduction of both (router_sums.glsl: 1/rms applies to the sum, so
-// the products need not wait for the norm's factor). The batched
-// router (router.glsl) stages x in shared memory first and loads the rows after the norm, two
-// dependent trips to memory: in decode, spread over 8 workgroups, it took 18.8 us on an H200
-// (vulkan_kernel_bench), as long as the QKV product; this kernel 13.4 us.
+// the lane's chunks, then one reduction of both (router_sums.glsl: 1/rms applies to the sum, so the
+// products need not wait for the norm's factor). The batched router (router.glsl) stages x in
+// shared memory first and loads the rows after the norm, two dependent trips to memory: in decode,
+// spread over 8 workgroups, it took 18.8 us on an H200 (vulkan_kernel_bench), as long as the QKV
+// product; this kernel 13.4 us.
 //
 // Sums (router_sums.glsl): router_decode.comp in f32; router_decode_f64.comp, where the device has
 // shaderFloat64, in double, with 1/rms as the CPU engine's rms_norm computes it (the mean square in
