@@ -37,20 +37,11 @@ void main() {
   barrier();
   ROUTER_SUM total = ROUTER_SUM(0.0);
   for (uint s = 0u; s < gl_NumSubgroups; ++s) total += part_sums[s];
-#ifdef ROUTER_F64
-  double rms_factor = 1.0LF / sqrt(total / double(H) + double(args.eps));
-  float inv_rms = float(rms_factor);
+  ROUTER_SUM rms_factor = router_rms_factor(total, H, args.eps);
   for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
-    Vec4s(args.xn).v[base + 2u * c] = (staged_lo[c] * inv_rms) * Vec4sIn(args.norm).v[2u * c];
-    Vec4s(args.xn).v[base + 2u * c + 1u] = (staged_hi[c] * inv_rms) * Vec4sIn(args.norm).v[2u * c + 1u];
+    Vec4s(args.xn).v[base + 2u * c] = router_normed(staged_lo[c], Vec4sIn(args.norm).v[2u * c], rms_factor);
+    Vec4s(args.xn).v[base + 2u * c + 1u] = router_normed(staged_hi[c], Vec4sIn(args.norm).v[2u * c + 1u], rms_factor);
   }
-#else
-  float rms_factor = 1.0 / sqrt(total / float(H) + args.eps);
-  for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
-    Vec4s(args.xn).v[base + 2u * c] = (staged_lo[c] * Vec4sIn(args.norm).v[2u * c]) * rms_factor;
-    Vec4s(args.xn).v[base + 2u * c + 1u] = (staged_hi[c] * Vec4sIn(args.norm).v[2u * c + 1u]) * rms_factor;
-  }
-#endif
   barrier();  // part_sums read before they are reused
 
   uint here = args.experts;

@@ -63,24 +63,14 @@ void main() {
     square_total += square_sums[s];
     dot_total += dot_sums[s];
   }
-#ifdef ROUTER_F64
-  double rms_factor = 1.0LF / sqrt(square_total / double(H) + double(args.eps));
-  float inv_rms = float(rms_factor);  // as the CPU engine's rms_norm rounds it for the experts' input
-#else
-  float rms_factor = 1.0 / sqrt(square_total / float(H) + args.eps), inv_rms = rms_factor;
-#endif
+  ROUTER_SUM rms_factor = router_rms_factor(square_total, H, args.eps);
   if (gl_LocalInvocationIndex == 0u)
     Floats(args.logits).v[e] = float(dot_total * rms_factor + ROUTER_SUM(FloatsIn(args.bias).v[e]));
   if (e == 0u)
     [[unroll]] for (uint i = 0u; i < kLaneChunks; ++i) {
       uint c = gl_LocalInvocationIndex + i * ROUTER_DECODE_WORKGROUP_SIZE;
       if (c >= chunks) continue;
-#ifdef ROUTER_F64
-      Vec4s(args.xn).v[2u * c] = (x_lo[i] * inv_rms) * n_lo[i];
-      Vec4s(args.xn).v[2u * c + 1u] = (x_hi[i] * inv_rms) * n_hi[i];
-#else
-      Vec4s(args.xn).v[2u * c] = (x_lo[i] * n_lo[i]) * inv_rms;
-      Vec4s(args.xn).v[2u * c + 1u] = (x_hi[i] * n_hi[i]) * inv_rms;
-#endif
+      Vec4s(args.xn).v[2u * c] = router_normed(x_lo[i], n_lo[i], rms_factor);
+      Vec4s(args.xn).v[2u * c + 1u] = router_normed(x_hi[i], n_hi[i], rms_factor);
     }
 }

@@ -24,3 +24,21 @@ ROUTER_SUM router_dot8(uvec2 weight, uvec4 raw0, uvec4 raw1, uint index, vec4 x_
   decode_raw8(weight, raw0, raw1, index, w_lo, w_hi);
   return ROUTER_DOT3(w_lo, x_lo, n_lo) + ROUTER_DOT3(w_hi, x_hi, n_hi);
 }
+
+// 1/rms of H values from their sum of squares: in double as the CPU engine computes it, or in f32.
+ROUTER_SUM router_rms_factor(ROUTER_SUM squares, uint H, float eps) {
+#ifdef ROUTER_F64
+  return 1.0LF / sqrt(squares / double(H) + double(eps));
+#else
+  return 1.0 / sqrt(squares / float(H) + eps);
+#endif
+}
+// The experts' input, 4 values of x: in the f64 form as the CPU engine's rms_norm, (x * 1/rms
+// rounded to f32) * norm; in f32 (x * norm) * 1/rms.
+vec4 router_normed(vec4 x, vec4 norm, ROUTER_SUM rms_factor) {
+#ifdef ROUTER_F64
+  return (x * float(rms_factor)) * norm;
+#else
+  return (x * norm) * rms_factor;
+#endif
+}

@@ -1019,99 +1019,105 @@ INSTANTIATE_TEST_SUITE_P(Tunings, VulkanDecodeAttention,
 TEST(VulkanKernels, RouterTopKWithTiesAndSoftmaxPerToken) {
   VULKAN_OR_SKIP();
   const uint32_t k = 4;
-  // Widths whose chunks of 8 leave lanes of the decode router idle (96), give some lanes two
-  // (2880, gpt-oss) and every lane its most (kMaxRouterHidden).
-  for (uint32_t hidden : {96u, 2880u, vk::abi::kMaxRouterHidden})
-    for (uint32_t experts : {8u, 32u})
-      for (uint32_t count : {1u, 3u, 33u}) {
-        SCOPED_TRACE("hidden " + std::to_string(hidden) + ", experts " + std::to_string(experts) + ", tokens " +
-                     std::to_string(count));
-        auto w = dense_matrix(*ctx, DType::BF16, experts, hidden, experts);
-        const auto x = random_floats(size_t{count} * hidden, 3, 10.0f), norm = random_floats(hidden, 4);
-        // Experts 1 and 5 get equal bias and rows: a tie the lower id must win.
-        std::vector<float> bias = random_floats(experts, 6);
-        bias[5] = bias[1];
-        std::vector<float> w_values = w.values;
-        std::copy_n(w_values.begin() + hidden, hidden, w_values.begin() + 5 * hidden);
-        {
-          std::vector<uint8_t> bytes(*dtype_byte_size(DType::BF16, w_values.size()));
-          encode_from_f32(DType::BF16, w_values.data(), w_values.size(), bytes.data());
-          CanonicalTensor t{{TensorRole::RouterWeight, 0, "router", {experts, hidden}}, DType::BF16,
-                            std::make_shared<OwnedSource>(std::move(bytes)), "test"};
-          vk::DeviceUploader uploader(*ctx, 1 << 20);
-          w.device = vk::upload_matrix(*ctx, uploader, t);
-        }
-        auto x_buf = host_buffer(*ctx, x), n_buf = host_buffer(*ctx, norm), b_buf = host_buffer(*ctx, bias);
-        auto xn_buf = host_buffer(*ctx, std::vector<float>(x.size()));
-        auto chosen_buf = host_buffer(*ctx, std::vector<uint32_t>(size_t{count} * k, 99));
-        auto weights_buf = host_buffer(*ctx, std::vector<float>(size_t{count} * k));
-        // One token (decode) spreads its experts over workgroups that write the logits, which the
-        // expert kernels rank (DecodeExpertKernelsEqualThePerTokenSum); several rank here.
-        const bool decode = count == 1;
-        EXPECT_EQ(vk::Kernels::router_groups(experts, decode), decode ? experts : 1u);
-        auto logits_buf = host_buffer(*ctx, std::vector<float>(experts, NAN));
-        run(*ctx, [&](vk::DispatchList& list) {
-          kernels(*ctx).router(list, w.device, b_buf->address(), x_buf->address(), n_buf->address(),
-                               {xn_buf->address(), decode ? 0 : chosen_buf->address(),
-                                decode ? 0 : weights_buf->address(), decode ? logits_buf->address() : 0},
-                               k, count, 1e-5f);
-        });
-        const auto chosen = read_buffer<uint32_t>(*chosen_buf, size_t{count} * k);
-        const auto gate = read_buffer<float>(*weights_buf, size_t{count} * k);
-        const auto xn = read_buffer<float>(*xn_buf, x.size());
-        const auto device_logits = read_buffer<float>(*logits_buf, experts);
-        for (uint32_t t = 0; t < count; ++t) {
-          double ss = 0;
-          for (uint32_t i = 0; i < hidden; ++i) ss += double{x[t * hidden + i]} * x[t * hidden + i];
-          const double inv = 1 / std::sqrt(ss / hidden + 1e-5);
-          Doubles logits(experts);
-          for (uint32_t e = 0; e < experts; ++e) {
-            double sum = bias[e];
-            for (uint32_t i = 0; i < hidden; ++i) {
-              const double normed = x[t * hidden + i] * inv * norm[i];
-              if (e == 0) {
-                ASSERT_NEAR(xn[t * hidden + i], normed, 1e-5 * std::abs(normed) + 1e-6);
+  // Both forms where the device has doubles (router_f64, the default, and f64=off's f32 sums).
+  for (const char* keys : {"", "f64=off"}) {
+    SCOPED_TRACE(*keys ? keys : "defaults");
+    vk::Kernels routers = kernels_with(*ctx, keys);
+    const bool f64 = ctx->info().float64 && !*keys;
+    // Widths whose chunks of 8 leave lanes of the decode router idle (96), give some lanes two
+    // (2880, gpt-oss) and every lane its most (kMaxRouterHidden).
+    for (uint32_t hidden : {96u, 2880u, vk::abi::kMaxRouterHidden})
+      for (uint32_t experts : {8u, 32u})
+        for (uint32_t count : {1u, 3u, 33u}) {
+          SCOPED_TRACE("hidden " + std::to_string(hidden) + ", experts " + std::to_string(experts) + ", tokens " +
+                       std::to_string(count));
+          auto w = dense_matrix(*ctx, DType::BF16, experts, hidden, experts);
+          const auto x = random_floats(size_t{count} * hidden, 3, 10.0f), norm = random_floats(hidden, 4);
+          // Experts 1 and 5 get equal bias and rows: a tie the lower id must win.
+          std::vector<float> bias = random_floats(experts, 6);
+          bias[5] = bias[1];
+          std::vector<float> w_values = w.values;
+          std::copy_n(w_values.begin() + hidden, hidden, w_values.begin() + 5 * hidden);
+          {
+            std::vector<uint8_t> bytes(*dtype_byte_size(DType::BF16, w_values.size()));
+            encode_from_f32(DType::BF16, w_values.data(), w_values.size(), bytes.data());
+            CanonicalTensor t{{TensorRole::RouterWeight, 0, "router", {experts, hidden}}, DType::BF16,
+                              std::make_shared<OwnedSource>(std::move(bytes)), "test"};
+            vk::DeviceUploader uploader(*ctx, 1 << 20);
+            w.device = vk::upload_matrix(*ctx, uploader, t);
+          }
+          auto x_buf = host_buffer(*ctx, x), n_buf = host_buffer(*ctx, norm), b_buf = host_buffer(*ctx, bias);
+          auto xn_buf = host_buffer(*ctx, std::vector<float>(x.size()));
+          auto chosen_buf = host_buffer(*ctx, std::vector<uint32_t>(size_t{count} * k, 99));
+          auto weights_buf = host_buffer(*ctx, std::vector<float>(size_t{count} * k));
+          // One token (decode) spreads its experts over workgroups that write the logits, which the
+          // expert kernels rank (DecodeExpertKernelsEqualThePerTokenSum); several rank here.
+          const bool decode = count == 1;
+          EXPECT_EQ(vk::Kernels::router_groups(experts, decode), decode ? experts : 1u);
+          auto logits_buf = host_buffer(*ctx, std::vector<float>(experts, NAN));
+          run(*ctx, [&](vk::DispatchList& list) {
+            routers.router(list, w.device, b_buf->address(), x_buf->address(), n_buf->address(),
+                           {xn_buf->address(), decode ? 0 : chosen_buf->address(),
+                            decode ? 0 : weights_buf->address(), decode ? logits_buf->address() : 0},
+                           k, count, 1e-5f);
+          });
+          const auto chosen = read_buffer<uint32_t>(*chosen_buf, size_t{count} * k);
+          const auto gate = read_buffer<float>(*weights_buf, size_t{count} * k);
+          const auto xn = read_buffer<float>(*xn_buf, x.size());
+          const auto device_logits = read_buffer<float>(*logits_buf, experts);
+          for (uint32_t t = 0; t < count; ++t) {
+            double ss = 0;
+            for (uint32_t i = 0; i < hidden; ++i) ss += double{x[t * hidden + i]} * x[t * hidden + i];
+            const double inv = 1 / std::sqrt(ss / hidden + 1e-5);
+            Doubles logits(experts);
+            for (uint32_t e = 0; e < experts; ++e) {
+              double sum = bias[e];
+              for (uint32_t i = 0; i < hidden; ++i) {
+                const double normed = x[t * hidden + i] * inv * norm[i];
+                if (e == 0) {
+                  ASSERT_NEAR(xn[t * hidden + i], normed, 1e-5 * std::abs(normed) + 1e-6);
+                }
+                sum += double{w_values[e * hidden + i]} * normed;
               }
-              sum += double{w_values[e * hidden + i]} * normed;
+              logits[e] = sum;
             }
-            logits[e] = sum;
-          }
-          if (ctx->info().float64) {
-            // router_f64: the experts' input normalized as the CPU engine's rms_norm (1/rms rounded
-            // to f32, then (x * 1/rms) * norm), bit for bit; each logit as cpu::router_logits computes
-            // it, (W . (x * norm)) * 1/rms + bias in double, rounded to f32 once.
-            const double factor = 1.0 / std::sqrt(ss / hidden + double{1e-5f});
-            const auto inv_f = static_cast<float>(factor);
-            std::vector<float> xn_cpu(hidden);
-            for (uint32_t i = 0; i < hidden; ++i) xn_cpu[i] = (x[t * hidden + i] * inv_f) * norm[i];
-            for (uint32_t i = 0; i < hidden; ++i)
-              ASSERT_EQ(xn[t * hidden + i], xn_cpu[i]) << "token " << t << " dim " << i;
+            if (f64) {
+              // router_f64: the experts' input normalized as the CPU engine's rms_norm (1/rms rounded
+              // to f32, then (x * 1/rms) * norm), bit for bit; each logit as cpu::router_logits computes
+              // it, (W . (x * norm)) * 1/rms + bias in double, rounded to f32 once.
+              const double factor = 1.0 / std::sqrt(ss / hidden + double{1e-5f});
+              const auto inv_f = static_cast<float>(factor);
+              std::vector<float> xn_cpu(hidden);
+              for (uint32_t i = 0; i < hidden; ++i) xn_cpu[i] = (x[t * hidden + i] * inv_f) * norm[i];
+              for (uint32_t i = 0; i < hidden; ++i)
+                ASSERT_EQ(xn[t * hidden + i], xn_cpu[i]) << "token " << t << " dim " << i;
+              if (decode) {
+                std::vector<float> cpu_logits(experts);
+                cpu::router_logits(x.data() + size_t{t} * hidden, 1, hidden, norm.data(), double{1e-5f},
+                                   w_values.data(), experts, bias.data(), cpu_logits.data());
+                for (uint32_t e = 0; e < experts; ++e) EXPECT_EQ(device_logits[e], cpu_logits[e]) << "expert " << e;
+              }
+            }
             if (decode) {
-              std::vector<float> cpu_logits(experts);
-              cpu::router_logits(x.data() + size_t{t} * hidden, 1, hidden, norm.data(), double{1e-5f}, w_values.data(),
-                                 experts, bias.data(), cpu_logits.data());
-              for (uint32_t e = 0; e < experts; ++e) EXPECT_EQ(device_logits[e], cpu_logits[e]) << "expert " << e;
+              for (uint32_t e = 0; e < experts; ++e)
+                EXPECT_NEAR(device_logits[e], logits[e], 1e-5 * (1 + std::abs(logits[e])));
+              EXPECT_EQ(device_logits[5], device_logits[1]) << "the tie, exact on the device as well";
+              EXPECT_EQ(chosen, std::vector<uint32_t>(k, 99)) << "decode leaves the choices to the expert kernels";
+              continue;
             }
-          }
-          if (decode) {
-            for (uint32_t e = 0; e < experts; ++e)
-              EXPECT_NEAR(device_logits[e], logits[e], 1e-5 * (1 + std::abs(logits[e])));
-            EXPECT_EQ(device_logits[5], device_logits[1]) << "the tie, exact on the device as well";
-            EXPECT_EQ(chosen, std::vector<uint32_t>(k, 99)) << "decode leaves the choices to the expert kernels";
-            continue;
-          }
-          logits[5] = logits[1];  // the tie, exact on the device as well
-          std::vector<uint32_t> order(experts);
-          std::iota(order.begin(), order.end(), 0u);
-          std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return logits[a] > logits[b]; });
-          double top = logits[order[0]], sum = 0;
-          for (uint32_t s = 0; s < k; ++s) sum += std::exp(logits[order[s]] - top);
-          for (uint32_t s = 0; s < k; ++s) {
-            EXPECT_EQ(chosen[t * k + s], order[s]) << "token " << t << " slot " << s;
-            EXPECT_NEAR(gate[t * k + s], std::exp(logits[order[s]] - top) / sum, 1e-5);
+            logits[5] = logits[1];  // the tie, exact on the device as well
+            std::vector<uint32_t> order(experts);
+            std::iota(order.begin(), order.end(), 0u);
+            std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return logits[a] > logits[b]; });
+            double top = logits[order[0]], sum = 0;
+            for (uint32_t s = 0; s < k; ++s) sum += std::exp(logits[order[s]] - top);
+            for (uint32_t s = 0; s < k; ++s) {
+              EXPECT_EQ(chosen[t * k + s], order[s]) << "token " << t << " slot " << s;
+              EXPECT_NEAR(gate[t * k + s], std::exp(logits[order[s]] - top) / sum, 1e-5);
+            }
           }
         }
-      }
+  }
 }
 
 // ---- mixture of experts ----
