@@ -150,6 +150,14 @@ ABI_CONST(float, COOP_LO_SCALE, 2048.0f);
 // takes 66-94 at 4 loads and keeps them: with 3 the Q8_0 GGUF measured slower.
 #define MATVEC_WAVE_LOADS 9
 #define MATVEC_INT_DOT_WAVE_LOADS (MATVEC_WAVE_ROWS * MATVEC_DEFAULT_BATCH)
+// Matrices that take many waves at any shape (the unembedding) stream: no residency to keep, so
+// the shape that moves the most bytes per instruction. matvec_int_dot's 8 rows x 8 loads ran the
+// Q8_0 unembedding (201088 x 2880) in 266 us against 291 at the float shape's 4 x 4 on an H100
+// (vulkan_kernel_bench; 8 x 16 spills). The float decodings keep 4 x 4: BF16's best, 2 x 16, was 2% faster alone.
+#define MATVEC_STREAM_ROWS MATVEC_WAVE_ROWS
+#define MATVEC_STREAM_BATCH MATVEC_DEFAULT_BATCH
+#define MATVEC_INT_DOT_STREAM_ROWS 8
+#define MATVEC_INT_DOT_STREAM_BATCH 8
 // Workgroups of decode attention (DECODE_ATTENTION_SIZE invocations) one multiprocessor holds at
 // once (Kernels::decode_attention_resident; at most 128 registers for two: two workgroups' 65536),
 // by the KV cache's encoding and the lanes per key, as the H100's driver compiles them: one lane

@@ -141,16 +141,16 @@ std::string Kernels::pipeline_statistics() const {
 }
 
 Kernels::MatvecShape Kernels::matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors,
-                                               uint32_t wave_loads) {
+                                               uint32_t wave_loads, MatvecShape streaming) {
   MatvecShape shape;
   if (multiprocessors == 0 || subgroups == 0) return shape;
   const uint64_t resident_subgroups = uint64_t{multiprocessors} * MATVEC_GROUPS_PER_SM * subgroups;
   shape.rows = static_cast<uint32_t>(
       std::clamp<uint64_t>((rows + resident_subgroups - 1) / resident_subgroups, MATVEC_DEFAULT_ROWS, MATVEC_WAVE_ROWS));
+  if ((rows + shape.rows - 1) / shape.rows > resident_subgroups) return streaming;
   // In one wave only if its workgroups' registers let MATVEC_GROUPS_PER_SM of them share a
   // multiprocessor: at most `wave_loads` loads per lane in flight.
-  if ((rows + shape.rows - 1) / shape.rows <= resident_subgroups)
-    shape.batch = std::min<uint32_t>(MATVEC_DEFAULT_BATCH, wave_loads / shape.rows);
+  shape.batch = std::min<uint32_t>(MATVEC_DEFAULT_BATCH, wave_loads / shape.rows);
   return shape;
 }
 
@@ -160,8 +160,11 @@ Kernels::MatvecShape Kernels::matvec_shape(uint32_t rows, uint32_t encoding) con
   // the subgroup reduction that ends each row costs more than its loads: the most rows per
   // subgroup, one load each (preset a's unembedding, 201088 rows of 64: 100 -> 28 ms a token).
   if (ctx_.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) return MatvecShape{MATVEC_MAX_ROWS, 1};
+  const bool int_dot = matvec_int_dot(encoding);
   return matvec_shape_for(rows, MATVEC_WORKGROUP_SIZE / ctx_.info().subgroup_size, ctx_.info().multiprocessors,
-                          matvec_int_dot(encoding) ? MATVEC_INT_DOT_WAVE_LOADS : MATVEC_WAVE_LOADS);
+                          int_dot ? MATVEC_INT_DOT_WAVE_LOADS : MATVEC_WAVE_LOADS,
+                          int_dot ? MatvecShape{MATVEC_INT_DOT_STREAM_ROWS, MATVEC_INT_DOT_STREAM_BATCH}
+                                  : MatvecShape{MATVEC_STREAM_ROWS, MATVEC_STREAM_BATCH});
 }
 
 const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes, std::optional<uint32_t> encoding,

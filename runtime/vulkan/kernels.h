@@ -171,9 +171,11 @@ class Kernels {
   // does not say (multiprocessors 0).
   // In one wave, at most `wave_loads` rows x loads per lane (the registers that let
   // MATVEC_GROUPS_PER_SM workgroups share a multiprocessor): MATVEC_WAVE_LOADS for the float
-  // decodings, MATVEC_INT_DOT_WAVE_LOADS for matvec_int_dot.
+  // decodings, MATVEC_INT_DOT_WAVE_LOADS for matvec_int_dot. A matrix that is not one wave even at
+  // MATVEC_WAVE_ROWS takes `streaming` (MATVEC_STREAM_* or MATVEC_INT_DOT_STREAM_*).
   static MatvecShape matvec_shape_for(uint32_t rows, uint32_t subgroups, uint32_t multiprocessors,
-                                      uint32_t wave_loads = MATVEC_WAVE_LOADS);
+                                      uint32_t wave_loads = MATVEC_WAVE_LOADS,
+                                      MatvecShape streaming = {MATVEC_STREAM_ROWS, MATVEC_STREAM_BATCH});
   // Benchmarks compare the two on one device.
   void force_portable(bool portable) { force_portable_ = portable; }
   // The Q8_0 decode products through integer dot products (matvec_int_dot): VulkanTuning::integer_dot.

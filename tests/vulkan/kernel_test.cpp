@@ -442,13 +442,14 @@ TEST(VulkanKernels, MatvecInEveryEncodingWithNormBiasAndAccumulation) {
   // The default shape and shapes the tuning can pick: rows per subgroup that divide no row count,
   // one load per pass, more loads per pass than a row has; Q8_0 as the device's default takes it
   // (lavapipe: decoded to floats, its integer dot products are not accelerated), through integer
-  // dot products wherever the device has them (int_dot=on; lavapipe does), and decoded to floats
-  // (int_dot=off).
+  // dot products wherever the device has them (int_dot=on; lavapipe does; 8 x 8 is their shape for
+  // a matrix of many waves), and decoded to floats (int_dot=off).
   const std::pair<const char*, const char*> variants[] = {
       {"", ""},         {"matvec_rows=1,matvec_loads=1", ""},   {"matvec_rows=3,matvec_loads=16", ""},
       {"matvec_rows=3,matvec_loads=3", ""},                     {"", "on"},
       {"matvec_rows=1,matvec_loads=1", "on"},                   {"matvec_rows=3,matvec_loads=16", "on"},
-      {"matvec_rows=3,matvec_loads=3", "on"},                   {"", "off"}};
+      {"matvec_rows=3,matvec_loads=3", "on"},                   {"matvec_rows=8,matvec_loads=8", "on"},
+      {"", "off"}};
   for (const auto& [shape, int_dot] : variants) {
   const std::string keys = std::string(shape) + (*int_dot ? std::string(*shape ? "," : "") + "int_dot=" + int_dot : "");
   SCOPED_TRACE(keys);
@@ -558,6 +559,12 @@ TEST(VulkanKernels, MatvecRowsPerSubgroupFillOneWave) {
   EXPECT_EQ(K::matvec_shape_for(201088, 8, 132).rows, 4u);  // unembedding: many waves at any shape
   EXPECT_EQ(K::matvec_shape_for(201088, 8, 0).rows, unsigned{MATVEC_DEFAULT_ROWS});
   EXPECT_EQ(K::matvec_shape_for(201088, 8, 132).batch, unsigned{MATVEC_DEFAULT_BATCH});  // not one wave
+  // Not one wave even at MATVEC_WAVE_ROWS: the streaming shape as given (matvec_int_dot's 8 x 8).
+  const K::MatvecShape stream = K::matvec_shape_for(201088, 8, 132, MATVEC_INT_DOT_WAVE_LOADS, {8, 8});
+  EXPECT_EQ(stream.rows, 8u);
+  EXPECT_EQ(stream.batch, 8u);
+  EXPECT_EQ(K::matvec_shape_for(8448, 8, 132, MATVEC_INT_DOT_WAVE_LOADS, {8, 8}).rows, 4u);  // one wave at 4
+  EXPECT_EQ(K::matvec_shape_for(8449, 8, 132, MATVEC_INT_DOT_WAVE_LOADS, {8, 8}).rows, 8u);
   // One-wave shapes keep rows x loads within MATVEC_WAVE_LOADS (registers for two workgroups per SM).
   EXPECT_EQ(K::matvec_shape_for(2880, 8, 132).batch, 4u);  // out: 2 x 4
   EXPECT_EQ(K::matvec_shape_for(5120, 8, 132).batch, 3u);  // qkv: 3 x 3
