@@ -232,7 +232,7 @@ def card(row):
 
 def bench_section(inputs):
     ours = [dict(r, _input_file=i["name"]) for i in inputs if i["kind"] == "ours" for r in i["data"]]
-    peer = [r for i in inputs if i["kind"] == "peer" for r in i["data"]]
+    peer = [dict(r, _input_file=i["name"]) for i in inputs if i["kind"] == "peer" for r in i["data"]]
     out = ["## Speed", ""]
     if not ours and not peer:
         return out + ["No bench results in this measurement.", ""]
@@ -288,38 +288,52 @@ def bench_section(inputs):
                 if gib(r.get("device_memory_bytes")) and (our_config(r), gib(r["device_memory_bytes"])) not in memory:
                     memory.append((our_config(r), gib(r["device_memory_bytes"])))
             facts += ["%s of device memory (%s)" % (m2, c) for c, m2 in memory]
-        if theirs:
+        # One column (and ratio) per peer input file: several builds or settings of the peer on one
+        # card (a backend's switches that llama-bench's JSON does not record) are told apart by file.
+        peer_files = sorted({r["_input_file"] for r in theirs})
+        numbered = len(peer_files) > 1
+        if theirs and numbered:
+            facts.append("; ".join("%s [%d]: %s (`%s`)" % (PEER, n + 1, ", ".join(sorted({peer_config(r) for r in theirs if r["_input_file"] == f})), f)
+                                   for n, f in enumerate(peer_files)))
+        elif theirs:
             facts.append("%s: %s" % (PEER, ", ".join(sorted({peer_config(r) for r in theirs}))))
         if facts:
             out += ["; ".join(facts) + ".", ""]
-        out += ["| test | ours: how | ours | %s | ratio |" % PEER, "|---|---|---:|---:|---:|"]
+        header = ["%s [%d] | ratio [%d]" % (PEER, n + 1, n + 1) for n in range(len(peer_files))] if numbered else ["%s | ratio" % PEER]
+        out += ["| test | ours: how | ours | %s |" % " | ".join(header), "|---|---|---:|" + "---:|---:|" * len(header)]
         tests = sorted({test_key(r) for r in mine + theirs})
         for t in tests:
-            peer_rows = [r for r in theirs if test_key(r) == t]
             configs = []
             for r in sorted((r for r in mine if test_key(r) == t), key=config_order):
                 if our_config(r) not in configs:
                     configs.append(our_config(r))
             if not configs:
-                p = peer_rows[0]
-                out.append("| %s | — | — | %s | — |" % (test_name(t), rate(p.get("avg_ts"), p.get("stddev_ts"))))
+                cells = []
+                for f in peer_files or [None]:
+                    rows = [p for p in theirs if test_key(p) == t and p["_input_file"] == f]
+                    cells += [rate(rows[0].get("avg_ts"), rows[0].get("stddev_ts")) if rows else "—", "—"]
+                out.append("| %s | — | — | %s |" % (test_name(t), " | ".join(cells)))
                 continue
             for c in configs:
                 r = [x for x in mine if test_key(x) == t and our_config(x) == c][0]
-                match = [p for p in peer_rows if p.get("type_k") == r.get("type_k")] or peer_rows
-                peer_cell, ratio = "—", "—"
-                if match:
-                    p = match[0]
-                    peer_cell = rate(p.get("avg_ts"), p.get("stddev_ts"))
-                    if p.get("type_k") != r.get("type_k"):
-                        peer_cell += " (KV %s)" % text(p.get("type_k"), "?")
-                    mean, other = number(r.get("avg_ts")), number(p.get("avg_ts"))
-                    ours_at, theirs_at = seconds(r), seconds(p)
-                    if ours_at is not None and theirs_at is not None and abs(ours_at - theirs_at) > SAME_SESSION_SECONDS:
-                        ratio = "— (another session)"
-                    elif mean is not None and other:
-                        ratio = "%.2f" % (mean / other)
-                out.append("| %s | %s | %s | %s | %s |" % (test_name(t), c, rate(r.get("avg_ts"), r.get("stddev_ts")), peer_cell, ratio))
+                cells = []
+                for f in peer_files or [None]:
+                    peer_rows = [p for p in theirs if test_key(p) == t and p["_input_file"] == f]
+                    match = [p for p in peer_rows if p.get("type_k") == r.get("type_k")] or peer_rows
+                    peer_cell, ratio = "—", "—"
+                    if match:
+                        p = match[0]
+                        peer_cell = rate(p.get("avg_ts"), p.get("stddev_ts"))
+                        if p.get("type_k") != r.get("type_k"):
+                            peer_cell += " (KV %s)" % text(p.get("type_k"), "?")
+                        mean, other = number(r.get("avg_ts")), number(p.get("avg_ts"))
+                        ours_at, theirs_at = seconds(r), seconds(p)
+                        if ours_at is not None and theirs_at is not None and abs(ours_at - theirs_at) > SAME_SESSION_SECONDS:
+                            ratio = "— (another session)"
+                        elif mean is not None and other:
+                            ratio = "%.2f" % (mean / other)
+                    cells += [peer_cell, ratio]
+                out.append("| %s | %s | %s | %s |" % (test_name(t), c, rate(r.get("avg_ts"), r.get("stddev_ts")), " | ".join(cells)))
         out.append("")
     return out
 
