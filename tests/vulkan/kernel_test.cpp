@@ -559,12 +559,14 @@ TEST(VulkanKernels, MatvecRowsPerSubgroupFillOneWave) {
   EXPECT_EQ(K::matvec_shape_for(201088, 8, 132).rows, 4u);  // unembedding: many waves at any shape
   EXPECT_EQ(K::matvec_shape_for(201088, 8, 0).rows, unsigned{MATVEC_DEFAULT_ROWS});
   EXPECT_EQ(K::matvec_shape_for(201088, 8, 132).batch, unsigned{MATVEC_DEFAULT_BATCH});  // not one wave
-  // Not one wave even at MATVEC_WAVE_ROWS: the streaming shape as given (matvec_int_dot's 8 x 8).
-  const K::MatvecShape stream = K::matvec_shape_for(201088, 8, 132, MATVEC_INT_DOT_WAVE_LOADS, {8, 8});
-  EXPECT_EQ(stream.rows, 8u);
-  EXPECT_EQ(stream.batch, 8u);
-  EXPECT_EQ(K::matvec_shape_for(8448, 8, 132, MATVEC_INT_DOT_WAVE_LOADS, {8, 8}).rows, 4u);  // one wave at 4
-  EXPECT_EQ(K::matvec_shape_for(8449, 8, 132, MATVEC_INT_DOT_WAVE_LOADS, {8, 8}).rows, 8u);
+  // Not one wave even at MATVEC_WAVE_ROWS: the streaming shape as given (matvec_int_dot's).
+  const K::MatvecShape int_stream{MATVEC_INT_DOT_STREAM_ROWS, MATVEC_INT_DOT_STREAM_BATCH};
+  const K::MatvecShape stream = K::matvec_shape_for(201088, 8, 132, MATVEC_INT_DOT_WAVE_LOADS, int_stream);
+  EXPECT_EQ(stream.rows, unsigned{MATVEC_INT_DOT_STREAM_ROWS});
+  EXPECT_EQ(stream.batch, unsigned{MATVEC_INT_DOT_STREAM_BATCH});
+  EXPECT_EQ(K::matvec_shape_for(8448, 8, 132, MATVEC_INT_DOT_WAVE_LOADS, int_stream).rows, 4u);  // one wave at 4
+  EXPECT_EQ(K::matvec_shape_for(8449, 8, 132, MATVEC_INT_DOT_WAVE_LOADS, int_stream).rows,
+            unsigned{MATVEC_INT_DOT_STREAM_ROWS});
   // One-wave shapes keep rows x loads within MATVEC_WAVE_LOADS (registers for two workgroups per SM).
   EXPECT_EQ(K::matvec_shape_for(2880, 8, 132).batch, 4u);  // out: 2 x 4
   EXPECT_EQ(K::matvec_shape_for(5120, 8, 132).batch, 3u);  // qkv: 3 x 3
