@@ -3,8 +3,13 @@
 // steps feed every run the first run's tokens, and what the report prints.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <map>
+#include <string>
+
 #include "convert/model_io.h"
 #include "runtime/parity/parity_run.h"
+#include "runtime/parity/trace_file.h"
 #include "runtime/sampler/sampler.h"
 #include "tests/test_support.h"
 
@@ -114,6 +119,60 @@ TEST(RouterGaps, RecomputedChoicesAreTheTracesOwn) {
   EXPECT_NE(r.output.find("164 router decisions, the closest 2\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("164 of 164 decisions as the trace's"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("which experts run"), std::string::npos) << r.output;
+}
+
+// scripts/expert_tiles.py counts the prefill expert GEMMs' tiles of a trace's routing: on preset a's
+// trace (the CPU engine, 41 positions) its totals are those counted here from the trace's own
+// `router L` stages, at the engine's tile of 64 rows and at one of 8 (where preset a's few choices
+// per expert fill several). Skips where python3 or zstd is missing.
+TEST(ExpertTiles, CountsTheTilesOfTheTracesRouting) {
+  if (test::run_command("command -v python3 >/dev/null && command -v zstd >/dev/null").exit_code != 0)
+    GTEST_SKIP() << "python3 or zstd not found";
+  test::TempDir dir;
+  const auto hf = test::preset_a_checkpoint() / "hf";
+  const auto trace = (dir / "cpu.trace").string();
+  std::string ids;
+  for (int id = 100; id <= 140; ++id) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const auto run = test::run_command((test::tools_dir() / "gptoss-run").string() + " " + hf.string() +
+                                     " --engine cpu -n 0 --prompt-tokens " + ids + " --trace " + trace + " 2>&1");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto file = read_trace_file(trace);
+  const auto script = test::data_dir().parent_path() / "scripts" / "expert_tiles.py";
+  for (const size_t tile : {size_t{64}, size_t{8}}) {
+    const size_t half = tile / 2;
+    size_t layers = 0, tiles = 0, choices = 0, halves = 0, positions = 0, k = 0;
+    for (const auto& stage : file.trace.stages) {
+      if (stage.name.rfind("router ", 0) != 0) continue;
+      ++layers;
+      positions = stage.rows;
+      k = stage.cols;
+      std::map<int, size_t> rows;
+      for (const float e : stage.values) ++rows[static_cast<int>(e)];
+      for (const auto& [expert, n] : rows) {
+        tiles += (n + tile - 1) / tile;
+        halves += n % tile != 0 && n % tile <= half;
+      }
+      choices += stage.values.size();
+    }
+    ASSERT_GT(layers, 0u);
+    const auto r = test::run_command("python3 " + script.string() + " " + trace + " --tile " + std::to_string(tile) +
+                                     " --half " + std::to_string(half) + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    char filled[64], full[64];
+    std::snprintf(full, sizeof full, "%.1f", static_cast<double>(choices) / static_cast<double>(tile));
+    std::snprintf(filled, sizeof filled, "%.1f", 100.0 * static_cast<double>(choices) / static_cast<double>(tiles * tile));
+    EXPECT_NE(r.output.find(std::to_string(layers) + " layers x " + std::to_string(positions) + " positions, " +
+                            std::to_string(k) + " experts per position\n"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("tiles of " + std::to_string(tile) + " rows: " + std::to_string(tiles) +
+                            " where full ones would take " + full + " (" + filled + "% of the row slots filled)\n"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("tiles of at most " + std::to_string(half) + " rows: " + std::to_string(halves) + "\n"),
+              std::string::npos)
+        << r.output;
+  }
 }
 
 }  // namespace

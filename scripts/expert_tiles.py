@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""How full the prefill expert GEMMs' tiles are for a traced forward pass's routing.
+
+    gptoss-run MODEL --engine cpu -p TEXT -n 0 --trace run.trace
+    scripts/expert_tiles.py run.trace [--tile 64] [--half 32] [--layers]
+
+The Vulkan engine's prefill groups each layer's (token, expert) choices by expert and multiplies
+each expert's rows in tiles of `--tile` rows (GEMM_TILE_M), the last tile of an expert holding what
+is left; every tile decodes and stores its expert's whole W tile whatever its rows. From the
+trace's `router L` stages (the experts each position chose) this counts the tiles, what full tiles
+would take (choices / tile), the share of row slots filled, and the tiles of at most `--half` rows
+(COOP_EXPERT_HALF_TILE_M's candidates: half their 32-row blocks idle); --layers prints each layer.
+Pure Python; the zstd command decompresses the trace. docs/vulkan-engine.md, Open work, has the
+synthesized 20b's numbers.
+"""
+import argparse, json, math, struct, subprocess
+
+ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+ap.add_argument("trace")
+ap.add_argument("--tile", type=int, default=64, help="rows per tile (default 64, GEMM_TILE_M)")
+ap.add_argument("--half", type=int, default=32, help="a tile of at most this many rows counts as half empty (default 32)")
+ap.add_argument("--layers", action="store_true", help="one line per layer")
+a = ap.parse_args()
+
+raw = subprocess.run(["zstd", "-dc", a.trace], check=True, capture_output=True).stdout
+line = raw.index(b"\n")
+header, end = json.JSONDecoder().raw_decode(raw[line + 1:].decode("latin1"))
+at = line + 1 + end + 1  # the header's JSON and a newline, then each stage's values in order
+routers = []
+for s in header["stages"]:
+    if s["name"].startswith("router "):
+        routers.append((int(s["name"].split()[1]), at, s["rows"], s["cols"]))
+    at += s["rows"] * s["cols"] * 4
+if not routers:
+    raise SystemExit(f"{a.trace}: no 'router L' stages (a trace written before the router stages)")
+
+total_tiles = total_choices = total_half = 0
+for layer, offset, positions, k in sorted(routers):
+    rows = {}
+    for e in struct.unpack_from("<%df" % (positions * k), raw, offset):
+        rows[int(e)] = rows.get(int(e), 0) + 1
+    tiles = sum(math.ceil(n / a.tile) for n in rows.values())
+    half = sum(1 for n in rows.values() if 0 < n % a.tile <= a.half)
+    total_tiles += tiles
+    total_choices += positions * k
+    total_half += half
+    if a.layers:
+        print(f"layer {layer}: {len(rows)} experts of {min(rows.values())} to {max(rows.values())} rows, "
+              f"{tiles} tiles, {half} of at most {a.half} rows")
+print(f"{len(routers)} layers x {routers[0][2]} positions, {routers[0][3]} experts per position")
+print(f"tiles of {a.tile} rows: {total_tiles} where full ones would take {total_choices / a.tile:.1f} "
+      f"({100 * total_choices / (total_tiles * a.tile):.1f}% of the row slots filled)")
+print(f"tiles of at most {a.half} rows: {total_half}")
