@@ -119,9 +119,13 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
 constexpr uint32_t kCoopSharedBytes =
     std::max({COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES),
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_DENSE_WIDE_TILE_N, COOP_DENSE_WIDE_W_PARTS, COOP_DENSE_STAGES),
-              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES),
-              COOP_SHARED_BYTES(COOP_EXPERT_HALF_TILE_M, COOP_EXPERT_HALF_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES)});
+              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES)});
 static_assert(kCoopSharedBytes <= 49152, "cooperative GEMM tiles over 48 KiB of shared memory");
+// The expert GEMM's half form (VulkanTuning::expert_half_tiles) takes more: where a device allows
+// less, its tiles stay in the 64-row form.
+constexpr uint32_t kCoopHalfSharedBytes =
+    COOP_SHARED_BYTES(COOP_EXPERT_HALF_TILE_M, COOP_EXPERT_HALF_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES);
+static_assert(kCoopHalfSharedBytes <= 49152, "the expert GEMM's half form over 48 KiB of shared memory");
 
 static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
                   static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Split) == abi::COOP_SPLIT &&
@@ -478,7 +482,7 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
   const bool coop = expert_cooperative(weights);
   // With half tiles the two cooperative forms run over the same tile list and grid, each taking its
   // own tiles (expert_gemm_coop_half's grid columns past its 256-wide ones exit).
-  const bool half = coop && expert_half_tiles_;
+  const bool half = coop && expert_half_tiles_ && kCoopHalfSharedBytes <= ctx_.info().max_shared_memory;
   const uint32_t flags = (first_projection ? (abi::EXPERT_SWIGLU | abi::EXPERT_GATHER) : 0u) | (half ? abi::EXPERT_HALF_TILES : 0u);
   const abi::ExpertGemmArgs args{halves.hi, halves.lo, a,       tables.assign_token, weights.blocks_address(),
                                  weights.scales_address(), bias, tables.tiles, target, weights.cols,
