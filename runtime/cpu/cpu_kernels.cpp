@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <type_traits>
 
 #include "runtime/cpu/fixed_order_products.h"
 
@@ -36,21 +35,13 @@ void rms_norm_impl(const Real* x, size_t rows, size_t dim, const Real* weight, d
 }
 
 template <class Real>
-void router_logits_impl(const Real* x, size_t rows, size_t dim, const Real* norm, double eps, const Real* weight,
+void router_logits_impl(const Real* x, size_t rows, size_t dim, const Real* norm, double eps, const double* weight,
                         size_t experts, const Real* bias, Real* logits) {
   std::vector<double> scaled(rows * dim), sums(rows * experts);
   for (size_t r = 0; r < rows; ++r)
     for (size_t i = 0; i < dim; ++i)
       scaled[r * dim + i] = static_cast<double>(x[r * dim + i]) * static_cast<double>(norm[i]);
-  std::vector<double> widened;
-  const double* w = nullptr;
-  if constexpr (std::is_same_v<Real, double>) {
-    w = weight;
-  } else {
-    widened.assign(weight, weight + experts * dim);
-    w = widened.data();
-  }
-  linear(scaled.data(), rows, dim, w, experts, nullptr, sums.data());
+  linear(scaled.data(), rows, dim, weight, experts, nullptr, sums.data());
   for (size_t r = 0; r < rows; ++r) {
     const double factor = inverse_rms(x + r * dim, dim, eps);
     for (size_t e = 0; e < experts; ++e)
@@ -121,7 +112,7 @@ void rms_norm(const double* x, size_t rows, size_t dim, const double* weight, do
   rms_norm_impl(x, rows, dim, weight, eps, y);
 }
 
-void router_logits(const float* x, size_t rows, size_t dim, const float* norm, double eps, const float* weight,
+void router_logits(const float* x, size_t rows, size_t dim, const float* norm, double eps, const double* weight,
                    size_t experts, const float* bias, float* logits) {
   router_logits_impl(x, rows, dim, norm, eps, weight, experts, bias, logits);
 }

@@ -26,8 +26,9 @@ void rms_norm(const double* x, size_t rows, size_t dim, const double* weight, do
 // double (two f32 values), the products with W and their sum in double (linear's order), 1/rms as
 // rms_norm computes it but not rounded to Real, and the logit rounded to Real once after the bias:
 // no rounding of the normalized input enters the router, so a near tie of two logits goes the way
-// x decides. The Vulkan engine's routers compute the same (shaders/router_sums.glsl).
-void router_logits(const float* x, size_t rows, size_t dim, const float* norm, double eps, const float* weight,
+// x decides. The weights come in double (the f32 engine's widened once at load: every f32 value is
+// exact in double). The Vulkan engine's routers compute the same (shaders/router_sums.glsl).
+void router_logits(const float* x, size_t rows, size_t dim, const float* norm, double eps, const double* weight,
                    size_t experts, const float* bias, float* logits);
 void router_logits(const double* x, size_t rows, size_t dim, const double* norm, double eps, const double* weight,
                    size_t experts, const double* bias, double* logits);

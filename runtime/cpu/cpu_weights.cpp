@@ -324,7 +324,7 @@ BasicCpuWeights<Real> decode_weights(const CanonicalModel& model) {
         case TensorRole::AttnOutBias: layer.out_bias = decode_dense<Real>(tensor); break;
         case TensorRole::AttnSinks: layer.sinks = decode_dense<Real>(tensor); break;
         case TensorRole::MlpNorm: layer.mlp_norm = decode_dense<Real>(tensor); break;
-        case TensorRole::RouterWeight: layer.router = decode_dense<Real>(tensor); break;
+        case TensorRole::RouterWeight: layer.router = decode_dense<double>(tensor); break;
         case TensorRole::RouterBias: layer.router_bias = decode_dense<Real>(tensor); break;
         case TensorRole::Mlp1Bias: layer.mlp1_bias = decode_dense<Real>(tensor); break;
         case TensorRole::Mlp2Bias: layer.mlp2_bias = decode_dense<Real>(tensor); break;
@@ -380,11 +380,12 @@ BasicCpuWeights<double> widen_to_f64(CpuWeights weights) {
     for (auto [source, target] : {std::pair{&from.attn_norm, &to.attn_norm}, {&from.q, &to.q}, {&from.q_bias, &to.q_bias},
                                   {&from.k, &to.k}, {&from.k_bias, &to.k_bias}, {&from.v, &to.v},
                                   {&from.v_bias, &to.v_bias}, {&from.out, &to.out}, {&from.out_bias, &to.out_bias},
-                                  {&from.sinks, &to.sinks}, {&from.mlp_norm, &to.mlp_norm}, {&from.router, &to.router},
+                                  {&from.sinks, &to.sinks}, {&from.mlp_norm, &to.mlp_norm},
                                   {&from.router_bias, &to.router_bias}, {&from.mlp1_bias, &to.mlp1_bias},
                                   {&from.mlp2_bias, &to.mlp2_bias}, {&from.mlp1_decoded, &to.mlp1_decoded},
                                   {&from.mlp2_decoded, &to.mlp2_decoded}})
       *target = widen(*source);
+    to.router = std::move(from.router);
     to.mlp1 = std::move(from.mlp1);
     to.mlp2 = std::move(from.mlp2);
   }

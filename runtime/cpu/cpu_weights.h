@@ -94,7 +94,10 @@ struct BasicCpuLayerWeights {
   std::vector<Real> out, out_bias;        // [H, heads*D], [H]
   std::vector<Real> sinks;                // [heads]
   std::vector<Real> mlp_norm;             // [H]
-  std::vector<Real> router, router_bias;  // [E, H], [E]
+  // [E, H] in double for either Real: router_logits sums its products in double, so the weights are
+  // widened once at load instead of on every forward.
+  std::vector<double> router;
+  std::vector<Real> router_bias;          // [E]
   ExpertMatrices mlp1;                    // [E, 2I, H], rows interleaved gate (even) / up (odd)
   std::vector<Real> mlp1_bias;            // [E, 2I]
   ExpertMatrices mlp2;                    // [E, H, I]

@@ -140,13 +140,14 @@ TEST(CpuKernels, RouterLogitsAreTheResidualsDotRoundedOnceWhateverTheBatch) {
   for (float& v : w) v = 0.02f * normal(generator);
   for (float& v : bias) v = 0.1f * normal(generator);
   std::vector<float> logits(rows * experts);
-  cpu::router_logits(x.data(), rows, hidden, norm.data(), eps, w.data(), experts, bias.data(), logits.data());
+  const std::vector<double> w_wide(w.begin(), w.end());  // as the f32 engine holds them
+  cpu::router_logits(x.data(), rows, hidden, norm.data(), eps, w_wide.data(), experts, bias.data(), logits.data());
   for (size_t r = 0; r < rows; ++r) {
     long double squares = 0;
     for (size_t i = 0; i < hidden; ++i) squares += static_cast<long double>(x[r * hidden + i]) * x[r * hidden + i];
     const long double factor = 1.0L / std::sqrt(squares / hidden + eps);
     std::vector<float> alone(experts);
-    cpu::router_logits(x.data() + r * hidden, 1, hidden, norm.data(), eps, w.data(), experts, bias.data(), alone.data());
+    cpu::router_logits(x.data() + r * hidden, 1, hidden, norm.data(), eps, w_wide.data(), experts, bias.data(), alone.data());
     for (size_t e = 0; e < experts; ++e) {
       long double sum = 0;
       for (size_t i = 0; i < hidden; ++i)

@@ -1102,8 +1102,9 @@ TEST(VulkanKernels, RouterTopKWithTiesAndSoftmaxPerToken) {
                 ASSERT_EQ(xn[t * hidden + i], xn_cpu[i]) << "token " << t << " dim " << i;
               if (decode) {
                 std::vector<float> cpu_logits(experts);
+                const std::vector<double> w_wide(w_values.begin(), w_values.end());
                 cpu::router_logits(x.data() + size_t{t} * hidden, 1, hidden, norm.data(), double{1e-5f},
-                                   w_values.data(), experts, bias.data(), cpu_logits.data());
+                                   w_wide.data(), experts, bias.data(), cpu_logits.data());
                 for (uint32_t e = 0; e < experts; ++e) EXPECT_EQ(device_logits[e], cpu_logits[e]) << "expert " << e;
               }
             }

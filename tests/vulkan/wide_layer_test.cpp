@@ -26,7 +26,8 @@ namespace {
 using Doubles = std::vector<double>;
 
 // y = W x + b in double; W rows start at weight_offset, bias at bias_offset.
-Doubles linear_double(const Doubles& x, const std::vector<float>& weight, const std::vector<float>& bias, size_t out,
+template <class Weight>  // float, or double (the router's, as the CPU engine holds it)
+Doubles linear_double(const Doubles& x, const std::vector<Weight>& weight, const std::vector<float>& bias, size_t out,
                       size_t weight_offset = 0, size_t bias_offset = 0) {
   const size_t in = x.size();
   Doubles y(out);
