@@ -10,10 +10,12 @@ is left; every tile decodes and stores its expert's whole W tile whatever its ro
 trace's `router L` stages (the experts each position chose) this counts the tiles, what full tiles
 would take (choices / tile), the share of row slots filled, and the tiles of at most `--half` rows
 (COOP_EXPERT_HALF_TILE_M's candidates: half their 32-row blocks idle); --layers prints each layer.
-Pure Python; the zstd command decompresses the trace. docs/vulkan-engine.md, Open work, has the
+Pure Python (trace_stages.py beside it); the zstd command decompresses the trace. docs/vulkan-engine.md, Open work, has the
 synthesized 20b's numbers.
 """
-import argparse, json, math, struct, subprocess
+import argparse, math
+
+from trace_stages import Trace
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("trace")
@@ -22,22 +24,15 @@ ap.add_argument("--half", type=int, default=32, help="a tile of at most this man
 ap.add_argument("--layers", action="store_true", help="one line per layer")
 a = ap.parse_args()
 
-raw = subprocess.run(["zstd", "-dc", a.trace], check=True, capture_output=True).stdout
-line = raw.index(b"\n")
-header, end = json.JSONDecoder().raw_decode(raw[line + 1:].decode("latin1"))
-at = line + 1 + end + 1  # the header's JSON and a newline, then each stage's values in order
-routers = []
-for s in header["stages"]:
-    if s["name"].startswith("router "):
-        routers.append((int(s["name"].split()[1]), at, s["rows"], s["cols"]))
-    at += s["rows"] * s["cols"] * 4
+trace = Trace(a.trace)
+routers = sorted((int(name.split()[1]), name) + trace.stages[name][1:] for name in trace.stages if name.startswith("router "))
 if not routers:
     raise SystemExit(f"{a.trace}: no 'router L' stages (a trace written before the router stages)")
 
 total_tiles = total_choices = total_half = 0
-for layer, offset, positions, k in sorted(routers):
+for layer, name, positions, k in routers:
     rows = {}
-    for e in struct.unpack_from("<%df" % (positions * k), raw, offset):
+    for e in trace.values(name):
         rows[int(e)] = rows.get(int(e), 0) + 1
     tiles = sum(math.ceil(n / a.tile) for n in rows.values())
     half = sum(1 for n in rows.values() if 0 < n % a.tile <= a.half)

@@ -14,9 +14,11 @@ the pairs above it only their order. An engine whose relative error at that laye
 may decide it otherwise. --check also requires the recomputed choices to be the trace's own
 (`router L`) wherever the gap exceeds 2^-20 of that scale (the trace's f32 rounding of the input
 can decide a closer one), and exits 1 where one is not.
-Pure Python; the zstd command decompresses the trace. About 1.5 s per position of gpt-oss-20b.
+Pure Python (trace_stages.py beside it); the zstd command decompresses the trace. About 1.5 s per position of gpt-oss-20b.
 """
-import argparse, json, math, struct, subprocess
+import argparse, json, math, struct
+
+from trace_stages import Trace
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("trace")
@@ -28,21 +30,12 @@ ap.add_argument("--eps", type=float, default=1e-5, help="RMSNorm's epsilon (defa
 ap.add_argument("--check", action="store_true", help="the recomputed choices must be the trace's")
 a = ap.parse_args()
 
-raw = subprocess.run(["zstd", "-dc", a.trace], check=True, capture_output=True).stdout
-line = raw.index(b"\n")
-header, end = json.JSONDecoder().raw_decode(raw[line + 1:].decode("latin1"))
-at = line + 1 + end + 1  # the header's JSON and a newline, then each stage's values in order
-stages = {}
-for s in header["stages"]:
-    stages[s["name"]] = (at, s["cols"])
-    at += s["rows"] * s["cols"] * 4
+trace = Trace(a.trace)
+header, stages, row = trace.header, trace.stages, trace.row
 if "attention 0" not in stages:
     raise SystemExit(f"{a.trace}: no stage 'attention 0' (a trace written before the attention stages)")
-k = stages["router 0"][1]
+k = stages["router 0"][2]
 layers = sum(1 for name in stages if name.startswith("router "))
-def row(name, r):
-    offset, cols = stages[name]
-    return struct.unpack_from("<%df" % cols, raw, offset + 4 * r * cols)
 
 f = open(a.safetensors, "rb")
 size = struct.unpack("<Q", f.read(8))[0]

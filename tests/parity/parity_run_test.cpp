@@ -97,20 +97,29 @@ TEST(ParityRun, DecodeStepsNeedARunToContinue) {
   EXPECT_THROW(run_parity(request), std::invalid_argument);
 }
 
+// The scripts' tests: python3 and zstd, and preset a's trace over the prompt ids 100..140 (41
+// positions) on `engine`, written to `trace` by gptoss-run --trace.
+bool have_python_and_zstd() {
+  return test::run_command("command -v python3 >/dev/null && command -v zstd >/dev/null").exit_code == 0;
+}
+test::CommandResult write_preset_a_trace(const std::string& engine, const std::string& trace) {
+  std::string ids;
+  for (int id = 100; id <= 140; ++id) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  return test::run_command((test::tools_dir() / "gptoss-run").string() + " " +
+                           (test::preset_a_checkpoint() / "hf").string() + " --engine " + engine +
+                           " -n 0 --prompt-tokens " + ids + " --trace " + trace + " 2>&1");
+}
+
 // scripts/router_gaps.py recomputes each layer's router logits from a trace's "attention L" stage
 // and the checkpoint's router weights: on preset a's f64 engine they pick exactly the experts the
 // engine picked, in its order, for every one of 4 layers x 41 positions (--check), and the script
 // reports the closest decisions. Skips where python3 or zstd is missing.
 TEST(RouterGaps, RecomputedChoicesAreTheTracesOwn) {
-  if (test::run_command("command -v python3 >/dev/null && command -v zstd >/dev/null").exit_code != 0)
-    GTEST_SKIP() << "python3 or zstd not found";
+  if (!have_python_and_zstd()) GTEST_SKIP() << "python3 or zstd not found";
   test::TempDir dir;
   const auto hf = test::preset_a_checkpoint() / "hf";
   const auto trace = (dir / "f64.trace").string();
-  std::string ids;
-  for (int id = 100; id <= 140; ++id) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  const auto run = test::run_command((test::tools_dir() / "gptoss-run").string() + " " + hf.string() +
-                                     " --engine cpu-f64 -n 0 --prompt-tokens " + ids + " --trace " + trace + " 2>&1");
+  const auto run = write_preset_a_trace("cpu-f64", trace);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto script = test::data_dir().parent_path() / "scripts" / "router_gaps.py";
   const auto r = test::run_command("python3 " + script.string() + " " + trace + " " + (hf / "model.safetensors").string() +
@@ -126,15 +135,10 @@ TEST(RouterGaps, RecomputedChoicesAreTheTracesOwn) {
 // `router L` stages, at the engine's tile of 64 rows and at one of 8 (where preset a's few choices
 // per expert fill several). Skips where python3 or zstd is missing.
 TEST(ExpertTiles, CountsTheTilesOfTheTracesRouting) {
-  if (test::run_command("command -v python3 >/dev/null && command -v zstd >/dev/null").exit_code != 0)
-    GTEST_SKIP() << "python3 or zstd not found";
+  if (!have_python_and_zstd()) GTEST_SKIP() << "python3 or zstd not found";
   test::TempDir dir;
-  const auto hf = test::preset_a_checkpoint() / "hf";
   const auto trace = (dir / "cpu.trace").string();
-  std::string ids;
-  for (int id = 100; id <= 140; ++id) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  const auto run = test::run_command((test::tools_dir() / "gptoss-run").string() + " " + hf.string() +
-                                     " --engine cpu -n 0 --prompt-tokens " + ids + " --trace " + trace + " 2>&1");
+  const auto run = write_preset_a_trace("cpu", trace);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto file = read_trace_file(trace);
   const auto script = test::data_dir().parent_path() / "scripts" / "expert_tiles.py";
