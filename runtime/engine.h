@@ -113,10 +113,6 @@ struct VulkanTuning {
   // several times faster at depth; docs/results.md has both kernels' noise floors); false: the f32
   // kernel (attention_prefill.comp), which every device without cooperative matrices runs.
   bool attention_coop = true;
-  // The prefill expert GEMMs' tiles of at most 32 rows (an expert's last) in a 32 x 256 form
-  // (expert_gemm_coop_half: every subgroup at work, half the workgroups for the same W decoding),
-  // the same bits, where the device allows its shared memory; off: every tile in the 64 x 128 form.
-  bool expert_half_tiles = false;
   // Decode's Q8_0 products through packed 4x8-bit integer dot products: Auto where the device says
   // they are accelerated, On wherever it has them (emulated ones included), Off never.
   enum class IntegerDot : uint8_t { Auto, On, Off };

@@ -40,13 +40,11 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 
-// Shapes this tile is written for: one 32 x 32 block per subgroup of 32, kWBlocks W blocks per
-// invocation (2 COOP_TILE_N / COOP_THREADS: one, or two in the expert GEMM's half form), whole
-// uvec4s of A per invocation.
-#if COOP_THREADS * 32 != COOP_TILE_M * COOP_TILE_N || (2 * COOP_TILE_N) % COOP_THREADS != 0
-#error "coop_tile.glsl: COOP_THREADS must be COOP_TILE_M * COOP_TILE_N / 32 and divide 2 * COOP_TILE_N"
+// Shapes this tile is written for: one 32 x 32 block per subgroup of 32, one W block per
+// invocation (so 2 COOP_TILE_N invocations), whole uvec4s of A per invocation.
+#if COOP_THREADS * 32 != COOP_TILE_M * COOP_TILE_N || COOP_THREADS != 2 * COOP_TILE_N
+#error "coop_tile.glsl: COOP_THREADS must be COOP_TILE_M * COOP_TILE_N / 32 and 2 * COOP_TILE_N"
 #endif
-const uint kWBlocks = 2u * COOP_TILE_N / COOP_THREADS;
 #if COOP_TILE_M % 32 != 0 || COOP_TILE_N % 32 != 0 || COOP_THREADS % COOP_TILE_M != 0 || \
     (COOP_TILE_K / 8) % (COOP_THREADS / COOP_TILE_M) != 0 || COOP_TILE_K != 64
 #error "coop_tile.glsl: unsupported tile shape"
@@ -91,8 +89,6 @@ fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> comp[kRowsPerSubgroup][kColsPerSubgroup
 uint coop_load_a_row() { return gl_LocalInvocationIndex / kAThreadsPerRow; }
 uint coop_load_a_depth() { return (gl_LocalInvocationIndex % kAThreadsPerRow) * (COOP_TILE_K / kAThreadsPerRow); }
 uint coop_load_w_row() { return gl_LocalInvocationIndex / 2u; }
-// The W row of this invocation's j-th block (j < kWBlocks): rows COOP_THREADS / 2 apart.
-uint coop_load_w_row_of(uint j) { return (gl_LocalInvocationIndex + j * COOP_THREADS) / 2u; }
 uint coop_load_w_depth() { return (gl_LocalInvocationIndex % 2u) * 32u; }
 
 uint coop_a_hi_at(uint stage) { return stage * kStageQuads; }
@@ -148,15 +144,14 @@ void pack_w32(vec4 v[8], out uvec4 hi[4], out uvec4 lo[4]) {
     }
   }
 }
-// pack_w32's halves of this invocation's j-th block into the stage's W tile(s).
-void store_w_halves_of(uint stage, uint j, uvec4 hi[4], uvec4 lo[4]) {
-  uint at = coop_load_w_row_of(j) * kRowQuads + coop_load_w_depth() / 8u;
+// pack_w32's halves into the stage's W tile(s).
+void store_w_halves(uint stage, uvec4 hi[4], uvec4 lo[4]) {
+  uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     coop_shared[coop_w_at(stage) + at + i] = hi[i];
     if (kSplitW) coop_shared[coop_w_lo_at(stage) + at + i] = lo[i];
   }
 }
-void store_w_halves(uint stage, uvec4 hi[4], uvec4 lo[4]) { store_w_halves_of(stage, 0u, hi, lo); }
 // The stage the next step stores into, after this step's products: with one stage, a barrier
 // first so no subgroup still reads what the next stores overwrite.
 uint coop_next_stage(uint stage) {

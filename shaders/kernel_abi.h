@@ -111,12 +111,6 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // serves twice the weight rows of the 64-wide tile (mlp1 reads each A tile 45 times instead of 90).
 #define COOP_EXPERT_TILE_N 128
 #define COOP_EXPERT_WORKGROUP_SIZE 256
-// Its half form (expert_gemm_coop_half, VulkanTuning::expert_half_tiles): a tile of at most
-// COOP_EXPERT_HALF_TILE_M rows (an expert's last, a third of them at 20b) as COOP_EXPERT_HALF_TILE_M
-// x COOP_EXPERT_HALF_TILE_N, the same 8 subgroups of 32 x 32 all at work, each invocation decoding
-// two W blocks a step; over the same grid, whose columns past the half form's exit.
-#define COOP_EXPERT_HALF_TILE_M 32
-#define COOP_EXPERT_HALF_TILE_N 256
 // The dense cooperative GEMM's wide tile (VulkanTuning::dense_tile = 128; F16 and BF16 weights):
 // GEMM_TILE_M x COOP_DENSE_WIDE_TILE_N, 8 subgroups, one W part (Q8_0's two need 55 KB at this width).
 #define COOP_DENSE_WIDE_TILE_N 128
@@ -222,7 +216,6 @@ ABI_CONST(uint, GEMM_ACCUMULATE, 1u);
 ABI_CONST(uint, GEMM_BIAS, 2u);
 ABI_CONST(uint, EXPERT_SWIGLU, 1u);      // expert GEMM of mlp1: gate/up rows interleaved, SwiGLU out
 ABI_CONST(uint, EXPERT_GATHER, 2u);      // expert GEMM reads A rows through the token list
-ABI_CONST(uint, EXPERT_HALF_TILES, 4u);  // tiles of at most COOP_EXPERT_HALF_TILE_M rows are expert_gemm_coop_half's
 
 // ---- arguments ----
 

@@ -110,8 +110,7 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
       attention_coop_(tuning.attention_coop),
-      dense_tile_(dense_tile_of(tuning)),
-      expert_half_tiles_(tuning.expert_half_tiles) {}
+      dense_tile_(dense_tile_of(tuning)) {}
 
 // The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert
 // tile). As built they fit NVIDIA's 48 KiB per workgroup (the H100's maxComputeSharedMemorySize): a
@@ -121,11 +120,6 @@ constexpr uint32_t kCoopSharedBytes =
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_DENSE_WIDE_TILE_N, COOP_DENSE_WIDE_W_PARTS, COOP_DENSE_STAGES),
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES)});
 static_assert(kCoopSharedBytes <= 49152, "cooperative GEMM tiles over 48 KiB of shared memory");
-// The expert GEMM's half form (VulkanTuning::expert_half_tiles) takes more: where a device allows
-// less, its tiles stay in the 64-row form.
-constexpr uint32_t kCoopHalfSharedBytes =
-    COOP_SHARED_BYTES(COOP_EXPERT_HALF_TILE_M, COOP_EXPERT_HALF_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES);
-static_assert(kCoopHalfSharedBytes <= 49152, "the expert GEMM's half form over 48 KiB of shared memory");
 
 static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
                   static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Split) == abi::COOP_SPLIT &&
@@ -479,20 +473,14 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
                           const Halves& halves) {
   require(weights.cols % GEMM_TILE_K == 0, "expert_gemm", limit("depth", weights.cols, "is not a multiple of", GEMM_TILE_K));
   require(!first_projection || weights.rows % 2 == 0, "expert_gemm", "gate/up rows come in pairs");
-  const bool coop = expert_cooperative(weights);
-  // With half tiles the two cooperative forms run over the same tile list and grid, each taking its
-  // own tiles (expert_gemm_coop_half's grid columns past its 256-wide ones exit).
-  const bool half = coop && expert_half_tiles_ && kCoopHalfSharedBytes <= ctx_.info().max_shared_memory;
-  const uint32_t flags = (first_projection ? (abi::EXPERT_SWIGLU | abi::EXPERT_GATHER) : 0u) | (half ? abi::EXPERT_HALF_TILES : 0u);
+  const uint32_t flags = first_projection ? (abi::EXPERT_SWIGLU | abi::EXPERT_GATHER) : 0u;
   const abi::ExpertGemmArgs args{halves.hi, halves.lo, a,       tables.assign_token, weights.blocks_address(),
                                  weights.scales_address(), bias, tables.tiles, target, weights.cols,
                                  weights.rows, flags, limit_value};
+  const bool coop = expert_cooperative(weights);
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
   list.dispatch_indirect(pipeline(coop ? "expert_gemm_coop" : "expert_gemm", sizeof args, weights.encoding), args, *tables.dispatch,
                          first_projection ? 0 : 12);
-  if (half)
-    list.dispatch_indirect(pipeline("expert_gemm_coop_half", sizeof args, weights.encoding), args, *tables.dispatch,
-                           first_projection ? 0 : 12);
 }
 
 void Kernels::moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,

@@ -90,10 +90,6 @@ void apply_tuning(std::string_view text, VulkanTuning& t) {
       t.attention_coop = on_off(key, value);
       continue;
     }
-    if (key == "expert_half_tiles") {
-      t.expert_half_tiles = on_off(key, value);
-      continue;
-    }
     if (key == "f64") {
       t.float64_sums = on_off(key, value);
       continue;
@@ -122,7 +118,6 @@ std::string tuning_text(const VulkanTuning& t) {
   auto add = [&](const std::string& item) { out += (out.empty() ? "" : ",") + item; };
   if (t.cooperative_matrix != defaults.cooperative_matrix) add(t.cooperative_matrix ? "coopmat=on" : "coopmat=off");
   if (t.attention_coop != defaults.attention_coop) add(t.attention_coop ? "attention_coop=on" : "attention_coop=off");
-  if (t.expert_half_tiles != defaults.expert_half_tiles) add(t.expert_half_tiles ? "expert_half_tiles=on" : "expert_half_tiles=off");
   if (t.integer_dot != defaults.integer_dot) add(switch_text(kIntDot, t));
   if (t.profile != defaults.profile) add(switch_text(kProfile, t));
   if (t.gemm_precision != defaults.gemm_precision) add(switch_text(kGemmPrecision, t));
@@ -135,7 +130,7 @@ std::string tuning_text(const VulkanTuning& t) {
 
 std::string tuning_keys_help() {
   std::string out =
-      "KEY=VALUE,...: coopmat=on|off, attention_coop=on|off (prefill attention on cooperative matrices), expert_half_tiles=on|off (prefill expert tiles of at most 32 rows in a 32 x 256 form), int_dot=auto|on|off, gemm_precision=precise|promoted|split|fast, profile=off|steps|submits, "
+      "KEY=VALUE,...: coopmat=on|off, attention_coop=on|off (prefill attention on cooperative matrices), int_dot=auto|on|off, gemm_precision=precise|promoted|split|fast, profile=off|steps|submits, "
       "pipeline_stats=on|off, f64=on|off (sums in double where the device has them)";
   for (const auto& s : kShapeKeys) out += "; " + std::string(s.key) + "=N (" + s.help + ")";
   return out + "; 0 is the engine's choice";
