@@ -150,10 +150,13 @@ struct EngineOptions {
   // front; the CPU engine grows its cache as tokens arrive. Clamped to max_position_embeddings.
   uint64_t max_context = 4096;
   // Vulkan: the device to run on (an index of list_vulkan_devices()); none picks the best one.
-  // make_engine refuses one for a CPU engine, as it refuses a prefill_chunk other than 512.
+  // make_engine refuses one for a CPU engine, as it refuses a prefill_chunk other than the default.
   std::optional<uint32_t> device_index;
-  // Vulkan: tokens per submit when a forward has many (prefill); each chunk is one batched pass.
-  uint32_t prefill_chunk = 512;
+  // Vulkan: tokens per submit when a forward has many (prefill); each chunk is one batched pass. A
+  // row's logits do not depend on it (but a chunk of one token is a decode step: the vulkan engine's
+  // docs); longer chunks fill the expert GEMMs' tiles and the dense products' waves better and take
+  // more scratch memory.
+  uint32_t prefill_chunk = 2048;
   // Every engine: the KV cache's encoding (the CPU engine rounds each key and value to f16 as it
   // stores them, so its results are the f16 cache's).
   KvCacheType kv_cache = KvCacheType::F32;

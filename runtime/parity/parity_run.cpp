@@ -31,6 +31,7 @@ ParityResult run_parity(const ParityRequest& request) {
       if (kind != runtime::EngineKind::Vulkan) {
         options.device_index.reset();
         options.vulkan = {};
+        options.prefill_chunk = runtime::EngineOptions{}.prefill_chunk;
       }
       const auto engine = runtime::make_engine(kind, model, options);
       const std::string run_label = runtime::engine_label(kind, options.kv_cache) + ": " + label;

@@ -5,7 +5,7 @@
 // and a per-layer KV cache in device memory (f32, or f16 with EngineOptions::kv_cache). It implements runtime::Engine and is
 // checked against the CPU reference engine stage by stage (tests/vulkan).
 //
-// A forward runs in chunks of up to EngineOptions::prefill_chunk tokens (512 by default; clamped
+// A forward runs in chunks of up to EngineOptions::prefill_chunk tokens (2048 by default; clamped
 // to the KV cache), each chunk one batched pass (GEMMs and the prefill attention kernel over all
 // its tokens) through a command buffer recorded once per shape (tokens, logit rows, observed,
 // greedy) and one vkQueueSubmit; the tokens and the first position are written to a small

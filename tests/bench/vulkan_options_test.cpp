@@ -97,18 +97,38 @@ TEST(VulkanOptions, SwitchesOnTheCommandLine) {
 }
 
 TEST(VulkanOptions, RefusedWithoutAVulkanEngine) {
-  CLI::App app;
-  VulkanTuning t;
-  add_vulkan_options(app, t);
-  const char* argv[] = {"tool", "--no-coopmat"};
-  app.parse(2, argv);
-  EXPECT_NO_THROW(refuse_vulkan_options_unless_vulkan(app, true));
-  try {
-    refuse_vulkan_options_unless_vulkan(app, false);
-    ADD_FAILURE() << "no refusal";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("--no-coopmat sets how the Vulkan engine computes"), std::string::npos) << e.what();
+  for (const char* option : {"--no-coopmat", "--prefill-chunk=1024"}) {
+    CLI::App app;
+    VulkanTuning t;
+    uint32_t chunk = 0;
+    add_vulkan_options(app, t);
+    add_prefill_chunk_option(app, chunk);
+    const char* argv[] = {"tool", option};
+    app.parse(2, argv);
+    const std::string name = std::string(option).substr(0, std::string(option).find('='));
+    EXPECT_NO_THROW(refuse_vulkan_options_unless_vulkan(app, true));
+    try {
+      refuse_vulkan_options_unless_vulkan(app, false);
+      ADD_FAILURE() << "no refusal of " << option;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(name + " sets how the Vulkan engine computes"), std::string::npos) << e.what();
+    }
   }
+}
+
+// --prefill-chunk starts at EngineOptions' default, takes 1 .. 65536 and refuses 0.
+TEST(VulkanOptions, PrefillChunkOnTheCommandLine) {
+  CLI::App app;
+  uint32_t chunk = runtime::EngineOptions{}.prefill_chunk;
+  add_prefill_chunk_option(app, chunk);
+  const char* none[] = {"tool"};
+  app.parse(1, none);
+  EXPECT_EQ(chunk, 2048u);
+  const char* given[] = {"tool", "--prefill-chunk", "300"};
+  app.parse(3, given);
+  EXPECT_EQ(chunk, 300u);
+  const char* zero[] = {"tool", "--prefill-chunk", "0"};
+  EXPECT_THROW(app.parse(3, zero), CLI::ValidationError);
 }
 
 }  // namespace

@@ -174,9 +174,18 @@ void add_vulkan_options(CLI::App& app, VulkanTuning& tuning) {
       ->group(group);
 }
 
+void add_prefill_chunk_option(CLI::App& app, uint32_t& chunk) {
+  app.add_option("--prefill-chunk", chunk,
+                 "tokens per prefill submit (llama.cpp's micro-batch, -ub): longer is faster for long prompts and takes "
+                 "more memory; a row's logits are the same at any")
+      ->check(CLI::Range(1u, 65536u))
+      ->capture_default_str()
+      ->group("Vulkan engine");
+}
+
 void refuse_vulkan_options_unless_vulkan(const CLI::App& app, bool vulkan_runs) {
   if (vulkan_runs) return;
-  for (const char* name : {"--profile", "--pipeline-stats", "--no-coopmat", "--int-dot", "--tuning"})
+  for (const char* name : {"--profile", "--pipeline-stats", "--no-coopmat", "--int-dot", "--tuning", "--prefill-chunk"})
     if (app.count(name) > 0)
       throw std::invalid_argument(std::string(name) + " sets how the Vulkan engine computes, and no engine of this run is the Vulkan one");
 }

@@ -16,6 +16,10 @@ namespace gptoss {
 // applied after the other options, so "--no-coopmat --tuning attention_splits=8" sets both.
 void add_vulkan_options(CLI::App& app, runtime::VulkanTuning& tuning);
 
+// Adds --prefill-chunk (EngineOptions::prefill_chunk, the Vulkan engine's tokens per prefill
+// submit), writing into `chunk` (which must outlive the parse; it starts at the default).
+void add_prefill_chunk_option(CLI::App& app, uint32_t& chunk);
+
 // Throws std::invalid_argument naming the first Vulkan option given when no engine of the run is
 // the Vulkan one.
 void refuse_vulkan_options_unless_vulkan(const CLI::App& app, bool vulkan_runs);

@@ -63,6 +63,7 @@ struct Options {
   std::vector<std::string> saves;
   bool no_warmup = false, greedy = false, quiet = false;
   double warmup_seconds = 1.0;
+  uint32_t prefill_chunk = gptoss::runtime::EngineOptions{}.prefill_chunk;
 };
 
 void progress(const Options& o, const std::string& line) {
@@ -166,6 +167,7 @@ void bench_model(const Options& o, const std::string& path, const std::string& k
   gptoss::runtime::EngineOptions engine_options;
   engine_options.max_context = positions;
   engine_options.device_index = o.device;
+  if (kind == EngineKind::Vulkan) engine_options.prefill_chunk = o.prefill_chunk;
   if (kind == EngineKind::Vulkan) engine_options.vulkan = variant.tuning;
   engine_options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(kv_cache);
   std::unique_ptr<gptoss::runtime::Engine> engine;
@@ -234,6 +236,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--device", o.device, "Vulkan device index (gptoss-run --list-devices lists them)");
   gptoss::add_vulkan_options(app, o.vulkan);
+  gptoss::add_prefill_chunk_option(app, o.prefill_chunk);
   app.add_option("--kv-cache", o.kv_caches,
                  "the KV cache's types, keys and values alike: f32, f16 or both (f32,f16; llama.cpp's -ctk/-ctv)")
       ->delimiter(',')

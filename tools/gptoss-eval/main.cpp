@@ -72,6 +72,7 @@ struct Options {
   std::optional<uint32_t> chunks, device;
   uint32_t floor_chunks = 1;  // the engine's noise floor over this many chunks (0: none)
   gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...: every Vulkan engine of the run
+  uint32_t prefill_chunk = gptoss::runtime::EngineOptions{}.prefill_chunk;  // --prefill-chunk: the same
   unsigned threads = 0;
   int level = 1;
   bool json_output = false;
@@ -146,6 +147,7 @@ std::unique_ptr<gptoss::runtime::Engine> make_engine(EngineKind kind, KvCacheTyp
   if (kind == EngineKind::Vulkan) {  // the CPU engine takes neither
     options.device_index = o.device;
     options.vulkan = o.vulkan;
+    options.prefill_chunk = o.prefill_chunk;
   }
   return gptoss::runtime::make_engine(kind, m.model, options);
 }
@@ -256,6 +258,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(engines));
   app.add_option("--device", o.device, "Vulkan device index (gptoss-run --list-devices)");
   gptoss::add_vulkan_options(app, o.vulkan);
+  gptoss::add_prefill_chunk_option(app, o.prefill_chunk);
   app.add_option("--floor-chunks", o.floor_chunks,
                  "the engine's noise floor: the reference model on the candidates' engine against the reference "
                  "over this many chunks, where the two engines differ (0: none)")

@@ -159,7 +159,10 @@ GenerationReport run_generation(const GenerationSetup& setup, const std::functio
   runtime::EngineOptions options;
   options.max_context = prompt.size() + setup.max_tokens;
   options.device_index = setup.device;
-  if (setup.engine == "vulkan") options.vulkan = setup.vulkan;
+  if (setup.engine == "vulkan") {
+    options.vulkan = setup.vulkan;
+    options.prefill_chunk = setup.prefill_chunk;
+  }
   options.kv_cache = *runtime::kv_cache_type_from_name(setup.kv_cache);
   const auto engine = runtime::make_engine(*runtime::engine_kind_from_name(setup.engine), model, options);
   if (engine->kind() == runtime::EngineKind::Vulkan)

@@ -65,6 +65,7 @@ struct GenerationSetup {
   std::string model_path, engine = "cpu", kv_cache = "f32";  // engine_kind_names, kv_cache_type_names
   std::optional<uint32_t> device;
   runtime::VulkanTuning vulkan;  // the Vulkan engine's (--profile, --no-coopmat, --tuning ...)
+  uint32_t prefill_chunk = runtime::EngineOptions{}.prefill_chunk;  // the Vulkan engine's (--prefill-chunk)
   PromptSpec prompt;
   uint64_t max_tokens = 128;
   sampling::SamplingParams sampling;

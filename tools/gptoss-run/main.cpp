@@ -149,6 +149,7 @@ int parity(const Options& o) {
   for (const auto& name : o.parity_engines) request.engines.push_back(engine_kind(name));
   request.options.device_index = o.gen.device;  // the Vulkan runs'
   request.options.vulkan = o.gen.vulkan;
+  request.options.prefill_chunk = o.gen.prefill_chunk;
   request.options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(o.gen.kv_cache);
   request.decode_steps = o.decode_steps;
   const auto result = gptoss::parity::run_parity(request);
@@ -211,6 +212,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--device", o.gen.device, "Vulkan device index (see --list-devices)");
   gptoss::add_vulkan_options(app, o.gen.vulkan);
+  gptoss::add_prefill_chunk_option(app, o.gen.prefill_chunk);
   app.add_option("--kv-cache", o.gen.kv_cache, "the KV cache's type, keys and values alike: f32 or f16 (half the memory)")
       ->check(CLI::IsMember(gptoss::runtime::kv_cache_type_names()))
       ->capture_default_str();
