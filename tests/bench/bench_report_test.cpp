@@ -71,6 +71,7 @@ BenchResult sample_result() {
   r.device = "NVIDIA H100 (NVIDIA 580.1)";
   r.device_memory_bytes = 1ull << 30;
   r.kv_cache = "f16";
+  r.n_ubatch = 2048;
   r.variant = "portable";
   r.tuning = "coopmat=off";
   r.test = {TestKind::Prefill, 100, 7};
@@ -99,6 +100,7 @@ TEST(BenchReport, JsonHasLlamaBenchFieldsAndEverySample) {
   EXPECT_EQ(j["engine"], "vulkan");
   EXPECT_EQ(j["type_k"], "f16");
   EXPECT_EQ(j["type_v"], "f16");
+  EXPECT_EQ(j["n_ubatch"], 2048);
   EXPECT_EQ(j["variant"], "portable");
   EXPECT_EQ(j["tuning"], "coopmat=off");
   // A whole document, streamed or not, is one array.

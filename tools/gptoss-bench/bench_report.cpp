@@ -48,6 +48,7 @@ nlohmann::ordered_json result_json(const BenchResult& r) {
   j["device_memory_bytes"] = r.device_memory_bytes;
   j["type_k"] = r.kv_cache;  // llama-bench's names; one type for both here
   j["type_v"] = r.kv_cache;
+  j["n_ubatch"] = r.n_ubatch;  // llama-bench's name for its micro-batch
   j["variant"] = r.variant;
   j["tuning"] = r.tuning;
   j["load_seconds"] = r.load_seconds;

@@ -32,6 +32,7 @@ struct BenchResult {
   std::string cpu_info;
   uint64_t device_memory_bytes = 0;  // held by the engine after the test (0 on the CPU engines)
   std::string kv_cache = "f32";      // the KV cache's type (runtime::kv_cache_type_name): keys and values alike
+  uint32_t n_ubatch = 0;             // tokens per prefill submit (EngineOptions::prefill_chunk); 0: one pass (CPU engines)
   std::string variant;               // the --variant's name, empty for the engine as the options set it
   std::string tuning;                // the Vulkan tuning that differs from the defaults (tuning_text), or empty
   double load_seconds = 0;           // making the engine: decoding or uploading the weights

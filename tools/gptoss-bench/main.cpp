@@ -196,6 +196,7 @@ void bench_model(const Options& o, const std::string& path, const std::string& k
     r.backend = kind == EngineKind::Vulkan ? "Vulkan" : "CPU";
     r.device = engine->device_description();
     r.kv_cache = kv_cache;
+    r.n_ubatch = kind == EngineKind::Vulkan ? engine_options.prefill_chunk : 0;
     r.variant = variant.name;
     r.tuning = kind == EngineKind::Vulkan ? gptoss::tuning_text(variant.tuning) : "";
     r.cpu_info = cpu_info;
