@@ -157,6 +157,8 @@ def our_config(row):
     """How one of our results was run: engine, KV cache, variant, decode output; and the input file,
     where a model's results come from several (bench_section sets "_input" then)."""
     parts = [text(row.get("engine"), "?"), "KV " + text(row.get("type_k"), "?")]
+    if row.get("n_ubatch") and integer(row, "n_prompt"):  # since defebb5; earlier files' chunks: the manifest
+        parts.append("chunks of %d" % row["n_ubatch"])
     if row.get("variant"):
         parts.append("variant " + text(row["variant"]))
     if row.get("decode_output") not in (None, "", "logits") and integer(row, "n_gen"):
@@ -176,6 +178,8 @@ def peer_config(row):
     parts = [text(row.get("backends"), "?"), "KV " + text(row.get("type_k"), "?")]
     if "flash_attn" in row:
         parts.append("flash attention " + ("on" if row["flash_attn"] else "off"))
+    if row.get("n_ubatch"):
+        parts.append("micro-batch %d" % row["n_ubatch"])
     if row.get("build_commit"):
         parts.append("build " + text(row["build_commit"]))
     return ", ".join(parts)
