@@ -835,6 +835,52 @@ TEST(VulkanKernels, PrefillAttentionOnCooperativeMatricesAcrossTiles) {
   }
 }
 
+// A row of the prefill attention does not depend on where its chunk starts: 100 tokens in one
+// dispatch, and the same tokens as chunks of 5 and 95 (whose query tiles then start at positions
+// 5, 13, ...: windows of 40 keys begin inside a key block), give the same bits, in the
+// cooperative kernel where the device has it and in the f32 kernel.
+TEST(VulkanKernels, PrefillAttentionRowsDoNotDependOnTheChunkStart) {
+  VULKAN_OR_SKIP();
+  const AttentionCase a{64, 8, 64, 40};
+  const uint32_t D = a.head_dim, stride = (a.heads + 2 * a.kv_heads) * D, total = 100, first = 5;
+  const uint32_t slots = total, kv_rows = a.kv_heads * D;  // the cache never wraps here
+  const auto inv_freq = yarn_like_inv_freq(D);
+  const auto qkv = random_floats(size_t{total} * stride, 91, 2.0f);
+  auto s_buf = host_buffer(*ctx, random_floats(a.heads, 92));
+  auto f_buf = host_buffer(*ctx, runtime::rope_pairs(total, inv_freq, 1.0f));
+  const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
+                                          vk::abi::ENC_F32};
+  for (const char* keys : {"attention_coop=on", "attention_coop=off"}) {
+    vk::Kernels k = kernels_with(*ctx, keys);
+    if (std::string(keys) == "attention_coop=on" && !k.prefill_attention_cooperative()) continue;
+    SCOPED_TRACE(keys);
+    // The output rows of positions from..to-1 after the chunks `starts` (each to the next) ran.
+    const auto rows_after = [&](std::vector<uint32_t> starts) {
+      auto qkv_buf = host_buffer(*ctx, qkv);  // rope_store rotates Q in place
+      auto k_buf = host_buffer(*ctx, std::vector<float>(size_t{slots} * kv_rows, 0.0f));
+      auto v_buf = host_buffer(*ctx, std::vector<float>(size_t{slots} * kv_rows, 0.0f));
+      auto out_buf = host_buffer(*ctx, std::vector<float>(size_t{total} * a.heads * D, -7.0f));
+      starts.push_back(total);
+      for (size_t c = 0; c + 1 < starts.size(); ++c) {
+        const uint32_t start = starts[c], count = starts[c + 1] - starts[c];
+        auto step_buf = host_buffer(*ctx, std::vector<uint32_t>{start, count});
+        const Address qkv_at = qkv_buf->address() + uint64_t{start} * stride * 4;
+        run(*ctx, [&](vk::DispatchList& list) {
+          k.rope_store(list, shape, qkv_at, k_buf->address(), v_buf->address(), f_buf->address(), step_buf->address(), count);
+          k.attention_prefill(list, shape, qkv_at, k_buf->address(), v_buf->address(), s_buf->address(),
+                              step_buf->address(), out_buf->address() + uint64_t{start} * a.heads * D * 4, count);
+        });
+      }
+      return read_buffer<uint32_t>(*out_buf, size_t{total} * a.heads * D);
+    };
+    const auto whole = rows_after({0}), chunked = rows_after({0, first});
+    size_t differing = 0;
+    for (size_t i = 0; i < whole.size(); ++i) differing += whole[i] != chunked[i];
+    EXPECT_EQ(differing, 0u) << "of " << whole.size() << " outputs";
+    EXPECT_NE(whole[0], std::bit_cast<uint32_t>(-7.0f));  // the attention ran
+  }
+}
+
 // Decode: the new token's Q/K/V unrotated in qkv, earlier keys in the cache; partials over key
 // ranges then the combine with the sink.
 // `part`: the dispatch's shape (query heads per workgroup, the most keys it is made for); by default
