@@ -23,7 +23,9 @@
 #              take as long (about 6 minutes on 16 cores), since a machine may end a call's processes
 #     peer     llama-bench (LLAMA_BENCH=path, default the peer-build's, waited for) on the Q8_0
 #              GGUF, the same tests, JSON (OUT/PEER_NAME.json, default peer-20b: name each build or
-#              setting of the peer, e.g. its Vulkan backend with GGML_VK_DISABLE_COOPMAT2=1 and without)
+#              setting of the peer, e.g. its Vulkan backend with GGML_VK_DISABLE_COOPMAT2=1 and without);
+#              PEER_ARGS are added to its command line (e.g. "-ub 2048", the micro-batch of our
+#              default prefill chunk, where llama-bench's default is 512)
 # Results land in OUT (default ./out): summary.md and one JSON per bench and eval. Model files in
 # WORK (default /var/tmp/gptoss-work). Settings: R (repetitions, 5), CHUNKS (eval, 4), VARIANTS.
 # The Vulkan loader and driver are the machine's business, not this script's.
@@ -128,7 +130,8 @@ peer() {
   fi
   LLAMA_BENCH=${LLAMA_BENCH:-$LLAMA_DIR/build/bin/llama-bench}
   [ -x "$LLAMA_BENCH" ] || { echo "peer: no llama-bench (LLAMA_BENCH, or the peer-build step)"; return 0; }
-  run "llama-bench Q8_0" "$LLAMA_BENCH" -m "$Q8" -p 512,2048 -n 128 -d 0,4096,16384 -r "$R" -fa 1 -ngl 99 -o json >"$OUT/${PEER_NAME:-peer-20b}.json"
+  # shellcheck disable=SC2086  # PEER_ARGS: words
+  run "llama-bench Q8_0" "$LLAMA_BENCH" -m "$Q8" -p 512,2048 -n 128 -d 0,4096,16384 -r "$R" -fa 1 -ngl 99 ${PEER_ARGS:-} -o json >"$OUT/${PEER_NAME:-peer-20b}.json"
 }
 for step in ${@:-tests convert bench eval profile parity big}; do
   case $step in
