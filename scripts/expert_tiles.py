@@ -9,7 +9,7 @@ each expert's rows in tiles of `--tile` rows (GEMM_TILE_M), the last tile of an 
 is left; every tile decodes and stores its expert's whole W tile whatever its rows. From the
 trace's `router L` stages (the experts each position chose) this counts the tiles, what full tiles
 would take (choices / tile), the share of row slots filled, and the tiles of at most `--half` rows
-(COOP_EXPERT_HALF_TILE_M's candidates: half their 32-row blocks idle); --layers prints each layer.
+(half their subgroups' 32-row blocks idle); --layers prints each layer.
 Pure Python (trace_stages.py beside it); the zstd command decompresses the trace. docs/vulkan-engine.md, Open work, has the
 synthesized 20b's numbers.
 """

@@ -122,7 +122,7 @@ void main() {
   uint w = gl_WorkGroupID.x, s = gl_WorkGroupID.y, qh0 = w * GROUP, g = qh0 / args.group;
   uint heads = args.kv_heads * args.group, half_dim = HEAD_DIM / 2u;
   uint position = WordsIn(args.step).v[0];
-  uint first_key = (args.window != 0u && position + 1u > args.window) ? position + 1u - args.window : 0u;
+  uint first_key = window_first_key(position, args.window);
   uint keys = position + 1u - first_key;
   if (keys > args.max_keys) return;  // a position the dispatch was not made for
   // Ranges of at least args.range_keys keys: by default one block per subgroup (fewer, longer

@@ -48,11 +48,7 @@ void main() {
   // Keys the block's queries may see.
   uint first_query = start + gl_WorkGroupID.y * queries_per_block;
   uint last_query = start + min(gl_WorkGroupID.y * queries_per_block + queries_per_block, args.count) - 1u;
-  uint first_key = (args.window != 0u && first_query + 1u > args.window) ? first_query + 1u - args.window : 0u;
-  // Key blocks at whole multiples of ATTENTION_KEY_BLOCK, whatever the query block: a row's keys fall
-  // in the same blocks, and its sums in the same order, wherever a chunk's queries start (the keys
-  // before a row's window in its first block are masked for it, as those after it are).
-  first_key -= first_key % ATTENTION_KEY_BLOCK;
+  uint first_key = prefill_first_key_block(first_query, args.window);
 
   float row_max = -1.0 / 0.0, row_sum = 0.0;
   vec4 o[kDims4PerInvocation];

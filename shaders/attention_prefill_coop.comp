@@ -139,11 +139,7 @@ void main() {
   uint stride = (args.heads + 2u * args.kv_heads) * D;
   uint first_query = start + gl_WorkGroupID.y * queries_per_block;
   uint last_query = start + min(gl_WorkGroupID.y * queries_per_block + queries_per_block, args.count) - 1u;
-  uint first_key = (args.window != 0u && first_query + 1u > args.window) ? first_query + 1u - args.window : 0u;
-  // Key blocks at whole multiples of ATTENTION_KEY_BLOCK, whatever the query block: a row's keys fall
-  // in the same blocks, and its sums in the same order, wherever a chunk's queries start (the keys
-  // before a row's window in its first block are masked for it, as those after it are).
-  first_key -= first_key % ATTENTION_KEY_BLOCK;
+  uint first_key = prefill_first_key_block(first_query, args.window);
 
   // Q as halves into the tiles (row r: query head r % G of query r / G), then into matrices.
   for (uint e = gl_LocalInvocationIndex; e < ATTENTION_ROWS * (kDims / 8u); e += ATTENTION_COOP_SIZE) {

@@ -44,6 +44,20 @@ bool arrive_last(uvec2 counters, uint counter, uint total) {
 
 bool has_address(uvec2 address) { return address != uvec2(0u); }
 
+// The first key a query at `position` may see through a sliding window of `window` keys (0: every
+// key from the first).
+uint window_first_key(uint position, uint window) {
+  return (window != 0u && position + 1u > window) ? position + 1u - window : 0u;
+}
+// The prefill attention's first key block for a query tile whose first query is at `first_query`:
+// key blocks lie at whole multiples of ATTENTION_KEY_BLOCK whatever the tile, so a row's keys fall
+// in the same blocks, and its sums in the same order, wherever a chunk's queries start (the keys
+// before a row's window in its first block are masked for it, as those after it are).
+uint prefill_first_key_block(uint first_query, uint window) {
+  uint first_key = window_first_key(first_query, window);
+  return first_key - first_key % ATTENTION_KEY_BLOCK;
+}
+
 // ---- dense decoding: 8 consecutive values of a row-major matrix ----
 
 vec4 bf16_low_high(uint a, uint b) {

@@ -167,8 +167,10 @@ void bench_model(const Options& o, const std::string& path, const std::string& k
   gptoss::runtime::EngineOptions engine_options;
   engine_options.max_context = positions;
   engine_options.device_index = o.device;
-  if (kind == EngineKind::Vulkan) engine_options.prefill_chunk = o.prefill_chunk;
-  if (kind == EngineKind::Vulkan) engine_options.vulkan = variant.tuning;
+  if (kind == EngineKind::Vulkan) {
+    engine_options.prefill_chunk = o.prefill_chunk;
+    engine_options.vulkan = variant.tuning;
+  }
   engine_options.kv_cache = *gptoss::runtime::kv_cache_type_from_name(kv_cache);
   std::unique_ptr<gptoss::runtime::Engine> engine;
   const auto start = std::chrono::steady_clock::now();
