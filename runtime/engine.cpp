@@ -68,7 +68,7 @@ std::span<const float> Engine::forward_last(std::span<const uint32_t> tokens) {
   return run_forward_last(tokens);
 }
 
-LogitRows Engine::check_forward(std::span<const uint32_t> tokens, LogitRows rows) const {
+LogitRows Engine::check_forward(std::span<const uint32_t> tokens, LogitRows rows, uint64_t first) const {
   if (rows.kind == LogitRows::Kind::Range) {
     if (rows.first > tokens.size() || rows.count > tokens.size() - rows.first)
       throw std::out_of_range("logit rows " + std::to_string(rows.first) + " .. " +
@@ -76,13 +76,13 @@ LogitRows Engine::check_forward(std::span<const uint32_t> tokens, LogitRows rows
                               std::to_string(tokens.size()) + " new tokens of the forward");
     if (rows.count == 0) rows = LogitRows::None;
   }
-  check_forward(tokens);
+  check_forward(tokens, first);
   return rows;
 }
 
 void Engine::forward(std::span<const uint32_t> tokens, LogitRows rows, std::vector<float>& logits,
                      const ActivationObserver& observer) {
-  rows = check_forward(tokens, rows);
+  rows = check_forward(tokens, rows, position());
   logits.resize(rows.row_count(tokens.size()) * vocab_size());
   if (tokens.empty()) return;
   run_forward(tokens, rows, logits, observer);
@@ -95,15 +95,37 @@ std::vector<float> Engine::forward(std::span<const uint32_t> tokens, LogitRows r
   return logits;
 }
 
-void Engine::check_forward(std::span<const uint32_t> tokens) const {
+void Engine::forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,
+                               std::vector<float>& logits) {
+  if (sequences == 0 || tokens.size() % sequences)
+    throw std::invalid_argument(std::to_string(tokens.size()) + " tokens are not " + std::to_string(sequences) +
+                                " sequences of equal length");
+  const size_t length = tokens.size() / sequences;
+  for (uint32_t s = 0; s < sequences; ++s) rows = check_forward(tokens.subspan(s * length, length), rows, 0);
+  logits.resize(sequences * rows.row_count(length) * vocab_size());
+  if (tokens.empty()) return reset();
+  run_forward_sequences(tokens, sequences, rows, logits);
+}
+
+void Engine::run_forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,
+                                   std::span<float> logits) {
+  const size_t length = tokens.size() / sequences, per_sequence = rows.row_count(length) * vocab_size();
+  for (uint32_t s = 0; s < sequences; ++s) {
+    reset();
+    run_forward(tokens.subspan(s * length, length), rows, logits.subspan(s * per_sequence, per_sequence), {});
+  }
+  reset();
+}
+
+void Engine::check_forward(std::span<const uint32_t> tokens, uint64_t first) const {
   const uint32_t vocab = vocab_size();
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] >= vocab)
       throw std::out_of_range("token id " + std::to_string(tokens[i]) + " (position " +
-                              std::to_string(position() + i) + ") is outside the vocabulary of " +
+                              std::to_string(first + i) + ") is outside the vocabulary of " +
                               std::to_string(vocab));
-  if (position() + tokens.size() > capacity())
-    throw std::out_of_range("context of " + std::to_string(position() + tokens.size()) + " tokens exceeds the " +
+  if (first + tokens.size() > capacity())
+    throw std::out_of_range("context of " + std::to_string(first + tokens.size()) + " tokens exceeds the " +
                             std::to_string(capacity()) + " positions of the " +
                             std::string(engine_kind_name(kind())) + " engine's KV cache");
 }

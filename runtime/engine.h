@@ -202,6 +202,17 @@ class Engine {
   // The same, returning the logits in a new vector.
   std::vector<float> forward(std::span<const uint32_t> tokens, LogitRows rows = LogitRows::Last,
                              const ActivationObserver& observer = {});
+  // Runs `sequences` independent sequences packed one after the other in `tokens` (each
+  // tokens.size() / sequences tokens long), each as if after reset(), as llama-perplexity batches
+  // the chunks of a text, and writes each sequence's `rows` (counted within that sequence, as
+  // forward's), one sequence after the other: [sequences * rows.row_count(length), vocab]. Every
+  // row is bit for bit what forward gives that sequence alone after reset(): an engine may run
+  // several sequences in one pass (the Vulkan engine packs as many whole ones as its prefill chunk
+  // holds) but never lets one see another. The cache is empty afterwards. Throws as forward does
+  // (a sequence longer than capacity(), a token outside the vocabulary, rows past a sequence's
+  // tokens) and std::invalid_argument where `tokens` is not `sequences` (at least one) equal parts.
+  void forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,
+                         std::vector<float>& logits);
   // forward(tokens, Last) reduced to the id of the largest logit (ties to the lowest id: greedy
   // decoding). A device engine decides on the device and moves 8 bytes instead of the vocabulary.
   uint32_t forward_greedy(std::span<const uint32_t> tokens);
@@ -218,6 +229,11 @@ class Engine {
   // x vocab floats, to be overwritten.
   virtual void run_forward(std::span<const uint32_t> tokens, LogitRows rows, std::span<float> logits,
                            const ActivationObserver& observer) = 0;
+  // forward_sequences's pass (checked; `rows` as run_forward takes them, per sequence, and `logits`
+  // sized for every sequence's): by default each sequence after reset() through run_forward, then
+  // reset().
+  virtual void run_forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,
+                                     std::span<float> logits);
   // The argmax of run_forward(tokens, Last); engines override it to decide where the logits are.
   virtual uint32_t run_forward_greedy(std::span<const uint32_t> tokens);
   // forward_last's pass (`tokens` non-empty and checked); by default run_forward into a vector the
@@ -225,10 +241,13 @@ class Engine {
   virtual std::span<const float> run_forward_last(std::span<const uint32_t> tokens);
 
  private:
-  // The checks every forward makes before anything runs (ids, capacity).
-  void check_forward(std::span<const uint32_t> tokens) const;
-  // The checks of forward(tokens, rows, ...), and `rows` as run_forward takes it (an empty range: None).
-  LogitRows check_forward(std::span<const uint32_t> tokens, LogitRows rows) const;
+  // The checks every forward makes before anything runs (ids, capacity), for tokens that start at
+  // cache position `first`.
+  void check_forward(std::span<const uint32_t> tokens, uint64_t first) const;
+  void check_forward(std::span<const uint32_t> tokens) const { check_forward(tokens, position()); }
+  // The checks of forward(tokens, rows, ...) where the tokens start at `first`, and `rows` as
+  // run_forward takes it (an empty range: None).
+  LogitRows check_forward(std::span<const uint32_t> tokens, LogitRows rows, uint64_t first) const;
   std::vector<float> last_logits_;  // run_forward_last's, where an engine keeps no logits of its own
 };
 

@@ -48,7 +48,7 @@ void main() {
   // Keys the block's queries may see.
   uint first_query = start + gl_WorkGroupID.y * queries_per_block;
   uint last_query = start + min(gl_WorkGroupID.y * queries_per_block + queries_per_block, args.count) - 1u;
-  uint first_key = prefill_first_key_block(first_query, args.window);
+  uint first_key = prefill_first_key_block(first_query, args.window, WordsIn(args.step).v[2]);
 
   float row_max = -1.0 / 0.0, row_sum = 0.0;
   vec4 o[kDims4PerInvocation];

@@ -139,7 +139,7 @@ void main() {
   uint stride = (args.heads + 2u * args.kv_heads) * D;
   uint first_query = start + gl_WorkGroupID.y * queries_per_block;
   uint last_query = start + min(gl_WorkGroupID.y * queries_per_block + queries_per_block, args.count) - 1u;
-  uint first_key = prefill_first_key_block(first_query, args.window);
+  uint first_key = prefill_first_key_block(first_query, args.window, WordsIn(args.step).v[2]);
 
   // Q as halves into the tiles (row r: query head r % G of query r / G), then into matrices.
   for (uint e = gl_LocalInvocationIndex; e < ATTENTION_ROWS * (kDims / 8u); e += ATTENTION_COOP_SIZE) {

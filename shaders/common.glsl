@@ -49,12 +49,22 @@ bool has_address(uvec2 address) { return address != uvec2(0u); }
 uint window_first_key(uint position, uint window) {
   return (window != 0u && position + 1u > window) ? position + 1u - window : 0u;
 }
+// The first cache position of the sequence holding `position` where a submit packs independent
+// sequences of `sequence` tokens each (StepState::sequence; 0: one sequence from position 0).
+uint sequence_first_position(uint position, uint sequence) {
+  return sequence == 0u ? 0u : position - position % sequence;
+}
+// A token's RoPE position: its place in its sequence.
+uint rope_position(uint position, uint sequence) { return position - sequence_first_position(position, sequence); }
 // The prefill attention's first key block for a query tile whose first query is at `first_query`:
 // key blocks lie at whole multiples of ATTENTION_KEY_BLOCK whatever the tile, so a row's keys fall
 // in the same blocks, and its sums in the same order, wherever a chunk's queries start (the keys
-// before a row's window in its first block are masked for it, as those after it are).
-uint prefill_first_key_block(uint first_query, uint window) {
-  uint first_key = window_first_key(first_query, window);
+// before a row's window in its first block are masked for it, as those after it are). Packed
+// sequences start at whole key blocks and a tile's queries lie in one of them (the launcher's
+// Kernels::prefill_sequence_multiple), so a tile never reaches before its sequence's first key and
+// each row sums the blocks it would sum in that sequence alone.
+uint prefill_first_key_block(uint first_query, uint window, uint sequence) {
+  uint first_key = max(window_first_key(first_query, window), sequence_first_position(first_query, sequence));
   return first_key - first_key % ATTENTION_KEY_BLOCK;
 }
 

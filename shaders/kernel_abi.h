@@ -465,6 +465,10 @@ struct MoeCombineArgs {
 struct StepState {
   uint position;  // of the first new token
   uint count;     // new tokens
+  // Tokens per sequence where a prefill submit packs independent sequences one after the other
+  // (Engine::forward_sequences): each sequence's keys and RoPE positions start at its first token
+  // (rope_store, the prefill attention kernels); 0: one sequence.
+  uint sequence;
 };
 
 #ifndef VULKAN

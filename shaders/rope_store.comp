@@ -1,8 +1,9 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Prefill: RoPE (half-split pairs, YaRN tables) of the Q rows of `count` new tokens in place and
-// of their K rows on the way into the cache, plus V's copy into the cache; token t has position
-// step.position + t and cache slot position % slots. The caches in ENCODING (f32 or f16, written
+// of their K rows on the way into the cache, plus V's copy into the cache; token t has cache
+// position step.position + t, slot that % slots, and RoPE position its place in its sequence
+// (StepState::sequence). The caches in ENCODING (f32 or f16, written
 // a pair of dims at a time). Workgroup (x, t): invocations over the token's Q pairs (i, i + D/2),
 // then its K pairs two at a time (i, i + 1 for even i: dims i, i + 1 and their partners i + D/2,
 // i + 1 + D/2, each two a word of an f16 cache), then its V values two at a time.
@@ -23,8 +24,8 @@ void main() {
   uint D = args.head_dim, half_dim = D / 2u;
   uint q_pairs = args.heads * half_dim, k_pair_pairs = args.kv_heads * (half_dim / 2u), v_pairs = args.kv_heads * half_dim;
   uint stride = (args.heads + 2u * args.kv_heads) * D;
-  uint position = WordsIn(args.step).v[0] + t;
-  uint slot = position % args.slots;
+  uint slot = (WordsIn(args.step).v[0] + t) % args.slots;
+  uint position = rope_position(WordsIn(args.step).v[0] + t, WordsIn(args.step).v[2]);
   Floats qkv = Floats(args.qkv);
   uint base = t * stride;
   if (id < q_pairs) {

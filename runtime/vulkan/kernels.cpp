@@ -1,6 +1,7 @@
 #include "runtime/vulkan/kernels.h"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -322,6 +323,10 @@ bool Kernels::prefill_attention_supports(uint32_t heads, uint32_t kv_heads, uint
   if (kv_heads == 0 || heads % kv_heads) return false;
   const uint32_t group = heads / kv_heads;
   return head_dim % 4 == 0 && head_dim <= abi::kMaxPrefillHeadDim && ATTENTION_ROWS % group == 0;
+}
+
+uint32_t Kernels::prefill_sequence_multiple(uint32_t heads, uint32_t kv_heads) {
+  return std::lcm(uint32_t{ATTENTION_KEY_BLOCK}, uint32_t{ATTENTION_ROWS} / (heads / kv_heads));
 }
 
 void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,

@@ -126,11 +126,12 @@ struct VulkanEngine::Device {
     std::vector<std::string> labels;
   };
   // One command buffer per submit shape (tokens, logit rows, observed, greedy, decode attention's
-  // reach), recorded once. The rows are None, Last or a range of the submit's tokens (All is the
-  // range of every token), so a caller asking the same rows chunk after chunk (gptoss-eval)
-  // records once; beyond kMaxRecorded shapes the recordings are dropped and made again as needed.
+  // reach, packed sequences' length), recorded once. The rows are None, Last or a range of the
+  // submit's tokens (All is the range of every token), or of each packed sequence's, so a caller
+  // asking the same rows chunk after chunk (gptoss-eval) records once; beyond kMaxRecorded shapes
+  // the recordings are dropped and made again as needed.
   static constexpr size_t kMaxRecorded = 64;
-  std::map<std::tuple<uint32_t, LogitRows, bool, bool, AttentionReach>, Recorded> recorded;
+  std::map<std::tuple<uint32_t, LogitRows, bool, bool, AttentionReach, uint32_t>, Recorded> recorded;
   VkFence fence = VK_NULL_HANDLE;
 
   ~Device() {
@@ -170,17 +171,23 @@ struct VulkanEngine::Device {
   // One submit of `count` tokens. rows: None, Last or Range (of these tokens; count > 0). greedy:
   // the last row's argmax on the device instead of its logits to the host.
   // reach: decode attention's shape (count 1; prefill chunks take Short).
-  DispatchList build(uint32_t count, LogitRows rows, bool observed, bool greedy, AttentionReach reach) const;
+  // sequence: 0, or the length of the independent sequences the submit packs (a prefill of whole
+  // ones, never observed; rows None or a Range of each sequence's tokens, their logits one
+  // sequence after the other).
+  DispatchList build(uint32_t count, LogitRows rows, bool observed, bool greedy, AttentionReach reach,
+                     uint32_t sequence) const;
   // Decode attention of layer l at positions of this reach (see the definition).
   void record_decode_attention(DispatchList& list, uint32_t l, const Kernels::Shared& shared,
                                AttentionReach reach) const;
   // The recording of a submit of `count` tokens at `position` (decode attention's reach follows it).
-  const Recorded& get(uint32_t count, LogitRows rows, bool observed, uint64_t position, bool greedy = false);
+  const Recorded& get(uint32_t count, LogitRows rows, bool observed, uint64_t position, bool greedy = false,
+                      uint32_t sequence = 0);
   void submit(const Recorded& r);
   void wait_for(VkFence done) const;
-  // The tokens of the next submit and the position of the first.
-  void tokens_to_device(std::span<const uint32_t> ids, uint32_t position) {
-    const abi::StepState state{position, static_cast<uint32_t>(ids.size())};
+  // The tokens of the next submit, the position of the first, and the length of the sequences it
+  // packs (0: one).
+  void tokens_to_device(std::span<const uint32_t> ids, uint32_t position, uint32_t sequence = 0) {
+    const abi::StepState state{position, static_cast<uint32_t>(ids.size()), sequence};
     auto* staging = static_cast<uint8_t*>(step_staging->mapped());
     std::memcpy(staging, &state, sizeof state);
     std::memcpy(staging + kTokensOffset, ids.data(), ids.size() * sizeof(uint32_t));
@@ -364,7 +371,7 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
 }
 
 DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool observed, bool greedy,
-                                         AttentionReach reach) const {
+                                         AttentionReach reach, uint32_t sequence) const {
   const auto& c = config;
   auto& k = *kernels;
   DispatchList list;
@@ -452,8 +459,13 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
     list.copy(*xn, 0, *stages, final_norm_slot() * stage_bytes, stage_bytes);
     if (range) range_input += rows.first * row_bytes;
   } else if (range) {
-    k.rmsnorm(list, x->address(), final_norm->address(), xn->address(), c.hidden_size, static_cast<uint32_t>(rows.count),
-              static_cast<uint32_t>(rows.first), eps);
+    // Packed sequences: each one's range into xn after the previous one's, so that one GEMM makes
+    // every sequence's logits.
+    const uint32_t sequences = sequence ? count / sequence : 1;
+    for (uint32_t s = 0; s < sequences; ++s)
+      k.rmsnorm(list, x->address(), final_norm->address(), xn->address() + s * rows.count * row_bytes, c.hidden_size,
+                static_cast<uint32_t>(rows.count), static_cast<uint32_t>(s * sequence + rows.first), eps);
+    rows.count *= sequences;
   }
   const uint64_t vocab_bytes = uint64_t{c.vocab_size} * 4;
   list.tag("unembedding");
@@ -480,15 +492,15 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
 }
 
 const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, LogitRows rows, bool observed,
-                                                               uint64_t position, bool greedy) {
-  if (rows.kind == LogitRows::Kind::Range) ensure_logits(static_cast<uint32_t>(rows.count));
+                                                               uint64_t position, bool greedy, uint32_t sequence) {
+  if (rows.kind == LogitRows::Kind::Range) ensure_logits(static_cast<uint32_t>(rows.count * (sequence ? count / sequence : 1)));
   if (observed) ensure_stages(count);
   const AttentionReach reach = count == 1 ? reach_at(position) : AttentionReach::Short;
-  const auto key = std::make_tuple(count, rows, observed, greedy, reach);
+  const auto key = std::make_tuple(count, rows, observed, greedy, reach, sequence);
   if (recorded.size() >= kMaxRecorded && !recorded.count(key)) free_recorded();
   auto& r = recorded[key];
   if (r.cb) return r;
-  const DispatchList list = build(count, rows, observed, greedy, reach);
+  const DispatchList list = build(count, rows, observed, greedy, reach, sequence);
   if (!profiler) profiler = KernelProfiler::create(*ctx, 64 + 16 * config.num_layers, tuning.profile);
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   info.commandPool = ctx->command_pool();
@@ -596,6 +608,32 @@ uint32_t VulkanEngine::run_forward_greedy(std::span<const uint32_t> tokens) {
 std::span<const float> VulkanEngine::run_forward_last(std::span<const uint32_t> tokens) {
   run_forward(tokens, LogitRows::Last, {}, {});
   return {static_cast<const float*>(device_->logits_readback->mapped()), device_->config.vocab_size};
+}
+
+// Whole sequences per submit, as many as a prefill chunk holds, at cache positions from 0 (each
+// submit's sequences are all the cache holds); where a submit would hold one sequence, or the
+// sequences' length does not suit the prefill attention's tiles, or the rows are Last (a fused
+// final norm of its own), one sequence after the other as every engine does.
+void VulkanEngine::run_forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,
+                                         std::span<float> logits) {
+  Device& d = *device_;
+  const auto& c = d.config;
+  const auto length = static_cast<uint32_t>(tokens.size() / sequences);
+  const uint32_t per_submit = d.chunk / length;
+  if (per_submit < 2 || sequences < 2 || rows == LogitRows::Last ||
+      length % Kernels::prefill_sequence_multiple(c.num_heads, c.num_kv_heads) != 0)
+    return Engine::run_forward_sequences(tokens, sequences, rows, logits);
+  if (rows == LogitRows::All) rows = LogitRows::range(0, length);
+  const size_t per_sequence = rows.row_count(length) * c.vocab_size;
+  for (uint32_t s = 0; s < sequences; s += per_submit) {
+    const uint32_t n = std::min(per_submit, sequences - s), count = n * length;
+    const auto& recorded = d.get(count, rows, false, 0, false, length);
+    d.tokens_to_device(tokens.subspan(uint64_t{s} * length, count), 0, length);
+    d.submit(recorded);
+    if (per_sequence)
+      copy_rows(logits.subspan(s * per_sequence, n * per_sequence), static_cast<const float*>(d.logits_readback->mapped()));
+  }
+  reset();
 }
 
 void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows, std::span<float> logits,

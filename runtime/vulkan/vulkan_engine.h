@@ -50,6 +50,8 @@ class VulkanEngine final : public runtime::Engine {
  private:
   void run_forward(std::span<const uint32_t> tokens, runtime::LogitRows rows, std::span<float> logits,
                    const runtime::ActivationObserver& observer) override;
+  void run_forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, runtime::LogitRows rows,
+                             std::span<float> logits) override;
   uint32_t run_forward_greedy(std::span<const uint32_t> tokens) override;
   // The mapped readback itself: the device's copy of the logits, never copied again on the host.
   std::span<const float> run_forward_last(std::span<const uint32_t> tokens) override;

@@ -238,6 +238,52 @@ TEST(VulkanEngineInterface, PrefillChunkDoesNotChangeARowsLogits) {
   }
 }
 
+TEST_P(EngineInterface, PackedSequencesGiveEachSequenceItsOwnRows) {
+  // forward_sequences as gptoss-eval runs a text's chunks (llama-perplexity's batches): each
+  // sequence's rows are bit for bit those of the sequence run alone. The Vulkan engine packs the
+  // 32-token sequences (whole key blocks and query tiles) two to a submit of its 64-token chunks,
+  // or all of them in one 2048-token chunk, with a sliding window of 8 and full layers; at 12
+  // tokens, or with Last, it runs them one at a time.
+  ENGINE_OR_SKIP(GetParam(), 128);
+  std::string unused;
+  const auto chunked = engine_or_null(GetParam(), 128, &unused, 64);
+  for (const uint32_t length : {32u, 12u}) {
+    constexpr uint32_t kSequences = 3;
+    std::vector<uint32_t> ids;
+    for (uint32_t i = 0; i < kSequences * length; ++i) ids.push_back(500 + 104729u * i % 200000);
+    const uint64_t first = length / 2, count = length / 2 - 1;
+    for (const auto rows : {runtime::LogitRows::All, runtime::LogitRows::range(first, count), runtime::LogitRows::Last}) {
+      // Each sequence alone (Last's row may differ from All's in its last bits: the engines' docs).
+      std::vector<std::vector<float>> alone;
+      for (uint32_t s = 0; s < kSequences; ++s) {
+        engine->reset();
+        alone.push_back(engine->forward(std::span(ids).subspan(s * length, length), rows));
+      }
+      ASSERT_NE(alone[0], alone[1]);
+      const uint64_t n = rows.row_count(length);
+      for (auto* e : {engine.get(), chunked.get()}) {
+        std::vector<float> packed(7, 1.0f);
+        e->forward(std::span(ids).subspan(0, 2), runtime::LogitRows::None);  // something in the cache
+        e->forward_sequences(ids, kSequences, rows, packed);
+        EXPECT_EQ(e->position(), 0u);
+        ASSERT_EQ(packed.size(), kSequences * n * 201088u);
+        for (uint32_t s = 0; s < kSequences; ++s)
+          expect_rows_of_all(std::vector<float>(packed.begin() + s * n * 201088, packed.begin() + (s + 1) * n * 201088),
+                             alone[s], 0, n,
+                             "sequence " + std::to_string(s) + " of " + std::to_string(length) + " tokens, rows " +
+                                 std::to_string(rows.first_row(length)) + "+" + std::to_string(n));
+      }
+    }
+  }
+  std::vector<float> logits;
+  const std::vector<uint32_t> ten(10, 5u);
+  EXPECT_THROW(engine->forward_sequences(ten, 3, runtime::LogitRows::All, logits), std::invalid_argument);
+  EXPECT_THROW(engine->forward_sequences(ten, 0, runtime::LogitRows::All, logits), std::invalid_argument);
+  const std::vector<uint32_t> long_ones(2 * 129, 5u);  // each past the 128 positions
+  EXPECT_THROW(engine->forward_sequences(long_ones, 2, runtime::LogitRows::All, logits), std::out_of_range);
+  EXPECT_THROW(engine->forward_sequences(ten, 2, runtime::LogitRows::range(4, 2), logits), std::out_of_range);
+}
+
 TEST_P(EngineInterface, RowRangePastTheTokensIsRefusedBeforeAnythingRuns) {
   ENGINE_OR_SKIP(GetParam(), 16);
   const uint32_t ids[] = {10, 20, 30, 40};

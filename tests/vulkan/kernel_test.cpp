@@ -768,7 +768,7 @@ void check_prefill_attention(const vk::Context& ctx, vk::Kernels& k, const Atten
   auto k_buf = cache_buffer(ctx, k_cache, encoding), v_buf = cache_buffer(ctx, v_cache, encoding);
   auto f_buf = host_buffer(ctx, runtime::rope_pairs(start + count, inv_freq, concentration));
   auto s_buf = host_buffer(ctx, sinks);
-  auto step_buf = host_buffer(ctx, std::vector<uint32_t>{start, count});
+  auto step_buf = host_buffer(ctx, std::vector<uint32_t>{start, count, 0});
   auto out_buf = host_buffer(ctx, std::vector<float>(size_t{count} * a.heads * D, -7.0f));
   const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
                                           encoding};
@@ -863,7 +863,7 @@ TEST(VulkanKernels, PrefillAttentionRowsDoNotDependOnTheChunkStart) {
       starts.push_back(total);
       for (size_t c = 0; c + 1 < starts.size(); ++c) {
         const uint32_t start = starts[c], count = starts[c + 1] - starts[c];
-        auto step_buf = host_buffer(*ctx, std::vector<uint32_t>{start, count});
+        auto step_buf = host_buffer(*ctx, std::vector<uint32_t>{start, count, 0});
         const Address qkv_at = qkv_buf->address() + uint64_t{start} * stride * 4;
         run(*ctx, [&](vk::DispatchList& list) {
           k.rope_store(list, shape, qkv_at, k_buf->address(), v_buf->address(), f_buf->address(), step_buf->address(), count);
@@ -878,6 +878,55 @@ TEST(VulkanKernels, PrefillAttentionRowsDoNotDependOnTheChunkStart) {
     for (size_t i = 0; i < whole.size(); ++i) differing += whole[i] != chunked[i];
     EXPECT_EQ(differing, 0u) << "of " << whole.size() << " outputs";
     EXPECT_NE(whole[0], std::bit_cast<uint32_t>(-7.0f));  // the attention ran
+  }
+}
+
+// Packed sequences (StepState::sequence, Engine::forward_sequences): three sequences of 64 tokens in
+// one dispatch give each sequence's rows bit for bit as the sequence alone from position 0 does
+// (RoPE from its own first token, no key of another sequence), with a sliding window of 40 keys
+// and without, in the cooperative kernel where the device has it and in the f32 kernel.
+TEST(VulkanKernels, PrefillAttentionOfPackedSequencesIsEachSequenceAlone) {
+  VULKAN_OR_SKIP();
+  for (const AttentionCase a : {AttentionCase{64, 8, 64, 40}, AttentionCase{64, 8, 64, 0}}) {
+    const uint32_t D = a.head_dim, stride = (a.heads + 2 * a.kv_heads) * D, length = 64, sequences = 3;
+    const uint32_t total = length * sequences, slots = total, kv_rows = a.kv_heads * D;
+    ASSERT_EQ(length % vk::Kernels::prefill_sequence_multiple(a.heads, a.kv_heads), 0u);
+    const auto inv_freq = yarn_like_inv_freq(D);
+    const auto qkv = random_floats(size_t{total} * stride, 93, 2.0f);
+    auto s_buf = host_buffer(*ctx, random_floats(a.heads, 94));
+    auto f_buf = host_buffer(*ctx, runtime::rope_pairs(total, inv_freq, 1.0f));
+    const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots,
+                                            1.0f / std::sqrt(static_cast<float>(D)), vk::abi::ENC_F32};
+    for (const char* keys : {"attention_coop=on", "attention_coop=off"}) {
+      vk::Kernels k = kernels_with(*ctx, keys);
+      if (std::string(keys) == "attention_coop=on" && !k.prefill_attention_cooperative()) continue;
+      SCOPED_TRACE(std::string(keys) + ", window " + std::to_string(a.window));
+      // The outputs of `count` tokens from qkv row `first` run as one dispatch of sequences of `sequence` tokens.
+      const auto outputs = [&](uint32_t first, uint32_t count, uint32_t sequence) {
+        auto qkv_buf = host_buffer(*ctx, std::vector<float>(qkv.begin() + size_t{first} * stride,
+                                                             qkv.begin() + size_t{first + count} * stride));
+        auto k_buf = host_buffer(*ctx, std::vector<float>(size_t{slots} * kv_rows, 0.0f));
+        auto v_buf = host_buffer(*ctx, std::vector<float>(size_t{slots} * kv_rows, 0.0f));
+        auto out_buf = host_buffer(*ctx, std::vector<float>(size_t{count} * a.heads * D, -7.0f));
+        auto step_buf = host_buffer(*ctx, std::vector<uint32_t>{0, count, sequence});
+        run(*ctx, [&](vk::DispatchList& list) {
+          k.rope_store(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(), f_buf->address(),
+                       step_buf->address(), count);
+          k.attention_prefill(list, shape, qkv_buf->address(), k_buf->address(), v_buf->address(), s_buf->address(),
+                              step_buf->address(), out_buf->address(), count);
+        });
+        return read_buffer<uint32_t>(*out_buf, size_t{count} * a.heads * D);
+      };
+      const auto packed = outputs(0, total, length);
+      const size_t per_sequence = size_t{length} * a.heads * D;
+      for (uint32_t s = 0; s < sequences; ++s) {
+        const auto alone = outputs(s * length, length, 0);
+        size_t differing = 0;
+        for (size_t i = 0; i < per_sequence; ++i) differing += alone[i] != packed[s * per_sequence + i];
+        EXPECT_EQ(differing, 0u) << "sequence " << s << ": of " << per_sequence << " outputs";
+        EXPECT_NE(alone[0], std::bit_cast<uint32_t>(-7.0f));  // the attention ran
+      }
+    }
   }
 }
 
@@ -920,7 +969,7 @@ void check_decode_attention(const vk::Context& ctx, const vk::Kernels& k, const 
   auto k_buf = cache_buffer(ctx, k_cache, encoding), v_buf = cache_buffer(ctx, v_cache, encoding);
   auto f_buf = host_buffer(ctx, runtime::rope_pairs(position + 1, inv_freq, 1.0f));
   auto s_buf = host_buffer(ctx, sinks);
-  auto step_buf = host_buffer(ctx, std::vector<uint32_t>{position, 1});
+  auto step_buf = host_buffer(ctx, std::vector<uint32_t>{position, 1, 0});
   const vk::Kernels::AttentionShape shape{a.heads, a.kv_heads, D, a.window, slots, 1.0f / std::sqrt(static_cast<float>(D)),
                                           encoding};
   auto partials = host_buffer(ctx, std::vector<float>(k.decode_attention_partials(shape), NAN));
