@@ -107,6 +107,7 @@ EvaluationReport make_report(EvaluatedText text, const ChunkPlan& plan, const Ev
   EvaluationReport report;
   report.text = std::move(text);
   report.plan = plan;
+  report.chunks_per_forward = result.chunks_per_forward;
   if (floor.has_value() != result.floor.has_value())
     throw std::invalid_argument("make_report: a noise floor's subject without its result, or the reverse");
   report.reference = reference_row(models[0], result);
@@ -134,7 +135,8 @@ nlohmann::ordered_json report_json(const EvaluationReport& r) {
   nlohmann::ordered_json j;
   j["text"] = {{"path", r.text.path}, {"bytes", r.text.bytes}, {"sha256", r.text.sha256}, {"tokens", r.text.tokens}};
   j["chunking"] = {{"ctx", plan.ctx}, {"chunks", plan.chunks}, {"available_chunks", plan.available_chunks},
-                   {"first_scored", plan.first_scored()}, {"scored_tokens", plan.scored_tokens()}, {"bos", false}};
+                   {"first_scored", plan.first_scored()}, {"scored_tokens", plan.scored_tokens()}, {"bos", false},
+                   {"chunks_per_forward", r.chunks_per_forward}};
   j["reference"] = row_json(r.reference, false);
   for (const auto& kind : kRowKinds) {
     auto& rows = j[std::string(kind.json_array)] = nlohmann::ordered_json::array();
@@ -155,9 +157,10 @@ std::string report_text(const EvaluationReport& r) {
   append_printf(out, "text: %s (%llu bytes, sha256 %.16s...), %llu tokens (no BOS)\n", r.text.path.c_str(),
                 static_cast<unsigned long long>(r.text.bytes), r.text.sha256.c_str(),
                 static_cast<unsigned long long>(r.text.tokens));
-  append_printf(out, "chunks: %u of %u tokens (the text holds %u), each scored on positions %u..%u: %llu scored tokens\n",
+  append_printf(out, "chunks: %u of %u tokens (the text holds %u), each scored on positions %u..%u: %llu scored tokens; "
+                "%u per forward\n",
                 plan.chunks, plan.ctx, plan.available_chunks, plan.first_scored(), plan.ctx - 2,
-                static_cast<unsigned long long>(plan.scored_tokens()));
+                static_cast<unsigned long long>(plan.scored_tokens()), r.chunks_per_forward);
   append_printf(out, "reference: %s (%s): PPL = %.4f +/- %.4f\n", r.reference.subject.label.c_str(),
                 r.reference.subject.engine.c_str(), r.reference.nll.perplexity(), r.reference.nll.perplexity_uncertainty());
   if (!r.rows.empty()) {

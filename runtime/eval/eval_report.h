@@ -89,6 +89,7 @@ struct EvaluationReport {
   ChunkPlan plan;
   ReportRow reference;
   std::vector<ReportRow> rows;  // compared against the reference, any kinds, in run order
+  uint32_t chunks_per_forward = 1;  // how the engines ran the chunks (the same numbers at any)
   double seconds = 0, forward_seconds = 0, statistics_seconds = 0;
   std::optional<std::string> against_logits;  // the reference's distributions were read from this file
   struct SavedLogits {

@@ -21,6 +21,7 @@ void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
   if ((r.reference == nullptr) == (r.reference_file == nullptr))
     throw std::invalid_argument("evaluate: give exactly one reference (an engine or a reference logits file)");
   if (r.save && !r.reference) throw std::invalid_argument("evaluate: saving needs a reference run live");
+  if (r.chunks_per_forward == 0) throw std::invalid_argument("evaluate: 0 chunks per forward");
   if (r.tokens.size() < r.plan.evaluated_tokens())
     throw std::invalid_argument("evaluate: " + std::to_string(r.tokens.size()) + " tokens for " +
                                 std::to_string(r.plan.chunks) + " chunks of " + std::to_string(r.plan.ctx));
@@ -43,9 +44,9 @@ void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
                                   " of the text is outside a model's vocabulary of " + std::to_string(smallest) + " rows");
 }
 
-// One chunk's forwards: the logits of its scored rows only (LogitRows::range(first_scored,
-// scored): [scored, vocab] per model), or the reference's records from a file. Two of these
-// alternate, so the vectors keep their memory from chunk to chunk.
+// One group of chunks' forwards: the logits of each chunk's scored rows only
+// (LogitRows::range(first_scored, scored): [chunks, scored, vocab] per model), or the reference's
+// records from a file. Two of these alternate, so the vectors keep their memory from group to group.
 struct ChunkLogits {
   std::vector<float> reference;                // live
   std::vector<ZstdFrameReader::Frame> frames;  // from a file: one per scored position
@@ -64,6 +65,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
 
   EvaluationResult result;
   result.reference_vocab = ref_vocab;
+  result.chunks_per_forward = r.chunks_per_forward;
   // The compared engines: the candidates, then the floor (its first floor_chunks chunks only).
   std::vector<runtime::Engine*> compared = r.candidates;
   if (r.floor) compared.push_back(r.floor);
@@ -83,7 +85,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   }
   std::vector<std::vector<uint8_t>> saved_frames(r.save ? scored : 0);
 
-  // Chunk i + 1's forwards run on a worker thread while this thread reduces chunk i: each engine
+  // Group i + 1's forwards run on a worker thread while this thread reduces group i: each engine
   // (and the reference file's frame index) is only ever used by one thread at a time, and the
   // reduction of every position is the same whichever thread runs next, so the results are those
   // of running the chunks one after the other.
@@ -100,15 +102,24 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   const bool overlap = r.reference && std::any_of(compared.begin(), compared.end(), [&](const runtime::Engine* e) {
                          return on_device(e) != on_device(r.reference);
                        });
-  auto run_chunk = [&r, &plan, &compared, &runs_chunk, scored_rows, overlap](uint32_t chunk, ChunkLogits& out) {
+  const uint32_t per_forward = r.chunks_per_forward;
+  const uint32_t groups = (plan.chunks + per_forward - 1) / per_forward;
+  const auto group_chunks = [&](uint32_t group) { return std::min(per_forward, plan.chunks - group * per_forward); };
+  // Of group `group`'s chunks, how many compared engine k runs (the floor: those before floor_chunks).
+  const auto chunks_run = [&](size_t k, uint32_t group) {
+    const uint32_t first = group * per_forward, n = group_chunks(group);
+    return k < r.candidates.size() ? n : first >= floor_chunks ? 0u : std::min(n, floor_chunks - first);
+  };
+  auto run_group = [&r, &plan, &compared, &chunks_run, &group_chunks, per_forward, scored_rows, overlap](
+                       uint32_t group, ChunkLogits& out) {
     leave_signals_to_the_main_thread();
     const auto forward_start = Clock::now();
-    const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
+    const uint32_t n = group_chunks(group);
+    const auto ids = r.tokens.subspan(uint64_t{group} * per_forward * plan.ctx, uint64_t{n} * plan.ctx);
     std::future<void> reference_run;  // waited for by its destructor too, when a candidate throws
     if (r.reference) {
-      const auto run_reference = [&r, &out, ids, scored_rows] {
-        r.reference->reset();
-        r.reference->forward(ids, scored_rows, out.reference);
+      const auto run_reference = [&r, &out, ids, n, scored_rows] {
+        r.reference->forward_sequences(ids, n, scored_rows, out.reference);
       };
       if (overlap) {
         reference_run = std::async(std::launch::async, [run_reference] {
@@ -119,80 +130,86 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
         run_reference();
       }
     } else {
-      out.frames = r.reference_file->next_chunk();
+      out.frames.clear();
+      for (uint32_t c = 0; c < n; ++c) {
+        const auto frames = r.reference_file->next_chunk();
+        out.frames.insert(out.frames.end(), frames.begin(), frames.end());
+      }
     }
     for (size_t k = 0; k < compared.size(); ++k) {
-      if (!runs_chunk(k, chunk)) continue;
-      compared[k]->reset();
-      compared[k]->forward(ids, scored_rows, out.candidates[k]);
+      const uint32_t runs = chunks_run(k, group);
+      if (runs > 0) compared[k]->forward_sequences(ids.first(uint64_t{runs} * plan.ctx), runs, scored_rows, out.candidates[k]);
     }
     if (reference_run.valid()) reference_run.get();
     return seconds_since(forward_start);
   };
   // Declared after the buffers: destroyed (waited for) first when a reduction throws.
   std::future<double> next;
-  if (plan.chunks > 0) next = std::async(std::launch::async, run_chunk, 0u, std::ref(buffers[0]));
-  for (uint32_t chunk = 0; chunk < plan.chunks; ++chunk) {
-    const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
+  if (groups > 0) next = std::async(std::launch::async, run_group, 0u, std::ref(buffers[0]));
+  for (uint32_t group = 0; group < groups; ++group) {
     result.forward_seconds += next.get();
-    const ChunkLogits& logits = buffers[chunk % 2];
-    if (chunk + 1 < plan.chunks)
-      next = std::async(std::launch::async, run_chunk, chunk + 1, std::ref(buffers[(chunk + 1) % 2]));
-
-    const auto stats_start = Clock::now();
-    const uint64_t first_global = uint64_t{chunk} * scored;
-    parallel_for(scored, r.threads, [&](size_t j) {
-      const size_t row = plan.first_scored() + j;
-      const uint32_t target = ids[row + 1];
-      const uint64_t global = first_global + j;
-      thread_local std::vector<uint8_t> raw;
-      thread_local std::vector<float> decoded;
-      std::span<const float> x;
-      std::optional<ReferenceRecord> record;
-      if (r.reference) {
-        x = std::span<const float>(logits.reference).subspan(j * ref_vocab, ref_vocab);
-      } else {
-        decoded.resize(ref_vocab);
-        record = r.reference_file->decode(logits.frames[j], raw, decoded);
-        x = record->relative_log_probs;
-      }
-      std::optional<RowSummary> ref_summary;
-      auto ref_full = [&]() -> const RowSummary& {
-        if (!ref_summary) ref_summary = summarize_row(x);
-        return *ref_summary;
-      };
-      if (r.save) saved_frames[j] = zstd_compress_frame(encode_reference_record(x, ref_full(), target), r.save->level());
-      std::optional<double> nll;
-      if (record) nll = record->nll;
-      for (size_t k = 0; k < compared.size(); ++k) {
-        if (!runs_chunk(k, chunk)) continue;
-        CandidateResult& cr = results[k];
-        const auto y = std::span<const float>(logits.candidates[k]).subspan(j * cr.vocab_size, cr.vocab_size);
-        PositionComparison c = compare_position(x.first(cr.shared_rows), y.first(cr.shared_rows));
-        if (record && record->top < cr.shared_rows) {
-          // The file's top and log P(top) are exact (the f16 row is not): the argmax over every row
-          // lies in the shared ones, so it is theirs too, with P renormalized over them.
-          double shared_mass = 1;
-          if (cr.shared_rows < ref_vocab) {
-            double tail = 0;
-            for (size_t i = cr.shared_rows; i < ref_vocab; ++i) tail += std::exp(x[i] - ref_full().log_norm);
-            shared_mass = 1 - tail;
-          }
-          c.ref_top = record->top;
-          c.p_ref_top = std::exp(record->log_p_top) / shared_mass;
-          c.q_ref_top = std::exp(static_cast<double>(y[c.ref_top]) - c.cand_log_norm);
+    const ChunkLogits& logits = buffers[group % 2];
+    if (group + 1 < groups)
+      next = std::async(std::launch::async, run_group, group + 1, std::ref(buffers[(group + 1) % 2]));
+    for (uint32_t in_group = 0; in_group < group_chunks(group); ++in_group) {
+      const uint32_t chunk = group * per_forward + in_group;
+      const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
+      const auto stats_start = Clock::now();
+      const uint64_t first_global = uint64_t{chunk} * scored;
+      parallel_for(scored, r.threads, [&](size_t j) {
+        const size_t row = plan.first_scored() + j;
+        const uint32_t target = ids[row + 1];
+        const uint64_t global = first_global + j;
+        thread_local std::vector<uint8_t> raw;
+        thread_local std::vector<float> decoded;
+        std::span<const float> x;
+        std::optional<ReferenceRecord> record;
+        const size_t at = size_t{in_group} * scored + j;  // the row among the group's
+        if (r.reference) {
+          x = std::span<const float>(logits.reference).subspan(at * ref_vocab, ref_vocab);
+        } else {
+          decoded.resize(ref_vocab);
+          record = r.reference_file->decode(logits.frames[at], raw, decoded);
+          x = record->relative_log_probs;
         }
-        cr.positions[global] = c;
-        const double cand_log_norm = cr.shared_rows == cr.vocab_size ? c.cand_log_norm : summarize_row(y).log_norm;
-        cand_nll[k][global] = cand_log_norm - y[target];
-        if (!nll && cr.shared_rows == ref_vocab) nll = c.ref_log_norm - x[target];
-      }
-      ref_nll[global] = nll ? *nll : ref_full().log_norm - x[target];
-    });
-    if (r.save)
-      for (auto& frame : saved_frames) r.save->write_frame(frame);
-    result.statistics_seconds += seconds_since(stats_start);
-    if (r.progress) r.progress(uint64_t{chunk + 1} * plan.ctx, plan.evaluated_tokens());
+        std::optional<RowSummary> ref_summary;
+        auto ref_full = [&]() -> const RowSummary& {
+          if (!ref_summary) ref_summary = summarize_row(x);
+          return *ref_summary;
+        };
+        if (r.save) saved_frames[j] = zstd_compress_frame(encode_reference_record(x, ref_full(), target), r.save->level());
+        std::optional<double> nll;
+        if (record) nll = record->nll;
+        for (size_t k = 0; k < compared.size(); ++k) {
+          if (!runs_chunk(k, chunk)) continue;
+          CandidateResult& cr = results[k];
+          const auto y = std::span<const float>(logits.candidates[k]).subspan(at * cr.vocab_size, cr.vocab_size);
+          PositionComparison c = compare_position(x.first(cr.shared_rows), y.first(cr.shared_rows));
+          if (record && record->top < cr.shared_rows) {
+            // The file's top and log P(top) are exact (the f16 row is not): the argmax over every row
+            // lies in the shared ones, so it is theirs too, with P renormalized over them.
+            double shared_mass = 1;
+            if (cr.shared_rows < ref_vocab) {
+              double tail = 0;
+              for (size_t i = cr.shared_rows; i < ref_vocab; ++i) tail += std::exp(x[i] - ref_full().log_norm);
+              shared_mass = 1 - tail;
+            }
+            c.ref_top = record->top;
+            c.p_ref_top = std::exp(record->log_p_top) / shared_mass;
+            c.q_ref_top = std::exp(static_cast<double>(y[c.ref_top]) - c.cand_log_norm);
+          }
+          cr.positions[global] = c;
+          const double cand_log_norm = cr.shared_rows == cr.vocab_size ? c.cand_log_norm : summarize_row(y).log_norm;
+          cand_nll[k][global] = cand_log_norm - y[target];
+          if (!nll && cr.shared_rows == ref_vocab) nll = c.ref_log_norm - x[target];
+        }
+        ref_nll[global] = nll ? *nll : ref_full().log_norm - x[target];
+      });
+      if (r.save)
+        for (auto& frame : saved_frames) r.save->write_frame(frame);
+      result.statistics_seconds += seconds_since(stats_start);
+      if (r.progress) r.progress(uint64_t{chunk + 1} * plan.ctx, plan.evaluated_tokens());
+    }
   }
   if (r.reference_file) r.reference_file->expect_end();
   for (double v : ref_nll) result.reference.add(v);

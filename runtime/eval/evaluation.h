@@ -1,11 +1,11 @@
 #pragma once
-// One pass over a text's chunks (chunk_plan.h): each chunk runs through the reference (an engine,
-// or records read from a reference logits file) and every candidate engine as one forward that
-// returns the logits of the scored positions only (LogitRows::range(ctx/2, ctx - 1 - ctx/2)),
-// then the scored positions are reduced on all cores: the reference's perplexity, each
-// candidate's perplexity and its per-position comparison with the reference
-// (distribution_math.h). The next chunk's forwards run on a worker thread meanwhile (two sets of
-// logit buffers, reused from chunk to chunk). Sums are added in position order after each parallel
+// One pass over a text's chunks (chunk_plan.h): each group of chunks_per_forward chunks runs
+// through the reference (an engine, or records read from a reference logits file) and every
+// candidate engine as one forward of independent sequences that returns the logits of each chunk's
+// scored positions only (LogitRows::range(ctx/2, ctx - 1 - ctx/2)), then the scored positions are
+// reduced on all cores: the reference's perplexity, each candidate's perplexity and its
+// per-position comparison with the reference (distribution_math.h). The next group's forwards run
+// on a worker thread meanwhile (two sets of logit buffers, reused from group to group). Sums are added in position order after each parallel
 // pass, so the results do not depend on the thread count or on that overlap.
 #include <cstdint>
 #include <functional>
@@ -34,6 +34,9 @@ struct EvaluationRequest {
   uint32_t floor_chunks = 1;
   ReferenceLogitsWriter* save = nullptr;  // stores the live reference's records as they are made
   unsigned threads = 0;                   // 0: one per core
+  // Chunks each engine runs as one forward (Engine::forward_sequences: llama-perplexity's n_batch /
+  // n_ctx, 2048 / 512 by default there), every row the same as with the chunk alone; at least 1.
+  uint32_t chunks_per_forward = 1;
   // After every chunk: text tokens run so far and in all (chunks x ctx).
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -51,6 +54,7 @@ struct EvaluationResult {
   NllStats reference;
   std::vector<CandidateResult> candidates;
   std::optional<CandidateResult> floor;  // with EvaluationRequest::floor: over its chunks only
+  uint32_t chunks_per_forward = 1;  // the request's
   double seconds = 0;             // the whole pass
   double forward_seconds = 0;     // inside engine forwards (on the worker thread)
   double statistics_seconds = 0;  // the parallel reductions (and compressing saved records)

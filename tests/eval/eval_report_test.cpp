@@ -51,6 +51,7 @@ EvaluationResult hand_made_result() {
                    position(0.010, 9, 2, 0.30, 0.29), position(0.002, 1, 1, 0.60, 0.62)};
     result.candidates.push_back(c);
   }
+  result.chunks_per_forward = 2;
   result.seconds = 2.0;
   result.forward_seconds = 1.5;
   result.statistics_seconds = 0.75;
@@ -80,7 +81,7 @@ TEST(EvalReport, JsonHoldsEveryFieldInItsPlace) {
   EXPECT_EQ(j["text"], nlohmann::ordered_json::parse(R"({"path": "text.txt", "bytes": 1000, "sha256":
       "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "tokens": 90})"));
   EXPECT_EQ(j["chunking"], nlohmann::ordered_json::parse(R"({"ctx": 16, "chunks": 2, "available_chunks": 5,
-      "first_scored": 8, "scored_tokens": 14, "bos": false})"));
+      "first_scored": 8, "scored_tokens": 14, "bos": false, "chunks_per_forward": 2})"));
 
   const auto& ref = j["reference"];
   EXPECT_EQ(keys(ref), (Keys{"model", "engine", "vocab_size", "perplexity", "perplexity_uncertainty", "mean_nll", "tokens"}));
@@ -138,7 +139,7 @@ TEST(EvalReport, TextHasTheTableCellsAndNotes) {
   auto report = hand_made_report();
   EXPECT_EQ(report_text(report),
             "text: text.txt (1000 bytes, sha256 0123456789abcdef...), 90 tokens (no BOS)\n"
-            "chunks: 2 of 16 tokens (the text holds 5), each scored on positions 8..14: 14 scored tokens\n"
+            "chunks: 2 of 16 tokens (the text holds 5), each scored on positions 8..14: 14 scored tokens; 2 per forward\n"
             "reference: safetensors hf (cpu-f64): PPL = 4.4817 +/- 2.2408\n"
             "\n"
             "| candidate | engine | PPL | mean KL | median KL | p99 KL | p99.9 KL | max KL | top-1 agree | mean dp | RMS dp |\n"
@@ -158,7 +159,7 @@ TEST(EvalReport, TextHasTheTableCellsAndNotes) {
   report.against_logits = "ref.logits";
   EXPECT_EQ(report_text(report),
             "text: text.txt (1000 bytes, sha256 0123456789abcdef...), 90 tokens (no BOS)\n"
-            "chunks: 2 of 16 tokens (the text holds 5), each scored on positions 8..14: 14 scored tokens\n"
+            "chunks: 2 of 16 tokens (the text holds 5), each scored on positions 8..14: 14 scored tokens; 2 per forward\n"
             "reference: safetensors hf (file ref.logits): PPL = 4.4817 +/- 2.2408\n"
             "note: the reference's distributions come from ref.logits (f16 log-probabilities: KL to ~1e-6, see "
             "docs/eval.md)\n");

@@ -35,7 +35,7 @@ std::optional<EnginePair> make_engine_pair(runtime::EngineKind kind, const Canon
                                            const CanonicalModel& candidate, uint64_t ctx, std::string& why,
                                            std::optional<runtime::EngineKind> reference_kind = std::nullopt) {
   runtime::EngineOptions options;
-  options.max_context = ctx;
+  options.max_context = ctx;  // the Vulkan engine packs sequences up to this many positions in one submit
   try {
     return EnginePair{runtime::make_engine(reference_kind.value_or(kind), reference, options),
                       runtime::make_engine(kind, candidate, options)};
@@ -46,10 +46,11 @@ std::optional<EnginePair> make_engine_pair(runtime::EngineKind kind, const Canon
   }
 }
 eval::EvaluationResult evaluate_pair(const EnginePair& engines, const std::vector<uint32_t>& ids,
-                                     const eval::ChunkPlan& plan) {
+                                     const eval::ChunkPlan& plan, uint32_t chunks_per_forward = 1) {
   eval::EvaluationRequest request;
   request.tokens = ids;
   request.plan = plan;
+  request.chunks_per_forward = chunks_per_forward;
   request.reference = engines.reference.get();
   request.candidates = {engines.candidate.get()};
   return eval::evaluate(request);
@@ -104,36 +105,41 @@ TEST(Evaluation, RefusesOneEngineInTwoRoles) {
   }
 }
 
-// evaluate() asks each forward for the scored rows only, overlaps the next chunk's forwards with
+// evaluate() asks each forward for the scored rows only, overlaps the next group's forwards with
 // the statistics and, where one engine is on the device and the other on the host, the
 // reference's forward with the candidate's; the numbers must be those of the statistics taken on
 // every row of LogitRows::All, chunk after chunk (what evaluate() did before): equal, not close.
-void expect_same_as_all_rows(runtime::EngineKind kind, std::optional<runtime::EngineKind> reference_kind = std::nullopt) {
+// With chunks_per_forward 2 (ctx 32, which the Vulkan engine packs), the three chunks run as a
+// forward of two sequences and one of one: the same numbers.
+void expect_same_as_all_rows(runtime::EngineKind kind, std::optional<runtime::EngineKind> reference_kind = std::nullopt,
+                             uint32_t chunks_per_forward = 1) {
   const auto reference_model = load_model(preset_a_checkpoint() / "hf");
   const auto candidate_model = load_model(preset_a_q8_gguf());
-  const auto ids = fixed_ids(3 * 24);  // 3 chunks: both buffers, and one of them twice
-  const auto plan = eval::plan_chunks(ids.size(), 24, std::nullopt);
+  const uint32_t ctx = chunks_per_forward > 1 ? 32 : 24, last_scored = ctx - 2;
+  const auto ids = fixed_ids(3 * ctx);  // 3 chunks: both buffers, and one of them twice
+  const auto plan = eval::plan_chunks(ids.size(), ctx, std::nullopt);
   ASSERT_EQ(plan.chunks, 3u);
   std::string why;
-  const auto engines = make_engine_pair(kind, reference_model, candidate_model, 24, why, reference_kind);
+  const auto engines = make_engine_pair(kind, reference_model, candidate_model, ctx * chunks_per_forward, why, reference_kind);
   if (!engines) GTEST_SKIP() << why;
-  const auto result = evaluate_pair(*engines, ids, plan);
+  const auto result = evaluate_pair(*engines, ids, plan, chunks_per_forward);
+  EXPECT_EQ(result.chunks_per_forward, chunks_per_forward);
   auto& reference = engines->reference;
   auto& candidate = engines->candidate;
   ASSERT_EQ(result.candidates.size(), 1u);
   const auto& c = result.candidates[0];
-  ASSERT_EQ(c.positions.size(), 3u * 11u);
+  ASSERT_EQ(c.positions.size(), 3u * plan.scored_per_chunk());
 
   eval::NllStats ref_nll, cand_nll;
   size_t global = 0;
   for (uint32_t chunk = 0; chunk < plan.chunks; ++chunk) {
-    const auto chunk_ids = std::span(ids).subspan(chunk * 24, 24);
+    const auto chunk_ids = std::span(ids).subspan(chunk * ctx, ctx);
     reference->reset();
     candidate->reset();
     const auto x_all = reference->forward(chunk_ids, runtime::LogitRows::All);
     const auto y_all = candidate->forward(chunk_ids, runtime::LogitRows::All);
     const size_t vocab = reference->vocab_size();
-    for (size_t row = plan.first_scored(); row <= 22; ++row, ++global) {
+    for (size_t row = plan.first_scored(); row <= last_scored; ++row, ++global) {
       const auto x = std::span<const float>(x_all).subspan(row * vocab, vocab);
       const auto y = std::span<const float>(y_all).subspan(row * vocab, vocab);
       const auto expected = eval::compare_position(x, y);
@@ -167,6 +173,15 @@ TEST(Evaluation, ScoredRowsGiveTheNumbersOfEveryRowOnTheCpuF64Engine) {
 TEST(VulkanEvaluation, ScoredRowsGiveTheNumbersOfEveryRow) { expect_same_as_all_rows(runtime::EngineKind::Vulkan); }
 TEST(VulkanEvaluation, ACpuReferenceBesideTheDeviceGivesTheNumbersOfEveryRow) {
   expect_same_as_all_rows(runtime::EngineKind::Vulkan, runtime::EngineKind::Cpu);
+}
+TEST(Evaluation, ChunksRunTogetherGiveTheNumbersOfEveryRowOnTheCpuEngine) {
+  expect_same_as_all_rows(runtime::EngineKind::Cpu, std::nullopt, 2);
+}
+TEST(VulkanEvaluation, ChunksPackedInOneForwardGiveTheNumbersOfEveryRow) {
+  expect_same_as_all_rows(runtime::EngineKind::Vulkan, std::nullopt, 2);
+}
+TEST(VulkanEvaluation, ChunksPackedBesideACpuReferenceGiveTheNumbersOfEveryRow) {
+  expect_same_as_all_rows(runtime::EngineKind::Vulkan, runtime::EngineKind::Cpu, 2);
 }
 
 std::vector<float> read_f32(const std::filesystem::path& path) {
@@ -373,6 +388,21 @@ TEST(EvaluationNoiseFloor, TheReferenceModelOnTheCandidatesEngineOverItsChunks) 
   // Over the floor's chunks the same model on the same engine compares exactly as the floor does.
   for (size_t i = 0; i < result.floor->positions.size(); ++i)
     EXPECT_EQ(result.candidates[1].positions[i].kl, result.floor->positions[i].kl) << i;
+  // The three chunks as one forward: the floor runs the first two of them, every number the same.
+  request.chunks_per_forward = 3;
+  const auto together = eval::evaluate(request);
+  request.chunks_per_forward = 1;
+  ASSERT_TRUE(together.floor.has_value());
+  ASSERT_EQ(together.floor->positions.size(), result.floor->positions.size());
+  for (size_t i = 0; i < result.floor->positions.size(); ++i)
+    EXPECT_EQ(together.floor->positions[i].kl, result.floor->positions[i].kl) << i;
+  for (size_t k = 0; k < 2; ++k) {
+    ASSERT_EQ(together.candidates[k].positions.size(), result.candidates[k].positions.size());
+    for (size_t i = 0; i < result.candidates[k].positions.size(); ++i)
+      EXPECT_EQ(together.candidates[k].positions[i].kl, result.candidates[k].positions[i].kl) << k << " " << i;
+    EXPECT_EQ(together.candidates[k].nll.sum, result.candidates[k].nll.sum) << k;
+  }
+  EXPECT_EQ(together.reference.sum, result.reference.sum);
   const double floor_kl = result.floor->summary().kl_mean;
   EXPECT_GT(floor_kl, 0.0);     // f32 against f64: not trivially zero
   EXPECT_LT(floor_kl, 1e-8);    // and tiny

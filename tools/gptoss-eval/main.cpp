@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -41,9 +42,11 @@ constexpr const char* kDescription =
     "\n"
     "The text is tokenized once with the models' tokenizer (they must agree; no BOS, special tokens\n"
     "as plain text), cut into chunks of --ctx tokens (the tail that fills no chunk is dropped;\n"
-    "--chunks N takes the first N), each chunk runs from an empty KV cache as one forward, and\n"
-    "the logits at positions ctx/2 .. ctx-2 are scored: ctx - 1 - ctx/2 tokens per chunk, as\n"
-    "llama.cpp's llama-perplexity does, so perplexities are comparable with its numbers.\n"
+    "--chunks N takes the first N), each chunk runs from an empty KV cache, and the logits at\n"
+    "positions ctx/2 .. ctx-2 are scored: ctx - 1 - ctx/2 tokens per chunk, as llama.cpp's\n"
+    "llama-perplexity does, so perplexities are comparable with its numbers. As it does, each forward\n"
+    "takes --batch / --ctx chunks as independent sequences; here every chunk's logits are bit for\n"
+    "bit those of the chunk alone, whatever --batch.\n"
     "\n"
     "Per scored position, with P the reference's and Q the candidate's next-token distribution:\n"
     "KL(P||Q) in nats (mean, median, 99th and 99.9th percentile, max over positions), top-1\n"
@@ -69,6 +72,7 @@ struct Options {
   std::string text_path, engine_name = "cpu", reference_engine_name, save_logits, against_logits;
   std::string kv_cache = "f32", reference_kv_cache;  // the candidates' KV cache type, the reference's (default: the same)
   uint32_t ctx = 512;
+  uint32_t batch = 2048;  // --batch: tokens per forward, as llama-perplexity's -b
   std::optional<uint32_t> chunks, device;
   uint32_t floor_chunks = 1;  // the engine's noise floor over this many chunks (0: none)
   gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...: every Vulkan engine of the run
@@ -82,7 +86,7 @@ struct Options {
 
 void refuse_unhonoured(const CLI::App& app, const Options& o) {
   if (!o.traces.empty()) {
-    refuse_if_given(app, {"models", "--text", "--ctx", "--chunks", "--engine", "--reference-engine", "--device", "--floor-chunks",
+    refuse_if_given(app, {"models", "--text", "--ctx", "--batch", "--chunks", "--engine", "--reference-engine", "--device", "--floor-chunks",
                           "--kv-cache", "--reference-kv-cache", "--save-logits", "--against-logits", "--threads", "--level",
                           "--tokenizer"},
                     "does not apply to --compare-traces, which compares two trace files");
@@ -139,10 +143,12 @@ std::string label_of(EngineKind kind, KvCacheType kv_cache, const Options& o) {
   return engine_label(kind, kv_cache) + (tuning.empty() ? "" : " [" + tuning + "]");
 }
 
+// chunks_per_forward: EvaluationRequest's; the Vulkan engine packs a forward's chunks into one
+// submit, so its cache holds all of them.
 std::unique_ptr<gptoss::runtime::Engine> make_engine(EngineKind kind, KvCacheType kv_cache, const LoadedModel& m,
-                                                     const Options& o) {
+                                                     const Options& o, uint32_t chunks_per_forward) {
   gptoss::runtime::EngineOptions options;
-  options.max_context = o.ctx;
+  options.max_context = kind == EngineKind::Vulkan ? uint64_t{o.ctx} * chunks_per_forward : o.ctx;
   options.kv_cache = kv_cache;
   if (kind == EngineKind::Vulkan) {  // the CPU engine takes neither
     options.device_index = o.device;
@@ -176,6 +182,8 @@ int evaluate(const Options& o) {
   request.tokens = evaluated;
   request.plan = plan;
   request.threads = o.threads;
+  // --batch's whole chunks, at least one and at most the text's.
+  request.chunks_per_forward = std::clamp(o.batch / o.ctx, 1u, std::max(1u, plan.chunks));
   std::optional<gptoss::eval::ReferenceLogitsReader> reader;
   std::unique_ptr<gptoss::runtime::Engine> reference;
   if (!o.against_logits.empty()) {
@@ -183,12 +191,12 @@ int evaluate(const Options& o) {
     reader->require_compatible(this_run());
     request.reference_file = &*reader;
   } else {
-    reference = make_engine(reference_engine, reference_kv_cache, models[0], o);
+    reference = make_engine(reference_engine, reference_kv_cache, models[0], o, request.chunks_per_forward);
     request.reference = reference.get();
   }
   std::vector<std::unique_ptr<gptoss::runtime::Engine>> candidates;
   for (size_t i = 1; i < models.size(); ++i) {
-    candidates.push_back(make_engine(engine, kv_cache, models[i], o));
+    candidates.push_back(make_engine(engine, kv_cache, models[i], o, request.chunks_per_forward));
     request.candidates.push_back(candidates.back().get());
   }
   const std::string reference_label = label_of(reference_engine, reference_kv_cache, o);
@@ -197,7 +205,7 @@ int evaluate(const Options& o) {
   std::unique_ptr<gptoss::runtime::Engine> floor;
   const std::string reference_source = reader ? reader->header().engine : reference_label;
   if (o.floor_chunks > 0 && reference_source != candidate_label) {
-    floor = make_engine(engine, kv_cache, models[0], o);
+    floor = make_engine(engine, kv_cache, models[0], o, request.chunks_per_forward);
     request.floor = floor.get();
     request.floor_chunks = o.floor_chunks;
   }
@@ -252,6 +260,11 @@ int main(int argc, char** argv) {
                  "tokenizer.json for the models that carry no tokenizer (synth: specs; a model's own wins)")
       ->check(CLI::ExistingFile);
   app.add_option("--ctx,-c", o.ctx, "tokens per chunk")->capture_default_str();
+  app.add_option("--batch,-b", o.batch,
+                 "tokens per forward, as llama-perplexity's -b: batch / ctx chunks run as one forward of independent "
+                 "sequences (every chunk's logits the same as alone; faster on the Vulkan engine, more memory)")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
   app.add_option("--chunks", o.chunks, "evaluate the first N chunks (default: every chunk the text holds)");
   app.add_option("--engine", o.engine_name, "cpu, cpu-f64 or vulkan")->check(CLI::IsMember(engines))->capture_default_str();
   app.add_option("--reference-engine", o.reference_engine_name, "the reference's engine (default: --engine)")
