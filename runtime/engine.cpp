@@ -95,14 +95,28 @@ std::vector<float> Engine::forward(std::span<const uint32_t> tokens, LogitRows r
   return logits;
 }
 
-void Engine::forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,
-                               std::vector<float>& logits) {
+size_t Engine::check_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows& rows) const {
   if (sequences == 0 || tokens.size() % sequences)
     throw std::invalid_argument(std::to_string(tokens.size()) + " tokens are not " + std::to_string(sequences) +
                                 " sequences of equal length");
   const size_t length = tokens.size() / sequences;
   for (uint32_t s = 0; s < sequences; ++s) rows = check_forward(tokens.subspan(s * length, length), rows, 0);
-  logits.resize(sequences * rows.row_count(length) * vocab_size());
+  return sequences * rows.row_count(length) * vocab_size();
+}
+
+void Engine::forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,
+                               std::span<float> logits) {
+  const size_t floats = check_sequences(tokens, sequences, rows);
+  if (logits.size() != floats)
+    throw std::invalid_argument("forward_sequences: room for " + std::to_string(logits.size()) + " floats where the " +
+                                "sequences' logits take " + std::to_string(floats));
+  if (tokens.empty()) return reset();
+  run_forward_sequences(tokens, sequences, rows, logits);
+}
+
+void Engine::forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,
+                               std::vector<float>& logits) {
+  logits.resize(check_sequences(tokens, sequences, rows));
   if (tokens.empty()) return reset();
   run_forward_sequences(tokens, sequences, rows, logits);
 }

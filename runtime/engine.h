@@ -211,6 +211,11 @@ class Engine {
   // holds) but never lets one see another. The cache is empty afterwards. Throws as forward does
   // (a sequence longer than capacity(), a token outside the vocabulary, rows past a sequence's
   // tokens) and std::invalid_argument where `tokens` is not `sequences` (at least one) equal parts.
+  // Into the caller's memory: `logits` holds exactly that many floats (std::invalid_argument
+  // otherwise), so a caller that runs many such forwards (gptoss-eval) allocates once, without the
+  // zero fill a vector's resize writes, and its pages are first touched by the engine's parallel copy.
+  void forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows, std::span<float> logits);
+  // The same into a vector resized to exactly that.
   void forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,
                          std::vector<float>& logits);
   // forward(tokens, Last) reduced to the id of the largest logit (ties to the lowest id: greedy
@@ -248,6 +253,8 @@ class Engine {
   // The checks of forward(tokens, rows, ...) where the tokens start at `first`, and `rows` as
   // run_forward takes it (an empty range: None).
   LogitRows check_forward(std::span<const uint32_t> tokens, LogitRows rows, uint64_t first) const;
+  // The checks of forward_sequences, `rows` as run_forward_sequences takes it, and the floats it writes.
+  size_t check_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows& rows) const;
   std::vector<float> last_logits_;  // run_forward_last's, where an engine keeps no logits of its own
 };
 

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <future>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 
@@ -44,13 +46,38 @@ void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
                                   " of the text is outside a model's vocabulary of " + std::to_string(smallest) + " rows");
 }
 
+// One model's logits of a group of chunks: allocated at the first group's size without the zero
+// fill a vector's resize writes, and first touched on every core. A group's scored rows at the real
+// vocabulary are hundreds of MB per model (4 chunks of 512: 820 MB), and their first touch on one
+// thread took longer than the device's forward of them.
+class LogitBuffer {
+ public:
+  std::span<float> take(size_t floats, unsigned threads) {
+    if (floats > capacity_) {
+      data_ = std::make_unique_for_overwrite<float[]>(floats);
+      capacity_ = floats;
+      constexpr size_t kPiece = size_t{4} << 20;
+      parallel_for((floats + kPiece - 1) / kPiece, threads, [&](size_t i) {
+        std::memset(data_.get() + i * kPiece, 0, std::min(kPiece, floats - i * kPiece) * sizeof(float));
+      });
+    }
+    size_ = floats;
+    return {data_.get(), floats};
+  }
+  std::span<const float> values() const { return {data_.get(), size_}; }
+
+ private:
+  std::unique_ptr<float[]> data_;
+  size_t capacity_ = 0, size_ = 0;
+};
+
 // One group of chunks' forwards: the logits of each chunk's scored rows only
 // (LogitRows::range(first_scored, scored): [chunks, scored, vocab] per model), or the reference's
-// records from a file. Two of these alternate, so the vectors keep their memory from group to group.
+// records from a file. Two of these alternate, so the buffers keep their memory from group to group.
 struct ChunkLogits {
-  std::vector<float> reference;                // live
+  LogitBuffer reference;                       // live
   std::vector<ZstdFrameReader::Frame> frames;  // from a file: one per scored position
-  std::vector<std::vector<float>> candidates;
+  std::vector<LogitBuffer> candidates;
 };
 
 }  // namespace
@@ -110,7 +137,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
     const uint32_t first = group * per_forward, n = group_chunks(group);
     return k < r.candidates.size() ? n : first >= floor_chunks ? 0u : std::min(n, floor_chunks - first);
   };
-  auto run_group = [&r, &plan, &compared, &chunks_run, &group_chunks, per_forward, scored_rows, overlap](
+  auto run_group = [&r, &plan, &compared, &chunks_run, &group_chunks, per_forward, scored, scored_rows, overlap](
                        uint32_t group, ChunkLogits& out) {
     leave_signals_to_the_main_thread();
     const auto forward_start = Clock::now();
@@ -118,8 +145,9 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
     const auto ids = r.tokens.subspan(uint64_t{group} * per_forward * plan.ctx, uint64_t{n} * plan.ctx);
     std::future<void> reference_run;  // waited for by its destructor too, when a candidate throws
     if (r.reference) {
-      const auto run_reference = [&r, &out, ids, n, scored_rows] {
-        r.reference->forward_sequences(ids, n, scored_rows, out.reference);
+      const auto run_reference = [&r, &out, ids, n, scored, scored_rows] {
+        const size_t floats = size_t{n} * scored * r.reference->vocab_size();
+        r.reference->forward_sequences(ids, n, scored_rows, out.reference.take(floats, r.threads));
       };
       if (overlap) {
         reference_run = std::async(std::launch::async, [run_reference] {
@@ -138,7 +166,10 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
     }
     for (size_t k = 0; k < compared.size(); ++k) {
       const uint32_t runs = chunks_run(k, group);
-      if (runs > 0) compared[k]->forward_sequences(ids.first(uint64_t{runs} * plan.ctx), runs, scored_rows, out.candidates[k]);
+      if (runs == 0) continue;
+      const size_t floats = size_t{runs} * scored * compared[k]->vocab_size();
+      compared[k]->forward_sequences(ids.first(uint64_t{runs} * plan.ctx), runs, scored_rows,
+                                     out.candidates[k].take(floats, r.threads));
     }
     if (reference_run.valid()) reference_run.get();
     return seconds_since(forward_start);
@@ -166,7 +197,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
         std::optional<ReferenceRecord> record;
         const size_t at = size_t{in_group} * scored + j;  // the row among the group's
         if (r.reference) {
-          x = std::span<const float>(logits.reference).subspan(at * ref_vocab, ref_vocab);
+          x = logits.reference.values().subspan(at * ref_vocab, ref_vocab);
         } else {
           decoded.resize(ref_vocab);
           record = r.reference_file->decode(logits.frames[at], raw, decoded);
@@ -183,7 +214,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
         for (size_t k = 0; k < compared.size(); ++k) {
           if (!runs_chunk(k, chunk)) continue;
           CandidateResult& cr = results[k];
-          const auto y = std::span<const float>(logits.candidates[k]).subspan(at * cr.vocab_size, cr.vocab_size);
+          const auto y = logits.candidates[k].values().subspan(at * cr.vocab_size, cr.vocab_size);
           PositionComparison c = compare_position(x.first(cr.shared_rows), y.first(cr.shared_rows));
           if (record && record->top < cr.shared_rows) {
             // The file's top and log P(top) are exact (the f16 row is not): the argmax over every row

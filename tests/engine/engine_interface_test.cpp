@@ -282,6 +282,12 @@ TEST_P(EngineInterface, PackedSequencesGiveEachSequenceItsOwnRows) {
   const std::vector<uint32_t> long_ones(2 * 129, 5u);  // each past the 128 positions
   EXPECT_THROW(engine->forward_sequences(long_ones, 2, runtime::LogitRows::All, logits), std::out_of_range);
   EXPECT_THROW(engine->forward_sequences(ten, 2, runtime::LogitRows::range(4, 2), logits), std::out_of_range);
+  std::vector<float> room(2 * 201088 - 1);  // the caller's memory holds the logits exactly, or nothing runs
+  EXPECT_THROW(engine->forward_sequences(ten, 2, runtime::LogitRows::range(3, 1), std::span<float>(room)),
+               std::invalid_argument);
+  room.push_back(0.0f);
+  engine->forward_sequences(ten, 2, runtime::LogitRows::range(3, 1), std::span<float>(room));
+  EXPECT_EQ(std::count(room.begin(), room.end(), 0.0f), 0) << "every logit written";
 }
 
 TEST_P(EngineInterface, RowRangePastTheTokensIsRefusedBeforeAnythingRuns) {
