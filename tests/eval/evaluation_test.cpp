@@ -354,6 +354,28 @@ TEST(VulkanEvaluationCli, DeviceGoesToTheVulkanEngineOnly) {
   EXPECT_EQ(j["candidates"][0]["engine"], "cpu");
 }
 
+// --batch: llama-perplexity's 2048 tokens per forward by default where an engine is the Vulkan one
+// (here every chunk of the run in one forward), one chunk where only CPU engines run; the numbers
+// are the same at any batch, to the last digit of the JSON. Named Vulkan*: see above.
+TEST(VulkanEvaluationCli, BatchRunsChunksTogetherAndChangesNoNumber) {
+  TOKENIZER_OR_SKIP();
+  const auto hf = (preset_a_checkpoint() / "hf").string(), q8 = preset_a_q8_gguf().string();
+  const std::string common = hf + " " + q8 + " --text " + eval_text().string() + " --ctx 32 --chunks 3";
+  const auto cpu = eval_json(common);
+  ASSERT_TRUE(cpu.contains("chunking")) << cpu.dump();
+  EXPECT_EQ(cpu["chunking"]["chunks_per_forward"], 1);
+  const auto packed = eval_json(common + " --engine vulkan");
+  if (!packed.contains("chunking")) GTEST_SKIP() << "no usable Vulkan device";
+  EXPECT_EQ(packed["chunking"]["chunks_per_forward"], 3);
+  for (const char* batch : {"32", "64"}) {
+    const auto j = eval_json(common + " --engine vulkan --batch " + batch);
+    EXPECT_EQ(j["chunking"]["chunks_per_forward"], std::string(batch) == "32" ? 1 : 2);
+    EXPECT_EQ(j["reference"], packed["reference"]) << batch;
+    EXPECT_EQ(j["candidates"], packed["candidates"]) << batch;
+  }
+  EXPECT_GT(packed["candidates"][0]["kl"]["mean"].get<double>(), 0.0);
+}
+
 }  // namespace
 }  // namespace gptoss::test
 

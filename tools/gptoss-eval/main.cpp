@@ -72,7 +72,7 @@ struct Options {
   std::string text_path, engine_name = "cpu", reference_engine_name, save_logits, against_logits;
   std::string kv_cache = "f32", reference_kv_cache;  // the candidates' KV cache type, the reference's (default: the same)
   uint32_t ctx = 512;
-  uint32_t batch = 2048;  // --batch: tokens per forward, as llama-perplexity's -b
+  std::optional<uint32_t> batch;  // --batch: tokens per forward, as llama-perplexity's -b
   std::optional<uint32_t> chunks, device;
   uint32_t floor_chunks = 1;  // the engine's noise floor over this many chunks (0: none)
   gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...: every Vulkan engine of the run
@@ -182,8 +182,12 @@ int evaluate(const Options& o) {
   request.tokens = evaluated;
   request.plan = plan;
   request.threads = o.threads;
-  // --batch's whole chunks, at least one and at most the text's.
-  request.chunks_per_forward = std::clamp(o.batch / o.ctx, 1u, std::max(1u, plan.chunks));
+  // --batch's whole chunks, at least one and at most the text's; by default llama-perplexity's 2048
+  // tokens where a Vulkan engine runs (it packs a forward's chunks into one submit), one chunk where
+  // only the CPU engines do (they run a forward's chunks one after the other: more memory, no gain).
+  const bool any_vulkan = engine == EngineKind::Vulkan || (o.against_logits.empty() && reference_engine == EngineKind::Vulkan);
+  const uint32_t batch = o.batch.value_or(any_vulkan ? 2048u : o.ctx);
+  request.chunks_per_forward = std::clamp(batch / o.ctx, 1u, std::max(1u, plan.chunks));
   std::optional<gptoss::eval::ReferenceLogitsReader> reader;
   std::unique_ptr<gptoss::runtime::Engine> reference;
   if (!o.against_logits.empty()) {
@@ -262,9 +266,9 @@ int main(int argc, char** argv) {
   app.add_option("--ctx,-c", o.ctx, "tokens per chunk")->capture_default_str();
   app.add_option("--batch,-b", o.batch,
                  "tokens per forward, as llama-perplexity's -b: batch / ctx chunks run as one forward of independent "
-                 "sequences (every chunk's logits the same as alone; faster on the Vulkan engine, more memory)")
-      ->check(CLI::Range(1u, 1u << 20))
-      ->capture_default_str();
+                 "sequences, every chunk's logits the same as alone (default: 2048 where an engine is the Vulkan one, "
+                 "which packs them into one submit; else ctx)")
+      ->check(CLI::Range(1u, 1u << 20));
   app.add_option("--chunks", o.chunks, "evaluate the first N chunks (default: every chunk the text holds)");
   app.add_option("--engine", o.engine_name, "cpu, cpu-f64 or vulkan")->check(CLI::IsMember(engines))->capture_default_str();
   app.add_option("--reference-engine", o.reference_engine_name, "the reference's engine (default: --engine)")
