@@ -73,6 +73,12 @@ text=/usr/share/common-licenses/GPL-3
 [ -f "$text" ] || text=data/eval/gnu-licenses.txt
 "$BIN"/gptoss-eval "$OUT/ckpt/hf" "$OUT/original" "$OUT/model-bf16.gguf" "$OUT/model-q8_0.gguf" "$OUT/model.bin" \
   "$OUT/from-modelbin" --text "$text" --ctx 128 --chunks 4
+echo "-- on the Vulkan engine, the four chunks one per forward (--batch 128) and packed into one (the default --batch 2048,"
+echo "   llama-perplexity's): the same numbers to the last digit"
+for batch in 128 2048; do
+  "$BIN"/gptoss-eval "$OUT/ckpt/hf" "$OUT/model-q8_0.gguf" --text "$text" --ctx 128 --chunks 4 --engine vulkan --batch "$batch" \
+    2>/dev/null | grep -E '^chunks:|^\| GGUF' || { echo "(no usable Vulkan device)"; break; }
+done
 
 echo
 echo "== 9. a GGUF in llama-quantize's types, made by llama.cpp (data/quant-goldens/mixed.gguf: Q2_K .. Q6_K, IQ1_S .. IQ4_XS,"

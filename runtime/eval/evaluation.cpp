@@ -48,8 +48,8 @@ void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
 
 // One model's logits of a group of chunks: allocated at the first group's size without the zero
 // fill a vector's resize writes, and first touched on every core. A group's scored rows at the real
-// vocabulary are hundreds of MB per model (4 chunks of 512: 820 MB), and their first touch on one
-// thread took longer than the device's forward of them.
+// vocabulary are hundreds of MB per model (4 chunks of 512: 820 MB), and a first touch of them on
+// one thread slowed the evaluation down measurably (bfdca17).
 class LogitBuffer {
  public:
   std::span<float> take(size_t floats, unsigned threads) {
