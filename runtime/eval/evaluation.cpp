@@ -74,7 +74,7 @@ class LogitBuffer {
 // One group of chunks' forwards: the logits of each chunk's scored rows only
 // (LogitRows::range(first_scored, scored): [chunks, scored, vocab] per model), or the reference's
 // records from a file. Two of these alternate, so the buffers keep their memory from group to group.
-struct ChunkLogits {
+struct GroupLogits {
   LogitBuffer reference;                       // live
   std::vector<ZstdFrameReader::Frame> frames;  // from a file: one per scored position
   std::vector<LogitBuffer> candidates;
@@ -117,7 +117,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   // reduction of every position is the same whichever thread runs next, so the results are those
   // of running the chunks one after the other.
   const runtime::LogitRows scored_rows = runtime::LogitRows::range(plan.first_scored(), scored);
-  ChunkLogits buffers[2];
+  GroupLogits buffers[2];
   for (auto& b : buffers) b.candidates.resize(compared.size());
   // Where the reference runs on the host and a compared engine on the device, or the other way
   // round, the reference's forward runs on a thread of its own beside the compared engines': one
@@ -138,7 +138,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
     return k < r.candidates.size() ? n : first >= floor_chunks ? 0u : std::min(n, floor_chunks - first);
   };
   auto run_group = [&r, &plan, &compared, &chunks_run, &group_chunks, per_forward, scored, scored_rows, overlap](
-                       uint32_t group, ChunkLogits& out) {
+                       uint32_t group, GroupLogits& out) {
     leave_signals_to_the_main_thread();
     const auto forward_start = Clock::now();
     const uint32_t n = group_chunks(group);
@@ -179,7 +179,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   if (groups > 0) next = std::async(std::launch::async, run_group, 0u, std::ref(buffers[0]));
   for (uint32_t group = 0; group < groups; ++group) {
     result.forward_seconds += next.get();
-    const ChunkLogits& logits = buffers[group % 2];
+    const GroupLogits& logits = buffers[group % 2];
     if (group + 1 < groups)
       next = std::async(std::launch::async, run_group, group + 1, std::ref(buffers[(group + 1) % 2]));
     for (uint32_t in_group = 0; in_group < group_chunks(group); ++in_group) {
