@@ -132,10 +132,12 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   const uint32_t per_forward = r.chunks_per_forward;
   const uint32_t groups = (plan.chunks + per_forward - 1) / per_forward;
   const auto group_chunks = [&](uint32_t group) { return std::min(per_forward, plan.chunks - group * per_forward); };
-  // Of group `group`'s chunks, how many compared engine k runs (the floor: those before floor_chunks).
+  // Of group `group`'s chunks, how many compared engine k runs: those runs_chunk says, a prefix of
+  // the group (the floor's chunks are the text's first).
   const auto chunks_run = [&](size_t k, uint32_t group) {
-    const uint32_t first = group * per_forward, n = group_chunks(group);
-    return k < r.candidates.size() ? n : first >= floor_chunks ? 0u : std::min(n, floor_chunks - first);
+    uint32_t n = 0;
+    while (n < group_chunks(group) && runs_chunk(k, group * per_forward + n)) ++n;
+    return n;
   };
   auto run_group = [&r, &plan, &compared, &chunks_run, &group_chunks, per_forward, scored, scored_rows, overlap](
                        uint32_t group, GroupLogits& out) {

@@ -174,6 +174,7 @@ struct VulkanEngine::Device {
   // sequence: 0, or the length of the independent sequences the submit packs (a prefill of whole
   // ones, never observed; rows None or a Range of each sequence's tokens, their logits one
   // sequence after the other).
+  static uint32_t sequences_in(uint32_t count, uint32_t sequence) { return sequence ? count / sequence : 1; }
   DispatchList build(uint32_t count, LogitRows rows, bool observed, bool greedy, AttentionReach reach,
                      uint32_t sequence) const;
   // Decode attention of layer l at positions of this reach (see the definition).
@@ -461,7 +462,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   } else if (range) {
     // Packed sequences: each one's range into xn after the previous one's, so that one GEMM makes
     // every sequence's logits.
-    const uint32_t sequences = sequence ? count / sequence : 1;
+    const uint32_t sequences = sequences_in(count, sequence);
     for (uint32_t s = 0; s < sequences; ++s)
       k.rmsnorm(list, x->address(), final_norm->address(), xn->address() + s * rows.count * row_bytes, c.hidden_size,
                 static_cast<uint32_t>(rows.count), static_cast<uint32_t>(s * sequence + rows.first), eps);
@@ -493,7 +494,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
 
 const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, LogitRows rows, bool observed,
                                                                uint64_t position, bool greedy, uint32_t sequence) {
-  if (rows.kind == LogitRows::Kind::Range) ensure_logits(static_cast<uint32_t>(rows.count * (sequence ? count / sequence : 1)));
+  if (rows.kind == LogitRows::Kind::Range) ensure_logits(static_cast<uint32_t>(rows.count * sequences_in(count, sequence)));
   if (observed) ensure_stages(count);
   const AttentionReach reach = count == 1 ? reach_at(position) : AttentionReach::Short;
   const auto key = std::make_tuple(count, rows, observed, greedy, reach, sequence);

@@ -84,6 +84,9 @@ struct Options {
   double tolerance = 1e-3;
 };
 
+// Whether an engine of the run is the Vulkan one (the reference's engine is --engine's unless given).
+bool runs_vulkan(const Options& o) { return o.engine_name == "vulkan" || o.reference_engine_name == "vulkan"; }
+
 void refuse_unhonoured(const CLI::App& app, const Options& o) {
   if (!o.traces.empty()) {
     refuse_if_given(app, {"models", "--text", "--ctx", "--batch", "--chunks", "--engine", "--reference-engine", "--device", "--floor-chunks",
@@ -104,7 +107,7 @@ void refuse_unhonoured(const CLI::App& app, const Options& o) {
     if (o.models.size() < 2)
       throw std::invalid_argument("--against-logits compares candidates: give REFERENCE (checked against the file) and at least one CANDIDATE");
   }
-  const bool any_vulkan = o.engine_name == "vulkan" || o.reference_engine_name == "vulkan";
+  const bool any_vulkan = runs_vulkan(o);
   if (o.device && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add --engine vulkan");
   gptoss::refuse_vulkan_options_unless_vulkan(app, any_vulkan);
   if (o.save_logits.empty()) refuse_if_given(app, {"--level"}, "sets the zstd level of --save-logits");
@@ -185,8 +188,7 @@ int evaluate(const Options& o) {
   // --batch's whole chunks, at least one and at most the text's; by default llama-perplexity's 2048
   // tokens where a Vulkan engine runs (it packs a forward's chunks into one submit), one chunk where
   // only the CPU engines do (they run a forward's chunks one after the other: more memory, no gain).
-  const bool any_vulkan = engine == EngineKind::Vulkan || (o.against_logits.empty() && reference_engine == EngineKind::Vulkan);
-  const uint32_t batch = o.batch.value_or(any_vulkan ? 2048u : o.ctx);
+  const uint32_t batch = o.batch.value_or(runs_vulkan(o) ? 2048u : o.ctx);
   request.chunks_per_forward = std::clamp(batch / o.ctx, 1u, std::max(1u, plan.chunks));
   std::optional<gptoss::eval::ReferenceLogitsReader> reader;
   std::unique_ptr<gptoss::runtime::Engine> reference;
