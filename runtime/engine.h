@@ -183,6 +183,7 @@ class Engine {
   // Empties the KV cache.
   virtual void reset() = 0;
   // Device memory the engine holds now (weights, KV cache, scratch); 0 for engines on the host.
+  // Engines that share a device through SharedDevices report what all of them hold.
   virtual uint64_t device_memory_bytes() const { return 0; }
   // What the engine was asked to measure so far, as text for a tool to print: the GPU time per
   // kernel (VulkanTuning::profile) and the pipelines' statistics; empty when nothing was asked.
@@ -275,11 +276,32 @@ struct DeviceDescription {
 // Every Vulkan device the loader offers; throws std::runtime_error when Vulkan itself is unusable.
 std::vector<DeviceDescription> list_vulkan_devices();
 
-// Makes an engine of `kind` on `model`. Throws std::runtime_error when the engine cannot run here
-// (no usable Vulkan device, a shape the kernels do not support), FormatError when a tensor's
-// encoding or size is not what its shape needs, and std::invalid_argument, before anything is
-// built, for an option the engine would ignore (a device_index or a prefill_chunk other than the
-// default for a CPU engine).
-std::unique_ptr<Engine> make_engine(EngineKind kind, const CanonicalModel& model, const EngineOptions& options = {});
+// Vulkan engines made through one SharedDevices on the same device (the same device_index and the
+// same VulkanTuning::cooperative_matrix and pipeline_statistics) share that device's one queue:
+// the GPU runs their submits one after the other in the order they come, so engines driven by
+// threads of their own keep the GPU busy while each copies its logits to the host (gptoss-eval's
+// models). Each engine is still used by one thread at a time. Without it, every Vulkan engine
+// opens the device for itself, and engines running side by side share the GPU by time slices.
+class SharedDevices {
+ public:
+  SharedDevices();
+  ~SharedDevices();
+  SharedDevices(const SharedDevices&) = delete;
+  SharedDevices& operator=(const SharedDevices&) = delete;
+  struct Contexts;  // make_engine's: the contexts opened so far
+
+ private:
+  std::unique_ptr<Contexts> contexts_;
+  friend std::unique_ptr<Engine> make_engine(EngineKind, const CanonicalModel&, const EngineOptions&, SharedDevices*);
+};
+
+// Makes an engine of `kind` on `model`, a Vulkan one on `shared`'s device where given. Throws
+// std::runtime_error when the engine cannot run here (no usable Vulkan device, a shape the kernels
+// do not support, a model that does not fit beside what the shared device's engines hold),
+// FormatError when a tensor's encoding or size is not what its shape needs, and
+// std::invalid_argument, before anything is built, for an option the engine would ignore (a
+// device_index or a prefill_chunk other than the default for a CPU engine).
+std::unique_ptr<Engine> make_engine(EngineKind kind, const CanonicalModel& model, const EngineOptions& options = {},
+                                    SharedDevices* shared = nullptr);
 
 }  // namespace gptoss::runtime

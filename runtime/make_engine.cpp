@@ -1,6 +1,9 @@
 // make_engine: the one place that knows every engine class (and the Vulkan device list).
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "runtime/cpu/cpu_engine.h"
 #include "runtime/engine.h"
@@ -24,8 +27,22 @@ void refuse_vulkan_options(EngineKind kind, const EngineOptions& options) {
 }
 }  // namespace
 
-std::unique_ptr<Engine> make_engine(EngineKind kind, const CanonicalModel& model, const EngineOptions& options) {
+struct SharedDevices::Contexts {
+  // By what opens a context: the device asked for and the context's switches.
+  std::map<std::tuple<std::optional<uint32_t>, bool, bool>, std::shared_ptr<vk::Context>> opened;
+};
+SharedDevices::SharedDevices() : contexts_(std::make_unique<Contexts>()) {}
+SharedDevices::~SharedDevices() = default;
+
+std::unique_ptr<Engine> make_engine(EngineKind kind, const CanonicalModel& model, const EngineOptions& options,
+                                    SharedDevices* shared) {
   if (kind != EngineKind::Vulkan) refuse_vulkan_options(kind, options);
+  if (kind == EngineKind::Vulkan && shared) {
+    const bool coop = options.vulkan.cooperative_matrix, stats = options.vulkan.pipeline_statistics;
+    auto& ctx = shared->contexts_->opened[{options.device_index, coop, stats}];
+    if (!ctx) ctx = vk::Context::create(options.device_index, {coop, stats});
+    return std::make_unique<vk::VulkanEngine>(model, options, ctx);
+  }
   switch (kind) {
     case EngineKind::Cpu:
       return std::make_unique<cpu::CpuEngine>(model, cpu::CpuPrecision::F32, options.max_context, options.kv_cache);

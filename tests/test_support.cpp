@@ -155,6 +155,22 @@ const fs::path& preset_a_bf16_gguf() {
   return path;
 }
 
+const fs::path& preset_a_q8_gguf() {
+  // The goldens' llama.cpp Q8_0 GGUF holds exactly these Q8_0 tensors
+  // (CpuGoldenParity.GoldenQ8_0GgufIsOurQ8_0OfTheCheckpoint) and gives the same logits; taking it
+  // saves each test process a conversion of preset a.
+  static const fs::path path = [] {
+    if (const auto goldens = goldens_dir(); goldens && fs::exists(*goldens / "a" / "model-q8_0.gguf"))
+      return *goldens / "a" / "model-q8_0.gguf";
+    const fs::path file = own_fixture_dir() / "preset-a-q8_0.gguf";
+    GgufWriteOptions options;
+    options.dense_dtype = DType::Q8_0;
+    write_gguf_model(load_model(preset_a_checkpoint() / "hf"), file, options);
+    return file;
+  }();
+  return path;
+}
+
 fs::path data_dir() { return GPTOSS_DATA_DIR; }
 
 fs::path quant_goldens_mixed_gguf() { return data_dir() / "quant-goldens" / "mixed.gguf"; }

@@ -66,6 +66,9 @@ const std::filesystem::path& preset_a_checkpoint();
 // Preset a's hf/ as a GGUF with BF16 dense tensors (what `gptoss-convert hf/ model.gguf --dense
 // bf16` writes): made by the same fixture, or once per process by hand.
 const std::filesystem::path& preset_a_bf16_gguf();
+// preset_a_checkpoint()/hf as a Q8_0 GGUF: the goldens' one where they are present, else written
+// once per test process.
+const std::filesystem::path& preset_a_q8_gguf();
 
 // The repository's data/ folder (small committed test data with the scripts that made them).
 std::filesystem::path data_dir();

@@ -7,7 +7,9 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <utility>
 #include <stdexcept>
 
 #include "formats/core/zstd_frames.h"
@@ -112,23 +114,9 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
   }
   std::vector<std::vector<uint8_t>> saved_frames(r.save ? scored : 0);
 
-  // Group i + 1's forwards run on a worker thread while this thread reduces group i: each engine
-  // (and the reference file's frame index) is only ever used by one thread at a time, and the
-  // reduction of every position is the same whichever thread runs next, so the results are those
-  // of running the chunks one after the other.
   const runtime::LogitRows scored_rows = runtime::LogitRows::range(plan.first_scored(), scored);
   GroupLogits buffers[2];
   for (auto& b : buffers) b.candidates.resize(compared.size());
-  // Where the reference runs on the host and a compared engine on the device, or the other way
-  // round, the reference's forward runs on a thread of its own beside the compared engines': one
-  // side's arithmetic while the other's runs. Engines on one side go one after the other: on the
-  // host each uses every core, and two Vulkan engines side by side were 8% slower than one after
-  // the other on an H100 (the synthesized 20b's Q8_0 GGUF against its HF checkpoint, 16 chunks:
-  // 1,789 and 1,809 against 1,943 tokens a second; f3d3df1).
-  const auto on_device = [](const runtime::Engine* e) { return e->kind() == runtime::EngineKind::Vulkan; };
-  const bool overlap = r.reference && std::any_of(compared.begin(), compared.end(), [&](const runtime::Engine* e) {
-                         return on_device(e) != on_device(r.reference);
-                       });
   const uint32_t per_forward = r.chunks_per_forward;
   const uint32_t groups = (plan.chunks + per_forward - 1) / per_forward;
   const auto group_chunks = [&](uint32_t group) { return std::min(per_forward, plan.chunks - group * per_forward); };
@@ -139,51 +127,79 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
     while (n < group_chunks(group) && runs_chunk(k, group * per_forward + n)) ++n;
     return n;
   };
-  auto run_group = [&r, &plan, &compared, &chunks_run, &group_chunks, per_forward, scored, scored_rows, overlap](
-                       uint32_t group, GroupLogits& out) {
-    leave_signals_to_the_main_thread();
-    const auto forward_start = Clock::now();
+
+  // The forwards run in lanes, each on a thread of its own and each taking the groups in order:
+  // every engine on the device is a lane, and the engines on the host, with the reference file's
+  // reading, are one (each host engine uses every core, so they go one after the other). A lane
+  // starts group i + 1 when it has finished group i and this thread has reduced group i - 1 (two
+  // sets of buffers, used in turn), so the lanes overlap each other and the reduction. Engines
+  // made through one runtime::SharedDevices share the device's queue: the GPU runs one model's
+  // forward while another copies its logits to the host. Each engine (and the file's frame index)
+  // is only ever used by its lane's thread, and the reduction of every position is the same
+  // whichever lane finished first, so the results are those of running the chunks one after the
+  // other.
+  const auto on_device = [](const runtime::Engine* e) { return e->kind() == runtime::EngineKind::Vulkan; };
+  struct Lane {
+    bool reference = false;       // the reference: its engine, or its file's frames
+    std::vector<size_t> engines;  // compared engines, by index
+  };
+  std::vector<Lane> lanes(1);  // lanes[0]: the host's
+  if (r.reference && on_device(r.reference))
+    lanes.push_back({true, {}});
+  else
+    lanes[0].reference = true;
+  for (size_t k = 0; k < compared.size(); ++k) {
+    if (on_device(compared[k]))
+      lanes.push_back({false, {k}});
+    else
+      lanes[0].engines.push_back(k);
+  }
+  if (!lanes[0].reference && lanes[0].engines.empty()) lanes.erase(lanes.begin());
+
+  auto run_lane = [&r, &plan, &compared, &chunks_run, &group_chunks, per_forward, scored, scored_rows](
+                      const Lane& lane, uint32_t group, GroupLogits& out) {
     const uint32_t n = group_chunks(group);
     const auto ids = r.tokens.subspan(uint64_t{group} * per_forward * plan.ctx, uint64_t{n} * plan.ctx);
-    std::future<void> reference_run;  // waited for by its destructor too, when a candidate throws
-    if (r.reference) {
-      const auto run_reference = [&r, &out, ids, n, scored, scored_rows] {
-        const size_t floats = size_t{n} * scored * r.reference->vocab_size();
-        r.reference->forward_sequences(ids, n, scored_rows, out.reference.take(floats, r.threads));
-      };
-      if (overlap) {
-        reference_run = std::async(std::launch::async, [run_reference] {
-          leave_signals_to_the_main_thread();
-          run_reference();
-        });
-      } else {
-        run_reference();
-      }
-    } else {
+    if (lane.reference && r.reference) {
+      const size_t floats = size_t{n} * scored * r.reference->vocab_size();
+      r.reference->forward_sequences(ids, n, scored_rows, out.reference.take(floats, r.threads));
+    } else if (lane.reference) {
       out.frames.clear();
       for (uint32_t c = 0; c < n; ++c) {
         const auto frames = r.reference_file->next_chunk();
         out.frames.insert(out.frames.end(), frames.begin(), frames.end());
       }
     }
-    for (size_t k = 0; k < compared.size(); ++k) {
+    for (const size_t k : lane.engines) {
       const uint32_t runs = chunks_run(k, group);
       if (runs == 0) continue;
       const size_t floats = size_t{runs} * scored * compared[k]->vocab_size();
       compared[k]->forward_sequences(ids.first(uint64_t{runs} * plan.ctx), runs, scored_rows,
                                      out.candidates[k].take(floats, r.threads));
     }
-    if (reference_run.valid()) reference_run.get();
-    return seconds_since(forward_start);
   };
-  // Declared after the buffers: destroyed (waited for) first when a reduction throws.
-  std::future<double> next;
-  if (groups > 0) next = std::async(std::launch::async, run_group, 0u, std::ref(buffers[0]));
+  // When some lane ran a forward: the union of the lanes' intervals is forward_seconds.
+  std::mutex intervals_mutex;
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> intervals;
+  // Declared after the buffers: destroyed (waited for) first when a lane or a reduction throws.
+  std::vector<std::shared_future<void>> latest(lanes.size());  // each lane's latest group
+  const auto launch = [&](uint32_t group) {
+    for (size_t i = 0; i < lanes.size(); ++i)
+      latest[i] = std::async(std::launch::async, [&, i, group, before = latest[i]] {
+                    leave_signals_to_the_main_thread();
+                    if (before.valid()) before.get();  // the lane's previous group (and its error)
+                    const auto begin = Clock::now();
+                    run_lane(lanes[i], group, buffers[group % 2]);
+                    std::lock_guard lock(intervals_mutex);
+                    intervals.emplace_back(begin, Clock::now());
+                  }).share();
+  };
+  if (groups > 0) launch(0);
   for (uint32_t group = 0; group < groups; ++group) {
-    result.forward_seconds += next.get();
+    const auto current = latest;  // group `group`'s
+    if (group + 1 < groups) launch(group + 1);
+    for (const auto& lane : current) lane.get();
     const GroupLogits& logits = buffers[group % 2];
-    if (group + 1 < groups)
-      next = std::async(std::launch::async, run_group, group + 1, std::ref(buffers[(group + 1) % 2]));
     for (uint32_t in_group = 0; in_group < group_chunks(group); ++in_group) {
       const uint32_t chunk = group * per_forward + in_group;
       const auto ids = r.tokens.subspan(uint64_t{chunk} * plan.ctx, plan.ctx);
@@ -245,6 +261,12 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
     }
   }
   if (r.reference_file) r.reference_file->expect_end();
+  std::sort(intervals.begin(), intervals.end());
+  for (size_t i = 0; i < intervals.size();) {
+    auto [begin, end] = intervals[i];
+    for (++i; i < intervals.size() && intervals[i].first <= end; ++i) end = std::max(end, intervals[i].second);
+    result.forward_seconds += std::chrono::duration<double>(end - begin).count();
+  }
   for (double v : ref_nll) result.reference.add(v);
   for (size_t k = 0; k < compared.size(); ++k)
     for (double v : cand_nll[k]) results[k].nll.add(v);

@@ -4,9 +4,11 @@
 // candidate engine as one forward of independent sequences that returns the logits of each chunk's
 // scored positions only (LogitRows::range(ctx/2, ctx - 1 - ctx/2)), then the scored positions are
 // reduced on all cores: the reference's perplexity, each candidate's perplexity and its
-// per-position comparison with the reference (distribution_math.h). The next group's forwards run
-// on a worker thread meanwhile (two sets of logit buffers, reused from group to group). Sums are added in position order after each parallel
-// pass, so the results do not depend on the thread count or on that overlap.
+// per-position comparison with the reference (distribution_math.h). The forwards run meanwhile
+// on threads of their own, one per engine on the device and one for the host's (two sets of logit
+// buffers, reused from group to group; Vulkan engines made through one runtime::SharedDevices take
+// turns on the GPU). Sums are added in position order after each parallel pass, so the results do
+// not depend on the thread count or on that overlap.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -56,7 +58,7 @@ struct EvaluationResult {
   std::optional<CandidateResult> floor;  // with EvaluationRequest::floor: over its chunks only
   uint32_t chunks_per_forward = 1;  // the request's
   double seconds = 0;             // the whole pass
-  double forward_seconds = 0;     // inside engine forwards (on the worker thread)
+  double forward_seconds = 0;     // while some engine ran a forward (on the lanes' threads)
   double statistics_seconds = 0;  // the parallel reductions (and compressing saved records)
   // The two overlap: forward_seconds + statistics_seconds may exceed seconds.
 };

@@ -297,7 +297,18 @@ uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) c
   throw std::runtime_error("Vulkan: no memory type with the needed properties");
 }
 
+void Context::submit(const VkSubmitInfo& info, VkFence fence) const {
+  std::lock_guard lock(queue_mutex_);
+  check(vkQueueSubmit(queue_, 1, &info, fence), "vkQueueSubmit");
+}
+
+void Context::wait_idle() const noexcept {
+  std::lock_guard lock(queue_mutex_);
+  vkQueueWaitIdle(queue_);
+}
+
 void Context::run_once(const std::function<void(VkCommandBuffer)>& record) const {
+  std::lock_guard pool_lock(pool_mutex_);
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   ai.commandPool = pool_;
   ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -315,7 +326,7 @@ void Context::run_once(const std::function<void(VkCommandBuffer)>& record) const
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
-  check(vkQueueSubmit(queue_, 1, &si, fence), "vkQueueSubmit");
+  submit(si, fence);
   check(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
   vkDestroyFence(device_, fence, nullptr);
   vkFreeCommandBuffers(device_, pool_, 1, &cb);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -132,8 +133,15 @@ class Context {
   const DeviceInfo& info() const { return info_; }
   VkDevice device() const { return device_; }
   VkPhysicalDevice physical_device() const { return physical_; }
-  VkQueue queue() const { return queue_; }
-  VkCommandPool command_pool() const { return pool_; }
+  uint32_t queue_family() const { return queue_family_; }
+  // The one queue, shared by every engine made on this context (runtime::SharedDevices): submits
+  // go through submit(), which holds the queue's lock (Vulkan's external synchronization), so
+  // engines on threads of their own may submit at any time; the GPU runs their work in the order
+  // it was submitted. Each engine records into a command pool of its own.
+  void submit(const VkSubmitInfo& info, VkFence fence) const;
+  // Waits until the queue has run everything submitted to it (for destructors: a lost device has
+  // nothing left to wait for, so it does not throw).
+  void wait_idle() const noexcept;
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const;
   // Bytes of device memory the live Buffers of this context hold.
   uint64_t allocated_bytes() const { return allocated_.load(); }
@@ -141,7 +149,8 @@ class Context {
   bool use_cooperative_matrix() const { return info_.cooperative_matrix.has_value() && !coopmat_disabled_; }
   bool captures_pipeline_statistics() const { return pipeline_statistics_; }
 
-  // Records with `record`, submits once and waits (set-up work and tests).
+  // Records with `record` (from this context's own command pool, under its lock), submits once and
+  // waits (set-up work and tests).
   void run_once(const std::function<void(VkCommandBuffer)>& record) const;
   // Pushes `push` and dispatches `pipeline` once; convenience for tests.
   void dispatch_once(const Pipeline& pipeline, const void* push, uint32_t push_bytes, uint32_t groups_x,
@@ -160,6 +169,7 @@ class Context {
   bool coopmat_disabled_ = false;
   bool pipeline_statistics_ = false;
   mutable std::atomic<uint64_t> allocated_{0};
+  mutable std::mutex queue_mutex_, pool_mutex_;
   friend class Buffer;
 };
 

@@ -133,16 +133,20 @@ struct VulkanEngine::Device {
   static constexpr size_t kMaxRecorded = 64;
   std::map<std::tuple<uint32_t, LogitRows, bool, bool, AttentionReach, uint32_t>, Recorded> recorded;
   VkFence fence = VK_NULL_HANDLE;
+  // The recordings' pool: this engine's own, since the context (and its queue) may be shared with
+  // other engines on other threads (runtime::SharedDevices).
+  VkCommandPool pool = VK_NULL_HANDLE;
 
   ~Device() {
     if (!ctx) return;
-    vkDeviceWaitIdle(ctx->device());
+    ctx->wait_idle();
     profiler.reset();
     if (fence) vkDestroyFence(ctx->device(), fence, nullptr);
     free_recorded();
+    if (pool) vkDestroyCommandPool(ctx->device(), pool, nullptr);
   }
   void free_recorded() {
-    for (auto& [key, r] : recorded) vkFreeCommandBuffers(ctx->device(), ctx->command_pool(), 1, &r.cb);
+    for (auto& [key, r] : recorded) vkFreeCommandBuffers(ctx->device(), pool, 1, &r.cb);
     recorded.clear();
   }
 
@@ -213,11 +217,14 @@ void VulkanEngine::Device::check_memory(const CanonicalModel& model) const {
                              k * (c.intermediate_size + c.hidden_size + 4)) +
       4 * uint64_t{c.vocab_size} * 2;
   const uint64_t needed = weights + cache + scratch;
-  const uint64_t available = ctx->info().device_local_bytes;
-  if (available && needed > available)
+  // What other engines on this context (runtime::SharedDevices) hold already is not available.
+  const uint64_t device_local = ctx->info().device_local_bytes, held = ctx->allocated_bytes();
+  const uint64_t available = device_local > held ? device_local - held : 0;
+  if (device_local && needed > available)
     throw std::runtime_error("Vulkan: the model needs " + gib(needed) + " of device memory (weights " + gib(weights) +
                              ", KV cache for " + std::to_string(capacity) + " positions " + gib(cache) + ", scratch " +
                              gib(scratch) + ") and " + ctx->info().name + " has " + gib(available) +
+                             (held ? " besides the " + gib(held) + " its other engines hold" : std::string()) +
                              "; nothing was uploaded");
 }
 
@@ -504,7 +511,7 @@ const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, 
   const DispatchList list = build(count, rows, observed, greedy, reach, sequence);
   if (!profiler) profiler = KernelProfiler::create(*ctx, 64 + 16 * config.num_layers, tuning.profile);
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  info.commandPool = ctx->command_pool();
+  info.commandPool = pool;
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   info.commandBufferCount = 1;
   check(vkAllocateCommandBuffers(ctx->device(), &info, &r.cb), "vkAllocateCommandBuffers");
@@ -534,7 +541,7 @@ void VulkanEngine::Device::submit(const Recorded& r) {
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &r.cb;
-  check(vkQueueSubmit(ctx->queue(), 1, &submit, fence), "vkQueueSubmit");
+  ctx->submit(submit, fence);
   wait_for(fence);
   check(vkResetFences(ctx->device(), 1, &fence), "vkResetFences");
   if (profiler) profiler->collect(r.labels, 0);
@@ -564,6 +571,9 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOpt
   d.allocate_scratch();
   VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   check(vkCreateFence(d.ctx->device(), &fence_info, nullptr, &d.fence), "vkCreateFence");
+  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool_info.queueFamilyIndex = d.ctx->queue_family();
+  check(vkCreateCommandPool(d.ctx->device(), &pool_info, nullptr, &d.pool), "vkCreateCommandPool");
   // Record the decode steps (both reaches where the context holds them) and a full prefill chunk
   // now: their launchers check every kernel's limits before the first token, and neither a
   // prompt's first chunk nor the step past the short reach waits for pipelines.

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -236,6 +237,59 @@ TEST(VulkanEngineInterface, PrefillChunkDoesNotChangeARowsLogits) {
     expect_rows_of_all(chunked->forward(ids, runtime::LogitRows::All), all, 0, 12,
                        "chunks of " + std::to_string(chunk));
   }
+}
+
+// Two Vulkan engines made through one SharedDevices (gptoss-eval's models) share the device's queue
+// and its memory: driven by threads of their own at once, each gives the bits it gave run alone
+// before, forward after forward (packed sequences, a prefill, decode steps). The models differ
+// (BF16 and Q8_0 dense weights, so their memory differs), so an engine reading the other's buffers
+// or recordings would show.
+TEST(VulkanEngineInterface, EnginesSharingADeviceRunSideBySideAsAlone) {
+  runtime::EngineOptions options;
+  options.max_context = 64;
+  const CanonicalModel q8 = load_model(preset_a_q8_gguf());
+  std::vector<std::unique_ptr<runtime::Engine>> engines;
+  runtime::SharedDevices devices;
+  try {
+    for (const auto* m : {&preset_a_model(), &q8})
+      engines.push_back(runtime::make_engine(EngineKind::Vulkan, *m, options, &devices));
+  } catch (const std::runtime_error& e) {
+    GTEST_SKIP() << "no usable Vulkan device (" << e.what() << ")";
+  }
+  // Both engines' memory is the one device's.
+  EXPECT_EQ(engines[0]->device_memory_bytes(), engines[1]->device_memory_bytes());
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < 64; ++i) ids.push_back(700 + 7919u * i % 190000);
+  // One round: two packed sequences of 32, then a 20-token prefill and three decode steps.
+  const auto round = [&ids](runtime::Engine& e) {
+    std::vector<float> out, logits;
+    e.forward_sequences(ids, 2, runtime::LogitRows::All, out);
+    e.reset();
+    e.forward(std::span(ids).first(20), runtime::LogitRows::Last, logits);
+    out.insert(out.end(), logits.begin(), logits.end());
+    for (uint32_t step = 0; step < 3; ++step) {
+      e.forward(std::span(ids).subspan(20 + step, 1), runtime::LogitRows::Last, logits);
+      out.insert(out.end(), logits.begin(), logits.end());
+    }
+    e.reset();
+    return out;
+  };
+  std::vector<std::vector<float>> alone;
+  for (auto& e : engines) alone.push_back(round(*e));
+  ASSERT_NE(alone[0], alone[1]);
+  constexpr int kRounds = 3;
+  std::vector<std::vector<std::vector<float>>> side_by_side(2);
+  {
+    std::vector<std::thread> threads;
+    for (size_t m = 0; m < 2; ++m)
+      threads.emplace_back([&, m] {
+        for (int i = 0; i < kRounds; ++i) side_by_side[m].push_back(round(*engines[m]));
+      });
+    for (auto& t : threads) t.join();
+  }
+  for (size_t m = 0; m < 2; ++m)
+    for (int i = 0; i < kRounds; ++i)
+      EXPECT_TRUE(side_by_side[m][i] == alone[m]) << "model " << m << ", round " << i << " differs from its run alone";
 }
 
 TEST_P(EngineInterface, PackedSequencesGiveEachSequenceItsOwnRows) {

@@ -1,29 +1,6 @@
 #include "tests/eval/eval_fixture.h"
 
-#include <mutex>
-
-#include "convert/model_io.h"
-
 namespace gptoss::test {
-
-const std::filesystem::path& preset_a_q8_gguf() {
-  // The goldens' llama.cpp Q8_0 GGUF holds exactly these Q8_0 tensors
-  // (CpuGoldenParity.GoldenQ8_0GgufIsOurQ8_0OfTheCheckpoint) and gives the same evaluation; taking
-  // it saves each test process a conversion of preset a.
-  if (const auto goldens = goldens_dir()) {
-    static const std::filesystem::path golden = *goldens / "a" / "model-q8_0.gguf";
-    if (std::filesystem::exists(golden)) return golden;
-  }
-  static TempDir dir;
-  static const std::filesystem::path path = dir / "model-q8_0.gguf";
-  static std::once_flag once;
-  std::call_once(once, [] {
-    WriteOptions options;
-    options.dense_dtype = DType::Q8_0;
-    write_model(load_model(preset_a_checkpoint() / "hf"), path, options);
-  });
-  return path;
-}
 
 std::filesystem::path eval_text() { return std::filesystem::path(GPTOSS_DATA_DIR) / "eval" / "gnu-licenses.txt"; }
 std::string gptoss_eval() { return (tools_dir() / "gptoss-eval").string(); }

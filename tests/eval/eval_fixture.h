@@ -11,9 +11,6 @@
 
 namespace gptoss::test {
 
-// preset_a_checkpoint()/hf as a Q8_0 GGUF: the goldens' one where they are present, else written
-// once per test process.
-const std::filesystem::path& preset_a_q8_gguf();
 std::filesystem::path eval_text();  // data/eval/gnu-licenses.txt
 std::string gptoss_eval();
 std::string gptoss_run();

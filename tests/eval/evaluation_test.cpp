@@ -31,14 +31,16 @@ struct EnginePair {
 // Engines for the two models (the reference's of `reference_kind`, default `kind`), `ctx` positions
 // each; nullopt (with the reason) where the Vulkan engine has no usable device. Any other failure
 // propagates and fails the test.
+// devices: where given, the Vulkan engines share its device (and queue), as gptoss-eval's do.
 std::optional<EnginePair> make_engine_pair(runtime::EngineKind kind, const CanonicalModel& reference,
                                            const CanonicalModel& candidate, uint64_t ctx, std::string& why,
-                                           std::optional<runtime::EngineKind> reference_kind = std::nullopt) {
+                                           std::optional<runtime::EngineKind> reference_kind = std::nullopt,
+                                           runtime::SharedDevices* devices = nullptr) {
   runtime::EngineOptions options;
   options.max_context = ctx;  // the Vulkan engine packs sequences up to this many positions in one submit
   try {
-    return EnginePair{runtime::make_engine(reference_kind.value_or(kind), reference, options),
-                      runtime::make_engine(kind, candidate, options)};
+    return EnginePair{runtime::make_engine(reference_kind.value_or(kind), reference, options, devices),
+                      runtime::make_engine(kind, candidate, options, devices)};
   } catch (const std::runtime_error& e) {
     if (kind != runtime::EngineKind::Vulkan) throw;
     why = std::string("no usable Vulkan device: ") + e.what();
@@ -105,14 +107,14 @@ TEST(Evaluation, RefusesOneEngineInTwoRoles) {
   }
 }
 
-// evaluate() asks each forward for the scored rows only, overlaps the next group's forwards with
-// the statistics and, where one engine is on the device and the other on the host, the
-// reference's forward with the candidate's; the numbers must be those of the statistics taken on
-// every row of LogitRows::All, chunk after chunk (what evaluate() did before): equal, not close.
-// With chunks_per_forward 2 (ctx 32, which the Vulkan engine packs), the three chunks run as a
-// forward of two sequences and one of one: the same numbers.
+// evaluate() asks each forward for the scored rows only and runs each engine on the device, and
+// the engines on the host together, on a thread of its own, beside the statistics of the group
+// before; the numbers must be those of the statistics taken on every row of LogitRows::All, chunk
+// after chunk (what evaluate() did before): equal, not close. With chunks_per_forward 2 (ctx 32,
+// which the Vulkan engine packs), the three chunks run as a forward of two sequences and one of
+// one: the same numbers. shared: both Vulkan engines on one queue (runtime::SharedDevices).
 void expect_same_as_all_rows(runtime::EngineKind kind, std::optional<runtime::EngineKind> reference_kind = std::nullopt,
-                             uint32_t chunks_per_forward = 1) {
+                             uint32_t chunks_per_forward = 1, bool shared = false) {
   const auto reference_model = load_model(preset_a_checkpoint() / "hf");
   const auto candidate_model = load_model(preset_a_q8_gguf());
   const uint32_t ctx = chunks_per_forward > 1 ? 32 : 24, last_scored = ctx - 2;
@@ -120,7 +122,9 @@ void expect_same_as_all_rows(runtime::EngineKind kind, std::optional<runtime::En
   const auto plan = eval::plan_chunks(ids.size(), ctx, std::nullopt);
   ASSERT_EQ(plan.chunks, 3u);
   std::string why;
-  const auto engines = make_engine_pair(kind, reference_model, candidate_model, ctx * chunks_per_forward, why, reference_kind);
+  runtime::SharedDevices devices;
+  const auto engines = make_engine_pair(kind, reference_model, candidate_model, ctx * chunks_per_forward, why,
+                                        reference_kind, shared ? &devices : nullptr);
   if (!engines) GTEST_SKIP() << why;
   const auto result = evaluate_pair(*engines, ids, plan, chunks_per_forward);
   EXPECT_EQ(result.chunks_per_forward, chunks_per_forward);
@@ -182,6 +186,9 @@ TEST(VulkanEvaluation, ChunksPackedInOneForwardGiveTheNumbersOfEveryRow) {
 }
 TEST(VulkanEvaluation, ChunksPackedBesideACpuReferenceGiveTheNumbersOfEveryRow) {
   expect_same_as_all_rows(runtime::EngineKind::Vulkan, runtime::EngineKind::Cpu, 2);
+}
+TEST(VulkanEvaluation, EnginesTakingTurnsOnOneQueueGiveTheNumbersOfEveryRow) {
+  expect_same_as_all_rows(runtime::EngineKind::Vulkan, std::nullopt, 2, true);
 }
 
 std::vector<float> read_f32(const std::filesystem::path& path) {

@@ -148,8 +148,11 @@ std::string label_of(EngineKind kind, KvCacheType kv_cache, const Options& o) {
 
 // chunks_per_forward: EvaluationRequest's; the Vulkan engine packs a forward's chunks into one
 // submit, so its cache holds all of them.
+// devices: every Vulkan engine of the run on one queue, so that one model's forward runs on the
+// GPU while another's logits are copied to the host (runtime::SharedDevices).
 std::unique_ptr<gptoss::runtime::Engine> make_engine(EngineKind kind, KvCacheType kv_cache, const LoadedModel& m,
-                                                     const Options& o, uint32_t chunks_per_forward) {
+                                                     const Options& o, uint32_t chunks_per_forward,
+                                                     gptoss::runtime::SharedDevices& devices) {
   gptoss::runtime::EngineOptions options;
   options.max_context = kind == EngineKind::Vulkan ? uint64_t{o.ctx} * chunks_per_forward : o.ctx;
   options.kv_cache = kv_cache;
@@ -158,7 +161,7 @@ std::unique_ptr<gptoss::runtime::Engine> make_engine(EngineKind kind, KvCacheTyp
     options.vulkan = o.vulkan;
     options.prefill_chunk = o.prefill_chunk;
   }
-  return gptoss::runtime::make_engine(kind, m.model, options);
+  return gptoss::runtime::make_engine(kind, m.model, options, &devices);
 }
 
 int evaluate(const Options& o) {
@@ -191,18 +194,19 @@ int evaluate(const Options& o) {
   const uint32_t batch = o.batch.value_or(runs_vulkan(o) ? 2048u : o.ctx);
   request.chunks_per_forward = std::clamp(batch / o.ctx, 1u, std::max(1u, plan.chunks));
   std::optional<gptoss::eval::ReferenceLogitsReader> reader;
+  gptoss::runtime::SharedDevices devices;
   std::unique_ptr<gptoss::runtime::Engine> reference;
   if (!o.against_logits.empty()) {
     reader.emplace(o.against_logits);
     reader->require_compatible(this_run());
     request.reference_file = &*reader;
   } else {
-    reference = make_engine(reference_engine, reference_kv_cache, models[0], o, request.chunks_per_forward);
+    reference = make_engine(reference_engine, reference_kv_cache, models[0], o, request.chunks_per_forward, devices);
     request.reference = reference.get();
   }
   std::vector<std::unique_ptr<gptoss::runtime::Engine>> candidates;
   for (size_t i = 1; i < models.size(); ++i) {
-    candidates.push_back(make_engine(engine, kv_cache, models[i], o, request.chunks_per_forward));
+    candidates.push_back(make_engine(engine, kv_cache, models[i], o, request.chunks_per_forward, devices));
     request.candidates.push_back(candidates.back().get());
   }
   const std::string reference_label = label_of(reference_engine, reference_kv_cache, o);
@@ -211,7 +215,7 @@ int evaluate(const Options& o) {
   std::unique_ptr<gptoss::runtime::Engine> floor;
   const std::string reference_source = reader ? reader->header().engine : reference_label;
   if (o.floor_chunks > 0 && reference_source != candidate_label) {
-    floor = make_engine(engine, kv_cache, models[0], o, request.chunks_per_forward);
+    floor = make_engine(engine, kv_cache, models[0], o, request.chunks_per_forward, devices);
     request.floor = floor.get();
     request.floor_chunks = o.floor_chunks;
   }
