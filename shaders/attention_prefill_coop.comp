@@ -189,14 +189,16 @@ void main() {
     barrier();
 
     // S = Q K^T of the subgroup's rows: K rows are B's columns (column-major B from the K tile).
-    [[unroll]] for (uint j = 0u; j < kKeys / lN; ++j) {
-      FLOAT_MAT s_hi[kRows / lM], s_mid[kRows / lM], s_lo[kRows / lM];
+    // Every column tile's sums at once, depth outermost: independent products to interleave.
+    FLOAT_MAT s_hi[kKeys / lN][kRows / lM], s_mid[kKeys / lN][kRows / lM], s_lo[kKeys / lN][kRows / lM];
+    [[unroll]] for (uint j = 0u; j < kKeys / lN; ++j)
       [[unroll]] for (uint i = 0u; i < kRows / lM; ++i) {
-        s_hi[i] = FLOAT_MAT(0.0);
-        s_mid[i] = FLOAT_MAT(0.0);
-        s_lo[i] = FLOAT_MAT(0.0);
+        s_hi[j][i] = FLOAT_MAT(0.0);
+        s_mid[j][i] = FLOAT_MAT(0.0);
+        s_lo[j][i] = FLOAT_MAT(0.0);
       }
-      [[unroll]] for (uint k = 0u; k < kDims / lK; ++k) {
+    [[unroll]] for (uint k = 0u; k < kDims / lK; ++k)
+      [[unroll]] for (uint j = 0u; j < kKeys / lN; ++j) {
         HALF_MAT(lK, lN) b, b_mid, b_lo;
         uint at = j * lN * kHalfRow + k * lK / 8u;
         coopMatLoadNV(b, tiles, kKHi + at, kHalfRow, true);
@@ -205,20 +207,20 @@ void main() {
           coopMatLoadNV(b_lo, tiles, kKLo + at, kHalfRow, true);
         }
         [[unroll]] for (uint i = 0u; i < kRows / lM; ++i) {
-          s_hi[i] = coopMatMulAddNV(q_hi[i][k], b, s_hi[i]);
-          s_mid[i] = coopMatMulAddNV(q_mid[i][k], b, s_mid[i]);
-          s_lo[i] = coopMatMulAddNV(q_lo[i][k], b, s_lo[i]);
+          s_hi[j][i] = coopMatMulAddNV(q_hi[i][k], b, s_hi[j][i]);
+          s_mid[j][i] = coopMatMulAddNV(q_mid[i][k], b, s_mid[j][i]);
+          s_lo[j][i] = coopMatMulAddNV(q_lo[i][k], b, s_lo[j][i]);
           if (kSplitKV) {
-            s_mid[i] = coopMatMulAddNV(q_hi[i][k], b_mid, s_mid[i]);
-            s_lo[i] = coopMatMulAddNV(q_mid[i][k], b_mid, s_lo[i]);
-            s_lo[i] = coopMatMulAddNV(q_hi[i][k], b_lo, s_lo[i]);
+            s_mid[j][i] = coopMatMulAddNV(q_hi[i][k], b_mid, s_mid[j][i]);
+            s_lo[j][i] = coopMatMulAddNV(q_mid[i][k], b_mid, s_lo[j][i]);
+            s_lo[j][i] = coopMatMulAddNV(q_hi[i][k], b_lo, s_lo[j][i]);
           }
         }
       }
+    [[unroll]] for (uint j = 0u; j < kKeys / lN; ++j)
       [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
-        coopMatStoreNV(s_hi[i] + (s_mid[i] + s_lo[i] * (1.0 / COOP_LO_SCALE)) * (1.0 / COOP_LO_SCALE), tiles,
+        coopMatStoreNV(s_hi[j][i] + (s_mid[j][i] + s_lo[j][i] * (1.0 / COOP_LO_SCALE)) * (1.0 / COOP_LO_SCALE), tiles,
                        s_at() + i * lM * kSRow + j * lN / 4u, kSRow, false);
-    }
     subgroup_sync();
 
     // Online softmax of this lane's half row.
@@ -260,19 +262,22 @@ void main() {
     [[unroll]] for (uint i = 0u; i < kRows / lM; ++i) {
       FLOAT_MAT grow_tile;
       coopMatLoadNV(grow_tile, tiles, r_at() + i * lM * kRRow, kRRow, false);
+      // P's two parts once per block, for every column tile of V.
+      HALF_MAT(lM, lK) a[kKeys / lK], a_lo[kKeys / lK];
+      [[unroll]] for (uint k = 0u; k < kKeys / lK; ++k) {
+        coopMatLoadNV(a[k], tiles, p_hi_at() + i * lM * kPRow + k * lK / 8u, kPRow, false);
+        coopMatLoadNV(a_lo[k], tiles, p_lo_at() + i * lM * kPRow + k * lK / 8u, kPRow, false);
+      }
       [[unroll]] for (uint n = 0u; n < kDims / lN; ++n) {
         FLOAT_MAT part = FLOAT_MAT(0.0), lo_part = FLOAT_MAT(0.0);
         [[unroll]] for (uint k = 0u; k < kKeys / lK; ++k) {
-          HALF_MAT(lM, lK) a, a_lo;
-          coopMatLoadNV(a, tiles, p_hi_at() + i * lM * kPRow + k * lK / 8u, kPRow, false);
-          coopMatLoadNV(a_lo, tiles, p_lo_at() + i * lM * kPRow + k * lK / 8u, kPRow, false);
           HALF_MAT(lK, lN) b, b_lo;
           uint at = k * lK * kHalfRow + n * lN / 8u;
           coopMatLoadNV(b, tiles, kVHi + at, kHalfRow, false);
           if (kSplitKV) coopMatLoadNV(b_lo, tiles, kVLo + at, kHalfRow, false);
-          part = coopMatMulAddNV(a, b, part);
-          lo_part = coopMatMulAddNV(a_lo, b, lo_part);
-          if (kSplitKV) lo_part = coopMatMulAddNV(a, b_lo, lo_part);
+          part = coopMatMulAddNV(a[k], b, part);
+          lo_part = coopMatMulAddNV(a_lo[k], b, lo_part);
+          if (kSplitKV) lo_part = coopMatMulAddNV(a[k], b_lo, lo_part);
         }
         o[i][n] = o[i][n] / grow_tile + (part + lo_part * (1.0 / COOP_LO_SCALE)) * (1.0 / ATTENTION_P_SCALE);
       }
