@@ -213,8 +213,7 @@ class Engine {
   // (a sequence longer than capacity(), a token outside the vocabulary, rows past a sequence's
   // tokens) and std::invalid_argument where `tokens` is not `sequences` (at least one) equal parts.
   // Into the caller's memory: `logits` holds exactly that many floats (std::invalid_argument
-  // otherwise), so a caller that runs many such forwards (gptoss-eval) allocates once, without the
-  // zero fill a vector's resize writes, and its pages are first touched by the engine's parallel copy.
+  // otherwise), so a caller that runs many such forwards (gptoss-eval) allocates once, as it sees fit.
   void forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows, std::span<float> logits);
   // The same into a vector resized to exactly that.
   void forward_sequences(std::span<const uint32_t> tokens, uint32_t sequences, LogitRows rows,

@@ -9,8 +9,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <utility>
 #include <stdexcept>
+#include <utility>
 
 #include "formats/core/zstd_frames.h"
 #include "formats/core/parallel_for.h"
@@ -48,10 +48,10 @@ void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
                                   " of the text is outside a model's vocabulary of " + std::to_string(smallest) + " rows");
 }
 
-// One model's logits of a group of chunks: allocated at the first group's size without the zero
-// fill a vector's resize writes, and first touched on every core. A group's scored rows at the real
-// vocabulary are hundreds of MB per model (4 chunks of 512: 820 MB), and a first touch of them on
-// one thread slowed the evaluation down measurably (bfdca17).
+// One model's logits of a group of chunks: allocated once, at the first group's size, and first
+// touched on every core (where a vector's resize zero-fills on one thread). A group's scored rows at
+// the real vocabulary are hundreds of MB per model (4 chunks of 512: 820 MB), and a first touch of
+// them on one thread slowed the evaluation down measurably (bfdca17).
 class LogitBuffer {
  public:
   std::span<float> take(size_t floats, unsigned threads) {

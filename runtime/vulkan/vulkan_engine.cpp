@@ -492,7 +492,7 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
     // over the range's rows only: the GEMM computes each row from that row alone, so the rows are
     // those of a GEMM over every row. The GEMM writes its rows straight into the readback (host
     // memory), its stores crossing the bus while it computes, instead of to device memory and then
-    // through a copy (which took 5% of an evaluation's GPU time, fb410ae on an H200).
+    // through a copy (docs/results.md has an evaluation both ways).
     const auto n = static_cast<uint32_t>(rows.count);
     if (count == 1) {
       k.matvec(list, unembedding, 0, range_input, 0, logits->address(), false, eps);
