@@ -275,6 +275,14 @@ struct DeviceDescription {
 // Every Vulkan device the loader offers; throws std::runtime_error when Vulkan itself is unusable.
 std::vector<DeviceDescription> list_vulkan_devices();
 
+// Checks a list of devices that one run's models spread over (gptoss-eval --device 0,1: its
+// Vulkan engines go to them in turn, each device a queue of its own). An index may repeat (those
+// engines share that device). Throws std::invalid_argument naming the index that is no device of
+// `devices` (list_vulkan_devices()) or has no compute queue, and naming both devices where two
+// differ in name or driver: engines on different hardware may differ in their last bits, and a
+// comparison of models would count that as the files' difference.
+void check_device_list(std::span<const uint32_t> indices, std::span<const DeviceDescription> devices);
+
 // Vulkan engines made through one SharedDevices on the same device (the same device_index and the
 // same VulkanTuning::cooperative_matrix and pipeline_statistics) share that device's one queue:
 // the GPU runs their submits one after the other in the order they come, so engines driven by

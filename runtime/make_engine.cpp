@@ -1,4 +1,5 @@
 // make_engine: the one place that knows every engine class (and the Vulkan device list).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -63,6 +64,26 @@ std::vector<DeviceDescription> list_vulkan_devices() {
                                                         : "none",
                    info.float64});
   return all;
+}
+
+void check_device_list(std::span<const uint32_t> indices, std::span<const DeviceDescription> devices) {
+  const DeviceDescription* first = nullptr;
+  for (const uint32_t index : indices) {
+    const auto found = std::find_if(devices.begin(), devices.end(), [&](const auto& d) { return d.index == index; });
+    if (found == devices.end())
+      throw std::invalid_argument("Vulkan: no device " + std::to_string(index) + " (there are " +
+                                  std::to_string(devices.size()) + "; gptoss-run --list-devices)");
+    if (!found->usable) throw std::invalid_argument("Vulkan: device " + std::to_string(index) + " has no compute queue");
+    const auto named = [](const DeviceDescription& d) {
+      return "device " + std::to_string(d.index) + " (" + d.name + ", driver " + d.driver + ")";
+    };
+    if (!first)
+      first = &*found;
+    else if (found->name != first->name || found->driver != first->driver)
+      throw std::invalid_argument(named(*first) + " and " + named(*found) +
+                                  " differ: engines on different devices may differ in their last bits, which a "
+                                  "comparison would count as the models' difference");
+  }
 }
 
 }  // namespace gptoss::runtime

@@ -561,5 +561,39 @@ TEST(EngineKinds, CpuEnginesRefuseTheVulkanEnginesOptions) {
   }
 }
 
+// gptoss-eval --device 0,1: a list of devices whose every index is a usable device of one name and
+// driver (an index may repeat); the error names the index, or both devices that differ.
+TEST(DeviceList, TakesDevicesOfOneKindAndNamesWhatItRefuses) {
+  const auto device = [](uint32_t index, std::string name, std::string driver, bool usable) {
+    runtime::DeviceDescription d;
+    d.index = index;
+    d.name = std::move(name);
+    d.driver = std::move(driver);
+    d.usable = usable;
+    return d;
+  };
+  const std::vector<runtime::DeviceDescription> devices{
+      device(0, "GPU A", "1.0", true), device(1, "GPU A", "1.0", true), device(2, "GPU A", "2.0", true),
+      device(3, "GPU B", "1.0", true), device(4, "GPU A", "1.0", false)};
+  const auto refusal = [&](std::vector<uint32_t> list) -> std::string {
+    try {
+      runtime::check_device_list(list, devices);
+      return "";
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+  };
+  EXPECT_EQ(refusal({0, 1}), "");
+  EXPECT_EQ(refusal({1, 0, 1}), "");
+  EXPECT_EQ(refusal({0, 0}), "");
+  EXPECT_EQ(refusal({0, 5}), "Vulkan: no device 5 (there are 5; gptoss-run --list-devices)");
+  EXPECT_EQ(refusal({4, 0}), "Vulkan: device 4 has no compute queue");
+  EXPECT_EQ(refusal({1, 2}),
+            "device 1 (GPU A, driver 1.0) and device 2 (GPU A, driver 2.0) differ: engines on different devices may "
+            "differ in their last bits, which a comparison would count as the models' difference");
+  const std::string first_other = "device 0 (GPU A, driver 1.0) and device 3 (GPU B, driver 1.0) differ";
+  EXPECT_EQ(refusal({0, 1, 3}).substr(0, first_other.size()), first_other);
+}
+
 }  // namespace
 }  // namespace gptoss::test

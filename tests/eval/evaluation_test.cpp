@@ -361,6 +361,37 @@ TEST(VulkanEvaluationCli, DeviceGoesToTheVulkanEngineOnly) {
   EXPECT_EQ(j["candidates"][0]["engine"], "cpu");
 }
 
+// --device D,D (a list: the models' Vulkan engines go to its devices in turn) runs the pair on one
+// device as --device D does, with the same numbers; an index that is no device is refused by
+// name before anything loads onto a device. Named Vulkan*: see above.
+TEST(VulkanEvaluationCli, DeviceListPlacesTheModelsInTurn) {
+  TOKENIZER_OR_SKIP();
+  std::optional<uint32_t> device;
+  size_t count = 0;
+  try {
+    const auto all = runtime::list_vulkan_devices();
+    count = all.size();
+    for (const auto& d : all)
+      if (d.usable && !device) device = d.index;
+  } catch (const std::runtime_error&) {
+  }
+  if (!device) GTEST_SKIP() << "no usable Vulkan device";
+  const auto hf = (preset_a_checkpoint() / "hf").string(), q8 = preset_a_q8_gguf().string();
+  const std::string common =
+      hf + " " + q8 + " --text " + eval_text().string() + " --ctx 16 --chunks 2 --engine vulkan --device ";
+  const std::string d = std::to_string(*device);
+  const auto one = eval_json(common + d);
+  const auto list = eval_json(common + d + "," + d);
+  ASSERT_EQ(one["candidates"].size(), 1u) << one.dump();
+  EXPECT_EQ(list["reference"], one["reference"]);
+  EXPECT_EQ(list["candidates"], one["candidates"]);
+  const auto r = run_command(gptoss_eval() + " " + common + d + "," + std::to_string(count) + " 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("Vulkan: no device " + std::to_string(count) + " (there are " + std::to_string(count)),
+            std::string::npos)
+      << r.output;
+}
+
 // --batch: llama-perplexity's 2048 tokens per forward by default where an engine is the Vulkan one
 // (here every chunk of the run in one forward), one chunk where only CPU engines run; the numbers
 // are the same at any batch, to the last digit of the JSON. Named Vulkan*: see above.

@@ -73,7 +73,8 @@ struct Options {
   std::string kv_cache = "f32", reference_kv_cache;  // the candidates' KV cache type, the reference's (default: the same)
   uint32_t ctx = 512;
   std::optional<uint32_t> batch;  // --batch: tokens per forward, as llama-perplexity's -b
-  std::optional<uint32_t> chunks, device;
+  std::optional<uint32_t> chunks;
+  std::vector<uint32_t> devices;  // --device: the Vulkan engines' devices, in turn
   uint32_t floor_chunks = 1;  // the engine's noise floor over this many chunks (0: none)
   gptoss::runtime::VulkanTuning vulkan;  // --profile, --no-coopmat, --tuning ...: every Vulkan engine of the run
   uint32_t prefill_chunk = gptoss::runtime::EngineOptions{}.prefill_chunk;  // --prefill-chunk: the same
@@ -108,7 +109,7 @@ void refuse_unhonoured(const CLI::App& app, const Options& o) {
       throw std::invalid_argument("--against-logits compares candidates: give REFERENCE (checked against the file) and at least one CANDIDATE");
   }
   const bool any_vulkan = runs_vulkan(o);
-  if (o.device && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add --engine vulkan");
+  if (!o.devices.empty() && !any_vulkan) throw std::invalid_argument("--device picks a Vulkan device: add --engine vulkan");
   gptoss::refuse_vulkan_options_unless_vulkan(app, any_vulkan);
   if (o.save_logits.empty()) refuse_if_given(app, {"--level"}, "sets the zstd level of --save-logits");
 }
@@ -148,16 +149,18 @@ std::string label_of(EngineKind kind, KvCacheType kv_cache, const Options& o) {
 
 // chunks_per_forward: EvaluationRequest's; the Vulkan engine packs a forward's chunks into one
 // submit, so its cache holds all of them.
-// devices: every Vulkan engine of the run on one queue, so that one model's forward runs on the
-// GPU while another's logits are copied to the host (runtime::SharedDevices).
+// devices: the Vulkan engines on one device share its queue, so that one model's forward runs on
+// the GPU while another's logits are copied to the host (runtime::SharedDevices); device: --device's
+// entry for this engine (none: the best device).
 std::unique_ptr<gptoss::runtime::Engine> make_engine(EngineKind kind, KvCacheType kv_cache, const LoadedModel& m,
                                                      const Options& o, uint32_t chunks_per_forward,
-                                                     gptoss::runtime::SharedDevices& devices) {
+                                                     gptoss::runtime::SharedDevices& devices,
+                                                     std::optional<uint32_t> device) {
   gptoss::runtime::EngineOptions options;
   options.max_context = kind == EngineKind::Vulkan ? uint64_t{o.ctx} * chunks_per_forward : o.ctx;
   options.kv_cache = kv_cache;
   if (kind == EngineKind::Vulkan) {  // the CPU engine takes neither
-    options.device_index = o.device;
+    options.device_index = device;
     options.vulkan = o.vulkan;
     options.prefill_chunk = o.prefill_chunk;
   }
@@ -195,18 +198,28 @@ int evaluate(const Options& o) {
   request.chunks_per_forward = std::clamp(batch / o.ctx, 1u, std::max(1u, plan.chunks));
   std::optional<gptoss::eval::ReferenceLogitsReader> reader;
   gptoss::runtime::SharedDevices devices;
+  // --device's list: the Vulkan engines go to its devices in turn, in the order they are made (the
+  // reference, the candidates, the noise floor's), so --device 0,1 puts a pair on two GPUs.
+  if (o.devices.size() > 1) gptoss::runtime::check_device_list(o.devices, gptoss::runtime::list_vulkan_devices());
+  size_t vulkan_engines = 0;
+  const auto device_for = [&](EngineKind kind) -> std::optional<uint32_t> {
+    if (kind != EngineKind::Vulkan || o.devices.empty()) return std::nullopt;
+    return o.devices[vulkan_engines++ % o.devices.size()];
+  };
   std::unique_ptr<gptoss::runtime::Engine> reference;
   if (!o.against_logits.empty()) {
     reader.emplace(o.against_logits);
     reader->require_compatible(this_run());
     request.reference_file = &*reader;
   } else {
-    reference = make_engine(reference_engine, reference_kv_cache, models[0], o, request.chunks_per_forward, devices);
+    reference = make_engine(reference_engine, reference_kv_cache, models[0], o, request.chunks_per_forward, devices,
+                            device_for(reference_engine));
     request.reference = reference.get();
   }
   std::vector<std::unique_ptr<gptoss::runtime::Engine>> candidates;
   for (size_t i = 1; i < models.size(); ++i) {
-    candidates.push_back(make_engine(engine, kv_cache, models[i], o, request.chunks_per_forward, devices));
+    candidates.push_back(
+        make_engine(engine, kv_cache, models[i], o, request.chunks_per_forward, devices, device_for(engine)));
     request.candidates.push_back(candidates.back().get());
   }
   const std::string reference_label = label_of(reference_engine, reference_kv_cache, o);
@@ -215,7 +228,7 @@ int evaluate(const Options& o) {
   std::unique_ptr<gptoss::runtime::Engine> floor;
   const std::string reference_source = reader ? reader->header().engine : reference_label;
   if (o.floor_chunks > 0 && reference_source != candidate_label) {
-    floor = make_engine(engine, kv_cache, models[0], o, request.chunks_per_forward, devices);
+    floor = make_engine(engine, kv_cache, models[0], o, request.chunks_per_forward, devices, device_for(engine));
     request.floor = floor.get();
     request.floor_chunks = o.floor_chunks;
   }
@@ -279,7 +292,10 @@ int main(int argc, char** argv) {
   app.add_option("--engine", o.engine_name, "cpu, cpu-f64 or vulkan")->check(CLI::IsMember(engines))->capture_default_str();
   app.add_option("--reference-engine", o.reference_engine_name, "the reference's engine (default: --engine)")
       ->check(CLI::IsMember(engines));
-  app.add_option("--device", o.device, "Vulkan device index (gptoss-run --list-devices)");
+  app.add_option("--device", o.devices,
+                 "Vulkan device index (gptoss-run --list-devices), or a list (0,1) that the models' Vulkan engines go "
+                 "to in turn: the reference, the candidates, the noise floor's; devices of one name and driver")
+      ->delimiter(',');
   gptoss::add_vulkan_options(app, o.vulkan);
   gptoss::add_prefill_chunk_option(app, o.prefill_chunk);
   app.add_option("--floor-chunks", o.floor_chunks,
