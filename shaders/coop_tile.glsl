@@ -45,9 +45,20 @@
 #if COOP_THREADS * 32 != COOP_TILE_M * COOP_TILE_N || COOP_THREADS != 2 * COOP_TILE_N
 #error "coop_tile.glsl: COOP_THREADS must be COOP_TILE_M * COOP_TILE_N / 32 and 2 * COOP_TILE_N"
 #endif
-#if COOP_TILE_M % 32 != 0 || COOP_TILE_N % 32 != 0 || COOP_THREADS % COOP_TILE_M != 0 || \
-    (COOP_TILE_K / 8) % (COOP_THREADS / COOP_TILE_M) != 0 || COOP_TILE_K != 64
+#if COOP_TILE_M % 32 != 0 || COOP_TILE_N % 32 != 0 || COOP_TILE_K != 64
 #error "coop_tile.glsl: unsupported tile shape"
+#endif
+// load_a_halves and store_a_halves: whole uvec4s of one A row per invocation. An includer whose
+// invocations do not divide A's rows so (COOP_A_STRIDED) loads A itself.
+#ifndef COOP_A_STRIDED
+#if COOP_THREADS % COOP_TILE_M != 0 || (COOP_TILE_K / 8) % (COOP_THREADS / COOP_TILE_M) != 0
+#error "coop_tile.glsl: A's quads do not divide among the invocations"
+#endif
+#endif
+// Rows of the f32 C tile laid over the operand stages: the whole tile, or (an includer's
+// COOP_C_ROWS) as many rows at a time as fit (store_coop_sums_rows).
+#ifndef COOP_C_ROWS
+#define COOP_C_ROWS COOP_TILE_M
 #endif
 
 layout(constant_id = SPEC_COOP_PRECISION) const uint PRECISION = COOP_PRECISE;
@@ -72,7 +83,7 @@ const uint kStrideCQuads = COOP_TILE_N / 4u + 1u;  // per C row: the row's float
 #error "coop_tile.glsl: COOP_STAGES must be 1 or 2"
 #endif
 // The f32 C tile (COOP_TILE_M rows of kStrideCQuads) is laid over the operand stages.
-#if COOP_TILE_M * (COOP_TILE_N / 4 + 1) * 16 > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES)
+#if COOP_C_ROWS * (COOP_TILE_N / 4 + 1) * 16 > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES)
 #error "coop_tile.glsl: the C tile does not fit over the operand stages"
 #endif
 shared uvec4 coop_shared[COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES) / 16];
@@ -225,16 +236,19 @@ void multiply_coop_tiles(uint stage, uint rows) {
         }
       }
 }
-// The sums into the C tile (over the operand stages); call with every invocation after a barrier
-// that follows the last products, then barrier() before coop_sum.
-void store_coop_sums() {
+// The sums of C rows row0 .. row0 + COOP_C_ROWS into the C tile (over the operand stages; its row 0
+// is row0); call with every invocation after a barrier that follows the last products (and the
+// epilogue of the rows before), then barrier() before coop_sum.
+void store_coop_sums_rows(uint row0) {
   uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
+  if (sub_m < row0 || sub_m >= row0 + COOP_C_ROWS) return;
   [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
     [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
       if (kCompensate) acc[i][j] = acc[i][j] + comp[i][j];
-      coopMatStoreNV(acc[i][j], coop_shared, (sub_m + i * lM) * kStrideCQuads + (sub_n + j * lN) / 4u, kStrideCQuads,
-                     false);
+      coopMatStoreNV(acc[i][j], coop_shared, (sub_m - row0 + i * lM) * kStrideCQuads + (sub_n + j * lN) / 4u,
+                     kStrideCQuads, false);
     }
 }
+void store_coop_sums() { store_coop_sums_rows(0u); }
 // C[row][col] of the tile (row < COOP_TILE_M, col < COOP_TILE_N).
 float coop_sum(uint row, uint col) { return uintBitsToFloat(coop_shared[row * kStrideCQuads + col / 4u][col % 4u]); }

@@ -111,6 +111,10 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // serves twice the weight rows of the 64-wide tile (mlp1 reads each A tile 45 times instead of 90).
 #define COOP_EXPERT_TILE_N 128
 #define COOP_EXPERT_WORKGROUP_SIZE 256
+// Its wide form (VulkanTuning::expert_tile = 192, expert_gemm_coop_wide.comp): 12 subgroups over
+// GEMM_TILE_M x COOP_EXPERT_WIDE_TILE_N, 46 KB of operands, the C tile written out half its rows at a time.
+#define COOP_EXPERT_WIDE_TILE_N 192
+#define COOP_EXPERT_WIDE_WORKGROUP_SIZE 384
 // The dense cooperative GEMM's wide tile (VulkanTuning::dense_tile = 128; F16 and BF16 weights):
 // GEMM_TILE_M x COOP_DENSE_WIDE_TILE_N, 8 subgroups, one W part (Q8_0's two need 55 KB at this width).
 #define COOP_DENSE_WIDE_TILE_N 128

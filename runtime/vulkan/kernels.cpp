@@ -53,6 +53,16 @@ uint32_t dense_tile_of(const runtime::VulkanTuning& tuning) {
   return tuning.dense_tile;
 }
 
+// The cooperative expert GEMM's width: COOP_EXPERT_TILE_N (expert_gemm_coop.comp, the default) or
+// COOP_EXPERT_WIDE_TILE_N (expert_gemm_coop_wide.comp), the same sums either way.
+uint32_t expert_tile_of(const runtime::VulkanTuning& tuning) {
+  if (tuning.expert_tile == 0) return COOP_EXPERT_TILE_N;
+  if (tuning.expert_tile != COOP_EXPERT_TILE_N && tuning.expert_tile != COOP_EXPERT_WIDE_TILE_N)
+    throw std::invalid_argument("VulkanTuning::expert_tile " + std::to_string(tuning.expert_tile) + " is neither " +
+                                std::to_string(COOP_EXPERT_TILE_N) + " nor " + std::to_string(COOP_EXPERT_WIDE_TILE_N));
+  return tuning.expert_tile;
+}
+
 // A group of tuning fields set together or not at all: their values, or `fallback`.
 std::vector<uint32_t> tuned_group(const std::vector<uint32_t>& values, std::vector<uint32_t> fallback,
                                   const char* fields, const std::vector<uint32_t>& most) {
@@ -111,7 +121,8 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
       attention_coop_(tuning.attention_coop),
-      dense_tile_(dense_tile_of(tuning)) {}
+      dense_tile_(dense_tile_of(tuning)),
+      expert_tile_(expert_tile_of(tuning)) {}
 
 // The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert
 // tile). As built they fit NVIDIA's 48 KiB per workgroup (the H100's maxComputeSharedMemorySize): a
@@ -119,7 +130,8 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
 constexpr uint32_t kCoopSharedBytes =
     std::max({COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES),
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_DENSE_WIDE_TILE_N, COOP_DENSE_WIDE_W_PARTS, COOP_DENSE_STAGES),
-              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES)});
+              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES),
+              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_WIDE_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES)});
 static_assert(kCoopSharedBytes <= 49152, "cooperative GEMM tiles over 48 KiB of shared memory");
 
 static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
@@ -460,7 +472,7 @@ bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
 }
 
 uint32_t Kernels::expert_column_tiles(const DeviceExperts& weights) const {
-  return ceil_div(weights.rows, expert_cooperative(weights) ? COOP_EXPERT_TILE_N : GEMM_TILE_N);
+  return ceil_div(weights.rows, expert_cooperative(weights) ? expert_tile_ : GEMM_TILE_N);
 }
 
 void Kernels::moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
@@ -484,8 +496,8 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
                                  weights.rows, flags, limit_value};
   const bool coop = expert_cooperative(weights);
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
-  list.dispatch_indirect(pipeline(coop ? "expert_gemm_coop" : "expert_gemm", sizeof args, weights.encoding), args, *tables.dispatch,
-                         first_projection ? 0 : 12);
+  const char* shader = !coop ? "expert_gemm" : expert_tile_ == COOP_EXPERT_WIDE_TILE_N ? "expert_gemm_coop_wide" : "expert_gemm_coop";
+  list.dispatch_indirect(pipeline(shader, sizeof args, weights.encoding), args, *tables.dispatch, first_projection ? 0 : 12);
 }
 
 void Kernels::moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,

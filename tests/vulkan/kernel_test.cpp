@@ -1296,8 +1296,10 @@ struct MoeCase {
 };
 
 // The MoE of `c.count` tokens grouped by expert (route, the two expert GEMMs, combine) against the
-// per-token sum of the decoded experts.
-void check_grouped_moe(const vk::Context& ctx, const MoeCase& c, const Experts& mlp1, const Experts& mlp2) {
+// per-token sum of the decoded experts, on `shaped` (default: the context's default kernels);
+// returns the residual after it.
+std::vector<float> check_grouped_moe(const vk::Context& ctx, const MoeCase& c, const Experts& mlp1, const Experts& mlp2,
+                                     vk::Kernels* shaped = nullptr) {
   const float limit = 7.0f;
   const auto p = moe_problem(c.count, c.experts, c.k, c.hidden, c.inter);
   Doubles scale;
@@ -1314,7 +1316,7 @@ void check_grouped_moe(const vk::Context& ctx, const MoeCase& c, const Experts& 
   const size_t halves = std::max(size_t{c.count} * c.hidden, size_t{choices} * c.inter);
   auto hi = host_buffer(ctx, std::vector<uint16_t>(halves)), lo = host_buffer(ctx, std::vector<uint16_t>(halves));
   run(ctx, [&](vk::DispatchList& list) {
-    auto& k = kernels(ctx);
+    auto& k = shaped ? *shaped : kernels(ctx);
     k.moe_route(list, chosen->address(), tables, c.count, c.k, mlp1.device, mlp2.device);
     k.expert_gemm(list, mlp1.device, b1->address(), xn->address(), c.count, tables, act->address(), true, limit,
                   {hi->address(), lo->address()});
@@ -1327,15 +1329,17 @@ void check_grouped_moe(const vk::Context& ctx, const MoeCase& c, const Experts& 
   const auto rows = read_buffer<uint32_t>(*row_of, choices), tokens = read_buffer<uint32_t>(*assign, choices);
   std::vector<uint32_t> sorted(rows);
   std::sort(sorted.begin(), sorted.end());
-  for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(sorted[i], i);
-  for (uint32_t i = 0; i < choices; ++i) ASSERT_EQ(tokens[rows[i]], i / c.k);
+  for (uint32_t i = 0; i < choices; ++i) EXPECT_EQ(sorted[i], i);
+  for (uint32_t i = 0; i < choices; ++i) EXPECT_EQ(tokens[rows[i]], i / c.k);
   for (uint32_t i = 0; i < choices; ++i)
     for (uint32_t j = 0; j < choices; ++j)
       if (p.chosen[i] < p.chosen[j]) {
-        ASSERT_LT(rows[i], rows[j]);
+        EXPECT_LT(rows[i], rows[j]);
       }
   const double tolerance = 1e-5;  // the portable GEMMs and the precise cooperative ones alike
-  expect_close(read_buffer<float>(*x, want.size()), want, scale, tolerance, "x after the MoE");
+  auto result = read_buffer<float>(*x, want.size());
+  expect_close(result, want, scale, tolerance, "x after the MoE");
+  return result;
 }
 
 TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
@@ -1349,6 +1353,31 @@ TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
     SCOPED_TRACE("tokens " + std::to_string(c.count) + " experts " + std::to_string(c.experts));
     check_grouped_moe(*ctx, c, mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1),
                       mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2));
+  }
+}
+
+// The expert GEMMs' wide tile (VulkanTuning::expert_tile = 192) gives the 128-wide tile's bits at
+// every precision level: each output's products in the same order. Cases as above: partial tiles
+// of rows and of weight rows, depths of one to three 64-deep steps.
+TEST(VulkanKernels, WideExpertTileGivesTheSameBits) {
+  VULKAN_OR_SKIP();
+  expect_refused(*ctx, {"expert_tile=64", "expert_tile=256"});
+  if (!kernels(*ctx).cooperative()) GTEST_SKIP() << "no cooperative matrices: the portable expert GEMM only";
+  for (const char* precision : {"precise", "promoted", "split", "fast"}) {
+    vk::Kernels narrow = kernels_with(*ctx, std::string("gemm_precision=") + precision);
+    vk::Kernels wide = kernels_with(*ctx, std::string("gemm_precision=") + precision + ",expert_tile=192");
+    for (const MoeCase c : {MoeCase{33, 8, 4, 64, 96}, MoeCase{513, 128, 4, 64, 32}, MoeCase{40, 4, 3, 128, 160},
+                            MoeCase{70, 4, 4, 192, 128}, MoeCase{200, 4, 4, 384, 192}}) {
+      SCOPED_TRACE(std::string(precision) + " tokens " + std::to_string(c.count) + " experts " + std::to_string(c.experts));
+      const auto mlp1 = mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1);
+      const auto mlp2 = mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2);
+      const auto a = check_grouped_moe(*ctx, c, mlp1, mlp2, &narrow);
+      const auto b = check_grouped_moe(*ctx, c, mlp1, mlp2, &wide);
+      ASSERT_EQ(a.size(), b.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+      EXPECT_EQ(differ, 0u) << "of " << a.size();
+    }
   }
 }
 
