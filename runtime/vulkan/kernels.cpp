@@ -53,11 +53,11 @@ uint32_t dense_tile_of(const runtime::VulkanTuning& tuning) {
   return tuning.dense_tile;
 }
 
-// The cooperative expert GEMM's width: COOP_EXPERT_TILE_N (expert_gemm_coop.comp, the default) or
-// COOP_EXPERT_WIDE_TILE_N (expert_gemm_coop_wide.comp), the same sums either way.
+// The cooperative expert GEMM's width: COOP_EXPERT_TILE_N (expert_gemm_coop.comp) or
+// COOP_EXPERT_WIDE_TILE_N (expert_gemm_coop_wide.comp), the same sums either way; 0: by the rows
+// (Kernels::expert_tile_width).
 uint32_t expert_tile_of(const runtime::VulkanTuning& tuning) {
-  if (tuning.expert_tile == 0) return COOP_EXPERT_TILE_N;
-  if (tuning.expert_tile != COOP_EXPERT_TILE_N && tuning.expert_tile != COOP_EXPERT_WIDE_TILE_N)
+  if (tuning.expert_tile != 0 && tuning.expert_tile != COOP_EXPERT_TILE_N && tuning.expert_tile != COOP_EXPERT_WIDE_TILE_N)
     throw std::invalid_argument("VulkanTuning::expert_tile " + std::to_string(tuning.expert_tile) + " is neither " +
                                 std::to_string(COOP_EXPERT_TILE_N) + " nor " + std::to_string(COOP_EXPERT_WIDE_TILE_N));
   return tuning.expert_tile;
@@ -471,17 +471,36 @@ bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
   return cooperative() && weights.cols % COOP_TILE_K == 0 && weights.encoding == abi::ENC_MXFP4;  // its tile decodes MXFP4
 }
 
-uint32_t Kernels::expert_column_tiles(const DeviceExperts& weights) const {
-  return ceil_div(weights.rows, expert_cooperative(weights) ? expert_tile_ : GEMM_TILE_N);
+// The wide tile where the experts average a whole row tile (GEMM_TILE_M rows) or more: its 12
+// subgroups on a multiprocessor hide more of each other's waits than the narrow tile's 8 (which
+// its 201 registers allow), and each A tile serves 192 weight rows; over mostly empty row tiles
+// (synth:120b's 128 experts at 512 tokens) the narrow tile's fewer fixed costs won.
+uint32_t Kernels::expert_tile_width(const DeviceExperts& weights, uint32_t choices) const {
+  if (!expert_cooperative(weights)) return GEMM_TILE_N;
+  if (expert_tile_ != 0) return expert_tile_;
+  return uint64_t{choices} >= uint64_t{GEMM_TILE_M} * weights.experts ? COOP_EXPERT_WIDE_TILE_N : COOP_EXPERT_TILE_N;
+}
+
+uint32_t Kernels::expert_column_tiles(const DeviceExperts& weights, uint32_t choices) const {
+  return ceil_div(weights.rows, expert_tile_width(weights, choices));
 }
 
 void Kernels::moe_route(DispatchList& list, Address chosen, const MoeTables& tables, uint32_t count, uint32_t k,
                         const DeviceExperts& mlp1, const DeviceExperts& mlp2) {
   require(mlp1.experts == mlp2.experts, "moe_route", limit("mlp1 experts", mlp1.experts, "differ from mlp2's", mlp2.experts));
   require(mlp1.experts <= abi::kMaxExperts, "moe_route", limit("experts", mlp1.experts, ">", abi::kMaxExperts));
-  const abi::MoeRouteArgs args{chosen,     tables.assign_token, tables.row_of, tables.tiles,
-                               tables.dispatch->address(), count, k, mlp1.experts, expert_column_tiles(mlp1),
-                               expert_column_tiles(mlp2)};
+  require(tables.choices == count * k, "moe_route",
+          limit("MoeTables::choices", tables.choices, "is not tokens * k", count * k));
+  const abi::MoeRouteArgs args{chosen,
+                               tables.assign_token,
+                               tables.row_of,
+                               tables.tiles,
+                               tables.dispatch->address(),
+                               count,
+                               k,
+                               mlp1.experts,
+                               expert_column_tiles(mlp1, tables.choices),
+                               expert_column_tiles(mlp2, tables.choices)};
   list.dispatch(pipeline("moe_route", sizeof args), args, 1);
 }
 
@@ -496,7 +515,9 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
                                  weights.rows, flags, limit_value};
   const bool coop = expert_cooperative(weights);
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
-  const char* shader = !coop ? "expert_gemm" : expert_tile_ == COOP_EXPERT_WIDE_TILE_N ? "expert_gemm_coop_wide" : "expert_gemm_coop";
+  const char* shader = !coop                                                                     ? "expert_gemm"
+                       : expert_tile_width(weights, tables.choices) == COOP_EXPERT_WIDE_TILE_N ? "expert_gemm_coop_wide"
+                                                                                                : "expert_gemm_coop";
   list.dispatch_indirect(pipeline(shader, sizeof args, weights.encoding), args, *tables.dispatch, first_projection ? 0 : 12);
 }
 

@@ -142,6 +142,7 @@ class Kernels {
   struct MoeTables {
     Address assign_token, row_of, tiles;
     const Buffer* dispatch;  // 6 uints: the two expert GEMMs' indirect grids
+    uint32_t choices;        // the (token, expert) choices routed: tokens * k (picks the expert tiles' width)
   };
   // The grids it writes are those of the kernels expert_gemm picks for mlp1 and mlp2 now: route
   // again after force_portable.
@@ -152,6 +153,8 @@ class Kernels {
   // cooperative matrices.
   void expert_gemm(DispatchList& list, const DeviceExperts& weights, Address bias, Address a, uint32_t a_rows,
                    const MoeTables& tables, Address target, bool first_projection, float limit, const Halves& halves);
+  // The weight rows of expert_gemm's tiles for `choices` routed rows (GEMM_TILE_N on the portable kernel).
+  uint32_t expert_tile_width(const DeviceExperts& weights, uint32_t choices) const;
   void moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
                    Address x, uint32_t hidden, uint32_t k, uint32_t count);
 
@@ -204,7 +207,7 @@ class Kernels {
                            AttentionConstants attention = {}, std::optional<MatvecShape> matvec = std::nullopt);
   // Whether expert_gemm takes the cooperative kernel for these weights, and its grid's columns.
   bool expert_cooperative(const DeviceExperts& weights) const;
-  uint32_t expert_column_tiles(const DeviceExperts& weights) const;
+  uint32_t expert_column_tiles(const DeviceExperts& weights, uint32_t choices) const;
   const Context& ctx_;
   bool force_portable_ = false;
   ExpertShape expert_shape_;
@@ -220,7 +223,7 @@ class Kernels {
   bool float64_;             // the f64 forms of the router and RMSNorm
   bool attention_coop_;      // VulkanTuning::attention_coop
   uint32_t dense_tile_;      // the cooperative dense GEMM's weight rows per workgroup for F16/BF16 (VulkanTuning::dense_tile)
-  uint32_t expert_tile_;     // the cooperative expert GEMM's weight rows per workgroup (VulkanTuning::expert_tile)
+  uint32_t expert_tile_;     // the cooperative expert GEMM's weight rows per workgroup (VulkanTuning::expert_tile; 0: by the rows)
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
 };
 

@@ -389,7 +389,8 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   k.embed(list, embedding, step->address() + kTokensOffset, x->address(), count);
   if (observed) list.copy(*x, 0, *stages, kEmbeddingSlot * stage_bytes, stage_bytes);
   const uint32_t k_experts = c.experts_per_token;
-  const Kernels::MoeTables tables{assign_token->address(), row_of->address(), tiles->address(), dispatch.get()};
+  const Kernels::MoeTables tables{assign_token->address(), row_of->address(), tiles->address(), dispatch.get(),
+                                  count * k_experts};
   const Kernels::Shared shared{shared_partials->address(), counters->address()};
   const Kernels::Halves halves{halves_hi->address(), halves_lo->address()};
   for (uint32_t l = 0; l < c.num_layers; ++l) {

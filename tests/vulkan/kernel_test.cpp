@@ -1298,8 +1298,10 @@ struct MoeCase {
 // The MoE of `c.count` tokens grouped by expert (route, the two expert GEMMs, combine) against the
 // per-token sum of the decoded experts, on `shaped` (default: the context's default kernels);
 // returns the residual after it.
+// tolerance: relative to the sum's scale (the portable GEMMs and the precise cooperative ones alike;
+// the rounding levels' f16 products need more).
 std::vector<float> check_grouped_moe(const vk::Context& ctx, const MoeCase& c, const Experts& mlp1, const Experts& mlp2,
-                                     vk::Kernels* shaped = nullptr) {
+                                     vk::Kernels* shaped = nullptr, double tolerance = 1e-5) {
   const float limit = 7.0f;
   const auto p = moe_problem(c.count, c.experts, c.k, c.hidden, c.inter);
   Doubles scale;
@@ -1312,7 +1314,7 @@ std::vector<float> check_grouped_moe(const vk::Context& ctx, const MoeCase& c, c
   vk::Buffer dispatch(ctx, 32, false);
   auto act = host_buffer(ctx, std::vector<float>(size_t{choices} * c.inter));
   auto y = host_buffer(ctx, std::vector<float>(size_t{choices} * c.hidden));
-  const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
+  const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch, choices};
   const size_t halves = std::max(size_t{c.count} * c.hidden, size_t{choices} * c.inter);
   auto hi = host_buffer(ctx, std::vector<uint16_t>(halves)), lo = host_buffer(ctx, std::vector<uint16_t>(halves));
   run(ctx, [&](vk::DispatchList& list) {
@@ -1336,7 +1338,6 @@ std::vector<float> check_grouped_moe(const vk::Context& ctx, const MoeCase& c, c
       if (p.chosen[i] < p.chosen[j]) {
         EXPECT_LT(rows[i], rows[j]);
       }
-  const double tolerance = 1e-5;  // the portable GEMMs and the precise cooperative ones alike
   auto result = read_buffer<float>(*x, want.size());
   expect_close(result, want, scale, tolerance, "x after the MoE");
   return result;
@@ -1358,21 +1359,27 @@ TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
 
 // The expert GEMMs' wide tile (VulkanTuning::expert_tile = 192) gives the 128-wide tile's bits at
 // every precision level: each output's products in the same order. Cases as above: partial tiles
-// of rows and of weight rows, depths of one to three 64-deep steps.
+// of rows and of weight rows, depths of one to six 64-deep steps; by default the width follows
+// the rows per expert.
 TEST(VulkanKernels, WideExpertTileGivesTheSameBits) {
   VULKAN_OR_SKIP();
   expect_refused(*ctx, {"expert_tile=64", "expert_tile=256"});
   if (!kernels(*ctx).cooperative()) GTEST_SKIP() << "no cooperative matrices: the portable expert GEMM only";
   for (const char* precision : {"precise", "promoted", "split", "fast"}) {
-    vk::Kernels narrow = kernels_with(*ctx, std::string("gemm_precision=") + precision);
-    vk::Kernels wide = kernels_with(*ctx, std::string("gemm_precision=") + precision + ",expert_tile=192");
+    const std::string level = std::string("gemm_precision=") + precision;
+    vk::Kernels narrow = kernels_with(*ctx, level + ",expert_tile=128");
+    vk::Kernels wide = kernels_with(*ctx, level + ",expert_tile=192");
+    vk::Kernels by_rows = kernels_with(*ctx, level);
+    const double tolerance = std::string(precision) == "fast" ? 2e-3 : 1e-5;  // fast: A rounded to f16
     for (const MoeCase c : {MoeCase{33, 8, 4, 64, 96}, MoeCase{513, 128, 4, 64, 32}, MoeCase{40, 4, 3, 128, 160},
                             MoeCase{70, 4, 4, 192, 128}, MoeCase{200, 4, 4, 384, 192}}) {
       SCOPED_TRACE(std::string(precision) + " tokens " + std::to_string(c.count) + " experts " + std::to_string(c.experts));
       const auto mlp1 = mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1);
       const auto mlp2 = mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2);
-      const auto a = check_grouped_moe(*ctx, c, mlp1, mlp2, &narrow);
-      const auto b = check_grouped_moe(*ctx, c, mlp1, mlp2, &wide);
+      // By default the wide tile where the experts average a whole row tile (64 rows) or more.
+      EXPECT_EQ(by_rows.expert_tile_width(mlp1.device, c.count * c.k), c.count * c.k >= 64 * c.experts ? 192u : 128u);
+      const auto a = check_grouped_moe(*ctx, c, mlp1, mlp2, &narrow, tolerance);
+      const auto b = check_grouped_moe(*ctx, c, mlp1, mlp2, &wide, tolerance);
       ASSERT_EQ(a.size(), b.size());
       size_t differ = 0;
       for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;

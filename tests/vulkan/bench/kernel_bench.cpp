@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
     vk::Buffer dispatch(*ctx, 32, false);
     auto b1 = device_floats(*ctx, random_floats(size_t{E} * 2 * I, 8)), b2 = device_floats(*ctx, random_floats(size_t{E} * H, 9));
     const auto mlp1 = experts(*ctx, E, 2 * I, H, 10), mlp2 = experts(*ctx, E, H, I, 11);
-    const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch};
+    const vk::Kernels::MoeTables tables{assign->address(), row_of->address(), tiles->address(), &dispatch, T * k};
     for (bool portable : {false, true}) {
       if (!timed("prefill")) break;
       if (!portable && !kernels.cooperative()) continue;
