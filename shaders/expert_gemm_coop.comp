@@ -15,18 +15,7 @@
 layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { ExpertGemmArgs args; };
 #include "coop_tile.glsl"
-
-// This invocation's MXFP4 block (raw bytes q, the word holding its scale) as the W tile's halves.
-void decode_w(uvec4 q, uint scale_word, uint block, bool w_in, out uvec4 hi[4], out uvec4 lo[4]) {
-  vec4 w[8];
-  float scale = mxfp4_scale_value((scale_word >> ((block & 3u) * 8u)) & 0xFFu);
-  fp4x8(q.x, w[0], w[1]);
-  fp4x8(q.y, w[2], w[3]);
-  fp4x8(q.z, w[4], w[5]);
-  fp4x8(q.w, w[6], w[7]);
-  [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = w_in ? w[i] * scale : vec4(0.0);
-  pack_w32(w, hi, lo);
-}
+#include "expert_coop.glsl"
 
 void main() {
   uint entry = gl_WorkGroupID.y * 3u;
@@ -78,27 +67,5 @@ void main() {
   barrier();  // the C tile lies over the stages the last products read
   store_coop_sums();
   barrier();
-  Floats out_values = Floats(args.target);
-  bool swiglu = (args.flags & EXPERT_SWIGLU) != 0u;
-  uint intermediate = args.weight_rows / 2u;
-  // SwiGLU pairs: (gate, up) are adjacent columns.
-  uint per_row = swiglu ? COOP_TILE_N / 2u : COOP_TILE_N;
-  for (uint e = gl_LocalInvocationIndex; e < COOP_TILE_M * per_row; e += COOP_THREADS) {
-    uint r = e / per_row, col = e % per_row;
-    if (r >= rows) continue;
-    uint out_row = first_row + r;
-    if (swiglu) {
-      uint gate_row = n0 + 2u * col;
-      if (gate_row >= args.weight_rows) continue;
-      float gate = min(coop_sum(r, 2u * col) + FloatsIn(args.bias).v[expert * args.weight_rows + gate_row], args.limit);
-      float up = clamp(coop_sum(r, 2u * col + 1u) + FloatsIn(args.bias).v[expert * args.weight_rows + gate_row + 1u],
-                       -args.limit, args.limit);
-      float glu = gate / (1.0 + exp(-1.702 * gate));
-      out_values.v[out_row * intermediate + gate_row / 2u] = (up + 1.0) * glu;
-    } else {
-      uint n_out = n0 + col;
-      if (n_out >= args.weight_rows) continue;
-      out_values.v[out_row * args.weight_rows + n_out] = coop_sum(r, col) + FloatsIn(args.bias).v[expert * args.weight_rows + n_out];
-    }
-  }
+  store_expert_rows(0u, COOP_TILE_M, expert, first_row, rows, n0);
 }
