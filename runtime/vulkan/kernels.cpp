@@ -475,10 +475,13 @@ bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
 // subgroups on a multiprocessor hide more of each other's waits than the narrow tile's 8 (which
 // its 201 registers allow), and each A tile serves 192 weight rows; over mostly empty row tiles
 // (synth:120b's 128 experts at 512 tokens) the narrow tile's fewer fixed costs won.
+uint32_t Kernels::cooperative_expert_tile(uint32_t tuned, uint32_t choices, uint32_t experts) {
+  if (tuned != 0) return tuned;
+  return uint64_t{choices} >= uint64_t{GEMM_TILE_M} * experts ? COOP_EXPERT_WIDE_TILE_N : COOP_EXPERT_TILE_N;
+}
+
 uint32_t Kernels::expert_tile_width(const DeviceExperts& weights, uint32_t choices) const {
-  if (!expert_cooperative(weights)) return GEMM_TILE_N;
-  if (expert_tile_ != 0) return expert_tile_;
-  return uint64_t{choices} >= uint64_t{GEMM_TILE_M} * weights.experts ? COOP_EXPERT_WIDE_TILE_N : COOP_EXPERT_TILE_N;
+  return expert_cooperative(weights) ? cooperative_expert_tile(expert_tile_, choices, weights.experts) : GEMM_TILE_N;
 }
 
 uint32_t Kernels::expert_column_tiles(const DeviceExperts& weights, uint32_t choices) const {

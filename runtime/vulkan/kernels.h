@@ -195,6 +195,9 @@ class Kernels {
 
   // The most tiles moe_route can list for `choices` rows over `experts` experts.
   static uint32_t max_moe_tiles(uint32_t choices, uint32_t experts);
+  // The cooperative expert GEMM's weight rows per tile: `tuned` (VulkanTuning::expert_tile) where
+  // set, else by the rows per expert (expert_tile_width, on cooperative matrices).
+  static uint32_t cooperative_expert_tile(uint32_t tuned, uint32_t choices, uint32_t experts);
 
  private:
   // Decode attention's specialization: query heads per workgroup, head_dim and lanes per key (0

@@ -1357,6 +1357,19 @@ TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
   }
 }
 
+// The expert tile's width on cooperative matrices: the tuning's where set, else 192 where the
+// forward's choices (tokens x k) average a whole row tile (64) per expert: the synthesized 20b's
+// 512 tokens (4 of 32 experts each) just so, synth:120b's 512 (4 of 128) not, its 2048 again.
+TEST(KernelShapes, ExpertTileFollowsTheRowsPerExpert) {
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 512 * 4, 32), 192u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 511 * 4, 32), 128u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 512 * 4, 128), 128u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 2048 * 4, 128), 192u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 1 * 4, 32), 128u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(128, 2048 * 4, 32), 128u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(192, 4, 32), 192u);
+}
+
 // The expert GEMMs' wide tile (VulkanTuning::expert_tile = 192) gives the 128-wide tile's bits at
 // every precision level: each output's products in the same order. Cases as above: partial tiles
 // of rows and of weight rows, depths of one to six 64-deep steps; by default the width follows
