@@ -472,9 +472,9 @@ bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
 }
 
 // The wide tile where the experts average a whole row tile (GEMM_TILE_M rows) or more: its 12
-// subgroups on a multiprocessor hide more of each other's waits than the narrow tile's 8 (which
-// its 201 registers allow), and each A tile serves 192 weight rows; over mostly empty row tiles
-// (synth:120b's 128 experts at 512 tokens) the narrow tile's fewer fixed costs won.
+// subgroups on a multiprocessor hide more of each other's waits than the narrow tile's 8 (all its
+// registers allow), and each A tile serves 192 weight rows; over mostly empty row tiles
+// (synth:120b's 128 experts at 512 tokens) the narrow tile's fewer fixed costs won (docs/results.md).
 uint32_t Kernels::cooperative_expert_tile(uint32_t tuned, uint32_t choices, uint32_t experts) {
   if (tuned != 0) return tuned;
   return uint64_t{choices} >= uint64_t{GEMM_TILE_M} * experts ? COOP_EXPERT_WIDE_TILE_N : COOP_EXPERT_TILE_N;
