@@ -342,16 +342,29 @@ TEST(EvaluationCli, RefusesWhatAModeCannotHonour) {
   refused(hf, "--text FILE");
 }
 
+// The Vulkan devices: the index of the first usable one (none where there is none, or no Vulkan)
+// and how many the loader offers.
+struct VulkanDevices {
+  std::optional<uint32_t> usable;
+  size_t count = 0;
+};
+VulkanDevices vulkan_devices() {
+  VulkanDevices found;
+  try {
+    const auto all = runtime::list_vulkan_devices();
+    found.count = all.size();
+    for (const auto& d : all)
+      if (d.usable && !found.usable) found.usable = d.index;
+  } catch (const std::runtime_error&) {
+  }
+  return found;
+}
+
 // --device goes to the Vulkan engine alone: a Vulkan reference with CPU candidates runs (the CPU
 // engine would refuse a device index). Named Vulkan*: see above.
 TEST(VulkanEvaluationCli, DeviceGoesToTheVulkanEngineOnly) {
   TOKENIZER_OR_SKIP();
-  std::optional<uint32_t> device;
-  try {
-    for (const auto& d : runtime::list_vulkan_devices())
-      if (d.usable && !device) device = d.index;
-  } catch (const std::runtime_error&) {
-  }
+  const auto device = vulkan_devices().usable;
   if (!device) GTEST_SKIP() << "no usable Vulkan device";
   const auto hf = (preset_a_checkpoint() / "hf").string();
   const auto j = eval_json(hf + " " + hf + " --text " + eval_text().string() + " --ctx 16 --chunks 1 --engine cpu" +
@@ -366,15 +379,7 @@ TEST(VulkanEvaluationCli, DeviceGoesToTheVulkanEngineOnly) {
 // name before anything loads onto a device. Named Vulkan*: see above.
 TEST(VulkanEvaluationCli, DeviceListPlacesTheModelsInTurn) {
   TOKENIZER_OR_SKIP();
-  std::optional<uint32_t> device;
-  size_t count = 0;
-  try {
-    const auto all = runtime::list_vulkan_devices();
-    count = all.size();
-    for (const auto& d : all)
-      if (d.usable && !device) device = d.index;
-  } catch (const std::runtime_error&) {
-  }
+  const auto [device, count] = vulkan_devices();
   if (!device) GTEST_SKIP() << "no usable Vulkan device";
   const auto hf = (preset_a_checkpoint() / "hf").string(), q8 = preset_a_q8_gguf().string();
   const std::string common =
