@@ -128,11 +128,6 @@ struct VulkanTuning {
   // Sums in double where the device has shaderFloat64 (the router and RMSNorm, whose outputs are
   // then the CPU engine's bit for bit); false: in f32 everywhere.
   bool float64_sums = true;
-  // Engines sharing a device (SharedDevices): each submits to a queue of its own where the device
-  // has several, so the GPU may run their work at once (vk::Context::take_queue); false: every
-  // engine to the device's first queue, their submits one after the other. Either way an engine's
-  // results are its own bits.
-  bool own_queue = true;
   // Kernel shapes; 0 is the engine's choice.
   uint32_t attention_splits = 0;     // decode attention: the most key ranges per KV head
   uint32_t attention_heads = 0;      // decode attention: the most query heads per workgroup

@@ -41,18 +41,13 @@ struct Instance {
   }
 };
 
-std::vector<VkQueueFamilyProperties> queue_families(VkPhysicalDevice device) {
+// The first queue family with compute, or none.
+std::optional<uint32_t> compute_family(VkPhysicalDevice device) {
   uint32_t count = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
   std::vector<VkQueueFamilyProperties> families(count);
   vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
-  return families;
-}
-
-// The first queue family with compute, or none.
-std::optional<uint32_t> compute_family(VkPhysicalDevice device) {
-  const auto families = queue_families(device);
-  for (uint32_t f = 0; f < families.size(); ++f)
+  for (uint32_t f = 0; f < count; ++f)
     if (families[f].queueFlags & VK_QUEUE_COMPUTE_BIT) return f;
   return std::nullopt;
 }
@@ -230,16 +225,11 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index, C
   ctx->coopmat_disabled_ = !options.cooperative_matrix;
   vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &ctx->memory_);
 
-  ctx->queue_count_ = std::clamp(queue_families(ctx->physical_)[ctx->queue_family_].queueCount, 1u, kMaxQueues);
-  const std::array<float, kMaxQueues> priorities = [] {
-    std::array<float, kMaxQueues> all;
-    all.fill(1.0f);
-    return all;
-  }();
+  const float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = ctx->queue_family_;
-  qci.queueCount = ctx->queue_count_;
-  qci.pQueuePriorities = priorities.data();
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
   VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
@@ -284,7 +274,7 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index, C
   dci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   dci.ppEnabledExtensionNames = extensions.data();
   check(vkCreateDevice(ctx->physical_, &dci, nullptr, &ctx->device_), "vkCreateDevice");
-  for (uint32_t q = 0; q < ctx->queue_count_; ++q) vkGetDeviceQueue(ctx->device_, ctx->queue_family_, q, &ctx->queues_[q]);
+  vkGetDeviceQueue(ctx->device_, ctx->queue_family_, 0, &ctx->queue_);
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pci.queueFamilyIndex = ctx->queue_family_;
@@ -307,17 +297,14 @@ uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) c
   throw std::runtime_error("Vulkan: no memory type with the needed properties");
 }
 
-void Context::submit(const VkSubmitInfo& info, VkFence fence, uint32_t queue) const {
-  if (queue >= queue_count_)
-    throw std::logic_error("Vulkan: queue " + std::to_string(queue) + " of " + std::to_string(queue_count_));
-  std::lock_guard lock(queue_mutexes_[queue]);
-  check(vkQueueSubmit(queues_[queue], 1, &info, fence), "vkQueueSubmit");
+void Context::submit(const VkSubmitInfo& info, VkFence fence) const {
+  std::lock_guard lock(queue_mutex_);
+  check(vkQueueSubmit(queue_, 1, &info, fence), "vkQueueSubmit");
 }
 
-void Context::wait_idle(uint32_t queue) const noexcept {
-  if (queue >= queue_count_) return;
-  std::lock_guard lock(queue_mutexes_[queue]);
-  vkQueueWaitIdle(queues_[queue]);
+void Context::wait_idle() const noexcept {
+  std::lock_guard lock(queue_mutex_);
+  vkQueueWaitIdle(queue_);
 }
 
 void Context::run_once(const std::function<void(VkCommandBuffer)>& record) const {

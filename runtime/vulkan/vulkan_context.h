@@ -1,5 +1,5 @@
 #pragma once
-// The Vulkan device the runtime computes on: instance, its compute queues, buffers and compute
+// The Vulkan device the runtime computes on: instance, one compute queue, buffers and compute
 // pipelines built from embedded SPIR-V. Works on any Vulkan 1.2 implementation with buffer device
 // addresses and subgroup arithmetic: NVIDIA's driver and Mesa's lavapipe (CPU) alike.
 //
@@ -9,7 +9,6 @@
 // read by any kernel.
 #include <vulkan/vulkan.h>
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -135,21 +134,14 @@ class Context {
   VkDevice device() const { return device_; }
   VkPhysicalDevice physical_device() const { return physical_; }
   uint32_t queue_family() const { return queue_family_; }
-  // The compute family's queues this context opened: as many as the family has, up to kMaxQueues
-  // (NVIDIA's has 16, lavapipe's one). Engines made on this context (runtime::SharedDevices) take
-  // them in turn (take_queue), so two engines' work may run on the GPU at once; where there is one
-  // queue they share it, and the GPU runs their submits in the order they come. A submit goes
-  // through submit(), which holds that queue's lock (Vulkan's external synchronization), so engines
-  // on threads of their own may submit at any time. Each engine records into a command pool of its
-  // own.
-  static constexpr uint32_t kMaxQueues = 8;
-  uint32_t queue_count() const { return queue_count_; }
-  // The next queue in turn: 0, 1, ... queue_count() - 1, 0, ...
-  uint32_t take_queue() const { return queues_taken_.fetch_add(1) % queue_count_; }
-  void submit(const VkSubmitInfo& info, VkFence fence, uint32_t queue = 0) const;
-  // Waits until `queue` has run everything submitted to it (for destructors: a lost device has
+  // The one queue, shared by every engine made on this context (runtime::SharedDevices): submits
+  // go through submit(), which holds the queue's lock (Vulkan's external synchronization), so
+  // engines on threads of their own may submit at any time; the GPU runs their work in the order
+  // it was submitted. Each engine records into a command pool of its own.
+  void submit(const VkSubmitInfo& info, VkFence fence) const;
+  // Waits until the queue has run everything submitted to it (for destructors: a lost device has
   // nothing left to wait for, so it does not throw).
-  void wait_idle(uint32_t queue = 0) const noexcept;
+  void wait_idle() const noexcept;
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags flags) const;
   // Bytes of device memory the live Buffers of this context hold.
   uint64_t allocated_bytes() const { return allocated_.load(); }
@@ -169,9 +161,7 @@ class Context {
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
-  std::array<VkQueue, kMaxQueues> queues_{};
-  uint32_t queue_count_ = 1;
-  mutable std::atomic<uint32_t> queues_taken_{0};
+  VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
@@ -179,8 +169,7 @@ class Context {
   bool coopmat_disabled_ = false;
   bool pipeline_statistics_ = false;
   mutable std::atomic<uint64_t> allocated_{0};
-  mutable std::array<std::mutex, kMaxQueues> queue_mutexes_;
-  mutable std::mutex pool_mutex_;
+  mutable std::mutex queue_mutex_, pool_mutex_;
   friend class Buffer;
 };
 

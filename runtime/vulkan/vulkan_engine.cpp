@@ -134,14 +134,13 @@ struct VulkanEngine::Device {
   static constexpr size_t kMaxRecorded = 64;
   std::map<std::tuple<uint32_t, LogitRows, bool, bool, AttentionReach, uint32_t>, Recorded> recorded;
   VkFence fence = VK_NULL_HANDLE;
-  uint32_t queue = 0;  // of the context's queues, the one this engine submits to (VulkanTuning::own_queue)
   // The recordings' pool: this engine's own, since the context (and its queue) may be shared with
   // other engines on other threads (runtime::SharedDevices).
   VkCommandPool pool = VK_NULL_HANDLE;
 
   ~Device() {
     if (!ctx) return;
-    ctx->wait_idle(queue);
+    ctx->wait_idle();
     profiler.reset();
     if (fence) vkDestroyFence(ctx->device(), fence, nullptr);
     free_recorded();
@@ -548,7 +547,7 @@ void VulkanEngine::Device::submit(const Recorded& r) {
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &r.cb;
-  ctx->submit(submit, fence, queue);
+  ctx->submit(submit, fence);
   wait_for(fence);
   check(vkResetFences(ctx->device(), 1, &fence), "vkResetFences");
   if (profiler) profiler->collect(r.labels, 0);
@@ -562,7 +561,6 @@ VulkanEngine::VulkanEngine(const CanonicalModel& model, const runtime::EngineOpt
   d.ctx = ctx ? std::move(ctx)
               : std::shared_ptr<Context>(Context::create(
                     options.device_index, {options.vulkan.cooperative_matrix, options.vulkan.pipeline_statistics}));
-  d.queue = options.vulkan.own_queue ? d.ctx->take_queue() : 0;
   d.config = model.config;
   const auto& c = d.config;
   d.eps = static_cast<float>(c.rms_norm_eps);

@@ -95,10 +95,6 @@ void apply_tuning(std::string_view text, VulkanTuning& t) {
       t.float64_sums = on_off(key, value);
       continue;
     }
-    if (key == "own_queue") {
-      t.own_queue = on_off(key, value);
-      continue;
-    }
     if (key == "pipeline_stats") {
       t.pipeline_statistics = on_off(key, value);
       continue;
@@ -128,7 +124,6 @@ std::string tuning_text(const VulkanTuning& t) {
   if (t.gemm_precision != defaults.gemm_precision) add(switch_text(kGemmPrecision, t));
   if (t.pipeline_statistics != defaults.pipeline_statistics) add("pipeline_stats=on");
   if (t.float64_sums != defaults.float64_sums) add(t.float64_sums ? "f64=on" : "f64=off");
-  if (t.own_queue != defaults.own_queue) add(t.own_queue ? "own_queue=on" : "own_queue=off");
   for (const auto& s : kShapeKeys)
     if (t.*s.field != defaults.*s.field) add(std::string(s.key) + "=" + std::to_string(t.*s.field));
   return out;
@@ -137,7 +132,7 @@ std::string tuning_text(const VulkanTuning& t) {
 std::string tuning_keys_help() {
   std::string out =
       "KEY=VALUE,...: coopmat=on|off, attention_coop=on|off (prefill attention on cooperative matrices), int_dot=auto|on|off, gemm_precision=precise|promoted|split|fast, profile=off|steps|submits, "
-      "pipeline_stats=on|off, f64=on|off (sums in double where the device has them), own_queue=on|off (engines sharing a device: a queue each)";
+      "pipeline_stats=on|off, f64=on|off (sums in double where the device has them)";
   for (const auto& s : kShapeKeys) out += "; " + std::string(s.key) + "=N (" + s.help + ")";
   return out + "; 0 is the engine's choice";
 }
