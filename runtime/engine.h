@@ -157,7 +157,7 @@ struct EngineOptions {
   // row's logits do not depend on it (but a chunk of one token is a decode step: the vulkan engine's
   // docs); longer chunks fill the expert GEMMs' tiles and the dense products' waves better and take
   // more scratch memory.
-  uint32_t prefill_chunk = 2048;
+  uint32_t prefill_chunk = 4096;
   // Every engine: the KV cache's encoding (the CPU engine rounds each key and value to f16 as it
   // stores them, so its results are the f16 cache's).
   KvCacheType kv_cache = KvCacheType::F32;

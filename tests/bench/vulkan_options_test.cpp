@@ -124,7 +124,7 @@ TEST(VulkanOptions, PrefillChunkOnTheCommandLine) {
   add_prefill_chunk_option(app, chunk);
   const char* none[] = {"tool"};
   app.parse(1, none);
-  EXPECT_EQ(chunk, 2048u);
+  EXPECT_EQ(chunk, 4096u);
   const char* given[] = {"tool", "--prefill-chunk", "300"};
   app.parse(3, given);
   EXPECT_EQ(chunk, 300u);
