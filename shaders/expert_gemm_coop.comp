@@ -11,7 +11,6 @@
 #define COOP_STAGES COOP_EXPERT_STAGES
 #define COOP_W_PARTS COOP_EXPERT_W_PARTS
 #define COOP_THREADS COOP_EXPERT_WORKGROUP_SIZE
-#define COOP_A_STRIDED
 layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { ExpertGemmArgs args; };
 #include "coop_tile.glsl"
