@@ -50,7 +50,7 @@ void store_expert_rows(uint row0, uint c_rows, uint expert, uint first_row, uint
 // COOP_A_STRIDED in coop_tile.glsl's slots (a row's quads eight invocations to a row, any
 // workgroup size: the 192-wide tile's 384 invocations); else each invocation's whole quads of one
 // row (load_a_halves), which the 128-wide tile keeps: its tiles of few rows (synth:120b's 16 rows
-// an expert at pp512) prefilled 7% slower in slots on an H200.
+// an expert at pp512) prefilled slower in slots (df5484b's message has the measurement).
 #ifdef COOP_A_STRIDED
 const uint kASources = kASlots, kAHeld = kASlots;
 #else
