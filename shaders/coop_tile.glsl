@@ -48,8 +48,9 @@
 #if COOP_TILE_M % 32 != 0 || COOP_TILE_N % 32 != 0 || COOP_TILE_K != 64
 #error "coop_tile.glsl: unsupported tile shape"
 #endif
-// load_a_halves and store_a_halves: whole uvec4s of one A row per invocation. An includer whose
-// invocations do not divide A's rows so (COOP_A_STRIDED) loads A itself.
+// load_a_halves and store_a_halves: whole uvec4s of one A row per invocation; an includer that
+// defines COOP_A_STRIDED takes A in slots instead (load_a_slots and store_a_slots), which fit any
+// workgroup size.
 #ifndef COOP_A_STRIDED
 #if COOP_THREADS % COOP_TILE_M != 0 || (COOP_TILE_K / 8) % (COOP_THREADS / COOP_TILE_M) != 0
 #error "coop_tile.glsl: A's quads do not divide among the invocations"
@@ -134,6 +135,36 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
     lo[i] = SPLIT_A ? QuadsIn(a_lo_address).v[at + i] : uvec4(0u);
   }
 }
+#ifdef COOP_A_STRIDED
+// A's COOP_TILE_M rows x COOP_TILE_K / 8 quads a step in slots: slot s of invocation t is quad
+// q = t + s * COOP_THREADS of the tile (row q / 8, quad q % 8), where that is < kAQuadsPerPart, so
+// eight neighbouring invocations read one row's 128 bytes whatever the workgroup's size.
+const uint kAQuadsPerPart = COOP_TILE_M * (COOP_TILE_K / 8u);
+const uint kASlots = (kAQuadsPerPart + COOP_THREADS - 1u) / COOP_THREADS;
+uint coop_a_slot_quad(uint s) { return gl_LocalInvocationIndex + s * COOP_THREADS; }
+// The tile's row of slot s (past the tile where the slot is unused).
+uint coop_a_slot_row(uint s) { return coop_a_slot_quad(s) / 8u; }
+// Where slot s reads in memory for A row `a_row`: its quad of the first step.
+uint coop_a_slot_source(uint s, uint a_row, uint depth) { return a_row * (depth / 8u) + coop_a_slot_quad(s) % 8u; }
+// The slots' halves of the step at depth k0 (zero where a slot has no row: a_in false).
+void load_a_slots(uvec2 a_hi_address, uvec2 a_lo_address, uint source[kASlots], bool a_in[kASlots], uint k0,
+                  out uvec4 hi[kASlots], out uvec4 lo[kASlots]) {
+  [[unroll]] for (uint s = 0u; s < kASlots; ++s) {
+    hi[s] = a_in[s] ? QuadsIn(a_hi_address).v[source[s] + k0 / 8u] : uvec4(0u);
+    lo[s] = a_in[s] && SPLIT_A ? QuadsIn(a_lo_address).v[source[s] + k0 / 8u] : uvec4(0u);
+  }
+}
+void store_a_slots(uint stage, uvec4 hi[kASlots], uvec4 lo[kASlots]) {
+  [[unroll]] for (uint s = 0u; s < kASlots; ++s) {
+    uint q = coop_a_slot_quad(s);
+    if (q < kAQuadsPerPart) {
+      uint at = (q / 8u) * kRowQuads + q % 8u;
+      coop_shared[coop_a_hi_at(stage) + at] = hi[s];
+      if (SPLIT_A) coop_shared[coop_a_lo_at(stage) + at] = lo[s];
+    }
+  }
+}
+#endif
 // This invocation's 32 weights (W row coop_load_w_row(), depth coop_load_w_depth()) as halves, to
 // be stored by store_w_halves once the stage is free; with kSplitW as hi (each value rounded to
 // f16's 11 significant bits, as split_halves rounds A: exact in f16 within its normal range) and

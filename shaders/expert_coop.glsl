@@ -1,6 +1,9 @@
-// What the cooperative expert GEMMs share (expert_gemm_coop.comp and its 192-wide form
-// expert_gemm_coop_wide.comp; after coop_tile.glsl): decoding an MXFP4 block into the W tile's
-// halves and the epilogue of the C tile's rows (bias; mlp1's SwiGLU pairs, adjacent columns).
+// The cooperative expert GEMM (after coop_tile.glsl): expert_gemm_coop.comp
+// and its 192-wide form expert_gemm_coop_wide.comp are this kernel at two tile widths. One tile of
+// one expert's rows (the tile list's entry gl_WorkGroupID.y, gathered through assign_token for
+// mlp1), COOP_TILE_N weight rows from gl_WorkGroupID.x; MXFP4 blocks decoded (times their scale)
+// into the f16 W tile; the epilogue adds the bias and, for mlp1, takes SwiGLU of the (gate, up)
+// pairs, adjacent columns.
 
 // This invocation's MXFP4 block (raw bytes q, the word holding its scale) as the W tile's halves.
 void decode_w(uvec4 q, uint scale_word, uint block, bool w_in, out uvec4 hi[4], out uvec4 lo[4]) {
@@ -39,5 +42,103 @@ void store_expert_rows(uint row0, uint c_rows, uint expert, uint first_row, uint
       if (n_out >= args.weight_rows) continue;
       out_values.v[out_row * args.weight_rows + n_out] = coop_sum(r, col) + FloatsIn(args.bias).v[expert * args.weight_rows + n_out];
     }
+  }
+}
+
+// A's rows: where each of this invocation's rows of A lies (source) and whether the tile has it
+// (a_in; zeros where not), then its halves of a step (expert_load_a) and their stores. With
+// COOP_A_STRIDED in coop_tile.glsl's slots (a row's quads eight invocations to a row, any
+// workgroup size: the 192-wide tile's 384 invocations); else each invocation's whole quads of one
+// row (load_a_halves), which the 128-wide tile keeps: its tiles of few rows (synth:120b's 16 rows
+// an expert at pp512) prefilled slower in slots (df5484b's message has the measurement).
+#ifdef COOP_A_STRIDED
+const uint kASources = kASlots, kAHeld = kASlots;
+#else
+const uint kASources = 1u, kAHeld = kAQuads;
+#endif
+void expert_a_rows(uint first_row, uint rows, bool gather, out uint source[kASources], out bool a_in[kASources]) {
+  [[unroll]] for (uint s = 0u; s < kASources; ++s) {
+#ifdef COOP_A_STRIDED
+    uint r = coop_a_slot_row(s);
+    a_in[s] = coop_a_slot_quad(s) < kAQuadsPerPart && r < rows;
+#else
+    uint r = coop_load_a_row();
+    a_in[s] = r < rows;
+#endif
+    uint a_row = a_in[s] ? (gather ? WordsIn(args.assign_token).v[first_row + r] : first_row + r) : 0u;
+#ifdef COOP_A_STRIDED
+    source[s] = coop_a_slot_source(s, a_row, args.depth);
+#else
+    source[s] = a_row;
+#endif
+  }
+}
+void expert_load_a(uint source[kASources], bool a_in[kASources], uint k0, out uvec4 hi[kAHeld], out uvec4 lo[kAHeld]) {
+#ifdef COOP_A_STRIDED
+  load_a_slots(args.a_hi, args.a_lo, source, a_in, k0, hi, lo);
+#else
+  load_a_halves(args.a_hi, args.a_lo, source[0], args.depth, k0, hi, lo);
+#endif
+}
+void expert_store_a(uint stage, bool a_in[kASources], uvec4 hi[kAHeld], uvec4 lo[kAHeld]) {
+#ifdef COOP_A_STRIDED
+  store_a_slots(stage, hi, lo);
+#else
+  if (!a_in[0]) [[unroll]] for (uint i = 0u; i < kAHeld; ++i) hi[i] = lo[i] = uvec4(0u);
+  store_a_halves(stage, hi, lo);
+#endif
+}
+
+void expert_gemm_coop() {
+  uint entry = gl_WorkGroupID.y * 3u;
+  uint expert = WordsIn(args.tiles).v[entry];
+  uint first_row = WordsIn(args.tiles).v[entry + 1u];
+  uint rows = WordsIn(args.tiles).v[entry + 2u];
+  uint n0 = gl_WorkGroupID.x * COOP_TILE_N;
+  bool gather = (args.flags & EXPERT_GATHER) != 0u;
+  uint blocks_per_row = args.depth / 32u;
+  uint a_source[kASources];
+  bool a_in[kASources];
+  expert_a_rows(first_row, rows, gather, a_source, a_in);
+  uint n = n0 + coop_load_w_row();
+  bool w_in = n < args.weight_rows;
+  clear_coop_sums();
+  // This invocation's block: the W row's (t % 2)-th of each pair.
+  uint block = (expert * args.weight_rows + n) * blocks_per_row + coop_load_w_depth() / 32u;
+  uvec4 ahi[kAHeld], alo[kAHeld];
+  uvec4 w_hi[4], w_lo[4];
+  uvec4 q = uvec4(0u);
+  uint scale_word = 0u;
+  expert_load_a(a_source, a_in, 0u, ahi, alo);
+  if (w_in) {
+    q = QuadsIn(args.blocks).v[block];
+    scale_word = WordsIn(args.scales).v[block >> 2];
+  }
+  decode_w(q, scale_word, block, w_in, w_hi, w_lo);
+  uint stage = 0u;
+  for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
+    expert_store_a(stage, a_in, ahi, alo);
+    store_w_halves(stage, w_hi, w_lo);
+    barrier();
+    bool more = k0 + COOP_TILE_K < args.depth;
+    if (more) {  // the next step's loads, in flight during the products
+      block += 2u;
+      expert_load_a(a_source, a_in, k0 + COOP_TILE_K, ahi, alo);
+      if (w_in) {
+        q = QuadsIn(args.blocks).v[block];
+        scale_word = WordsIn(args.scales).v[block >> 2];
+      }
+    }
+    multiply_coop_tiles(stage, rows);
+    // The next step's decoding after this step's products: its arithmetic issues while the tensor
+    // cores work through them, and its loads have had the products' time to arrive.
+    if (more) decode_w(q, scale_word, block, w_in, w_hi, w_lo);
+    stage = coop_next_stage(stage);
+  }
+  for (uint row0 = 0u; row0 < COOP_TILE_M; row0 += COOP_C_ROWS) {
+    barrier();  // the C tile lies over the stages the last products (or the last rows' epilogue) read
+    store_coop_sums_rows(row0);
+    barrier();
+    store_expert_rows(row0, COOP_C_ROWS, expert, first_row, rows, n0);
   }
 }
