@@ -53,41 +53,33 @@ void store_expert_rows(uint row0, uint c_rows, uint expert, uint first_row, uint
 // an expert at pp512) prefilled slower in slots (df5484b's message has the measurement).
 #ifdef COOP_A_STRIDED
 const uint kASources = kASlots, kAHeld = kASlots;
-#else
-const uint kASources = 1u, kAHeld = kAQuads;
-#endif
 void expert_a_rows(uint first_row, uint rows, bool gather, out uint source[kASources], out bool a_in[kASources]) {
   [[unroll]] for (uint s = 0u; s < kASources; ++s) {
-#ifdef COOP_A_STRIDED
     uint r = coop_a_slot_row(s);
     a_in[s] = coop_a_slot_quad(s) < kAQuadsPerPart && r < rows;
-#else
-    uint r = coop_load_a_row();
-    a_in[s] = r < rows;
-#endif
     uint a_row = a_in[s] ? (gather ? WordsIn(args.assign_token).v[first_row + r] : first_row + r) : 0u;
-#ifdef COOP_A_STRIDED
     source[s] = coop_a_slot_source(s, a_row, args.depth);
-#else
-    source[s] = a_row;
-#endif
   }
 }
 void expert_load_a(uint source[kASources], bool a_in[kASources], uint k0, out uvec4 hi[kAHeld], out uvec4 lo[kAHeld]) {
-#ifdef COOP_A_STRIDED
   load_a_slots(args.a_hi, args.a_lo, source, a_in, k0, hi, lo);
+}
+void expert_store_a(uint stage, bool a_in[kASources], uvec4 hi[kAHeld], uvec4 lo[kAHeld]) { store_a_slots(stage, hi, lo); }
 #else
+const uint kASources = 1u, kAHeld = kAQuads;
+void expert_a_rows(uint first_row, uint rows, bool gather, out uint source[kASources], out bool a_in[kASources]) {
+  uint r = coop_load_a_row();
+  a_in[0] = r < rows;
+  source[0] = a_in[0] ? (gather ? WordsIn(args.assign_token).v[first_row + r] : first_row + r) : 0u;
+}
+void expert_load_a(uint source[kASources], bool a_in[kASources], uint k0, out uvec4 hi[kAHeld], out uvec4 lo[kAHeld]) {
   load_a_halves(args.a_hi, args.a_lo, source[0], args.depth, k0, hi, lo);
-#endif
 }
 void expert_store_a(uint stage, bool a_in[kASources], uvec4 hi[kAHeld], uvec4 lo[kAHeld]) {
-#ifdef COOP_A_STRIDED
-  store_a_slots(stage, hi, lo);
-#else
   if (!a_in[0]) [[unroll]] for (uint i = 0u; i < kAHeld; ++i) hi[i] = lo[i] = uvec4(0u);
   store_a_halves(stage, hi, lo);
-#endif
 }
+#endif
 
 void expert_gemm_coop() {
   uint entry = gl_WorkGroupID.y * 3u;
