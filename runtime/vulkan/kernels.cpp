@@ -121,8 +121,19 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
       attention_coop_(tuning.attention_coop),
+      coop_khr_(tuning.coop_khr),
       dense_tile_(dense_tile_of(tuning)),
-      expert_tile_(expert_tile_of(tuning)) {}
+      expert_tile_(expert_tile_of(tuning)) {
+#ifdef GPTOSS_KHR_SHADERS
+  const bool built = true;
+#else
+  const bool built = false;
+#endif
+  if (coop_khr_ && !(built && ctx.info().cooperative_matrix_khr))
+    throw std::invalid_argument(std::string("VulkanTuning::coop_khr (coop_form=khr): ") +
+                                (built ? ctx.info().name + " has no VK_KHR_cooperative_matrix"
+                                       : "this build has no KHR kernels (configure with GPTOSS_GLSLANG_KHR=a newer glslangValidator)"));
+}
 
 // The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert
 // tile). As built they fit NVIDIA's 48 KiB per workgroup (the H100's maxComputeSharedMemorySize): a
@@ -200,7 +211,11 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        matvec.rows,
                                        matvec.batch,
                                        attention.key_lanes};
+#ifdef GPTOSS_KHR_SHADERS
+    const auto& registry = shader.ends_with("_khr") ? shader_registry_khr() : shader_registry();
+#else
     const auto& registry = shader_registry();
+#endif
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
     // Profiles name a kernel with its encoding: matvec.bf16, gemm.q8_0.
@@ -459,7 +474,8 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
   const bool wide = coop && dense_tile_ == COOP_DENSE_WIDE_TILE_N &&
                     (weight.encoding == abi::ENC_F16 || weight.encoding == abi::ENC_BF16);
   if (coop) split_halves(list, a, a_stride, rows, weight.cols, halves);
-  list.dispatch(pipeline(!coop ? "gemm" : wide ? "gemm_coop_wide" : "gemm_coop", sizeof args, weight.encoding), args,
+  const std::string form = coop_khr_ ? "_khr" : "";
+  list.dispatch(pipeline(!coop ? "gemm" : (wide ? "gemm_coop_wide" : "gemm_coop") + form, sizeof args, weight.encoding), args,
                 ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
 }
 
@@ -521,7 +537,8 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
   const char* shader = !coop                                                                     ? "expert_gemm"
                        : expert_tile_width(weights, tables.choices) == COOP_EXPERT_WIDE_TILE_N ? "expert_gemm_coop_wide"
                                                                                                 : "expert_gemm_coop";
-  list.dispatch_indirect(pipeline(shader, sizeof args, weights.encoding), args, *tables.dispatch, first_projection ? 0 : 12);
+  list.dispatch_indirect(pipeline(coop && coop_khr_ ? std::string(shader) + "_khr" : shader, sizeof args, weights.encoding), args,
+                         *tables.dispatch, first_projection ? 0 : 12);
 }
 
 void Kernels::moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
