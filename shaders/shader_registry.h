@@ -1,5 +1,6 @@
 #pragma once
-// SPIR-V of every shaders/*.comp, compiled at build time and embedded in the binary.
+// SPIR-V of every shaders/*.comp, compiled at build time and embedded in the binary (the
+// cooperative GEMMs twice: NAME and NAME_khr, their VK_KHR_cooperative_matrix form).
 #include <cstdint>
 #include <map>
 #include <span>
@@ -8,11 +9,3 @@
 namespace gptoss {
 const std::map<std::string, std::span<const uint32_t>>& shader_registry();
 }
-
-#ifdef GPTOSS_KHR_SHADERS
-namespace gptoss {
-// The cooperative GEMMs in VK_KHR_cooperative_matrix's form (gemm_coop_khr ...), where the build
-// has them (GPTOSS_GLSLANG_KHR).
-const std::map<std::string, std::span<const uint32_t>>& shader_registry_khr();
-}
-#endif

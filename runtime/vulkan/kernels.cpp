@@ -124,15 +124,9 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       coop_khr_(tuning.coop_khr),
       dense_tile_(dense_tile_of(tuning)),
       expert_tile_(expert_tile_of(tuning)) {
-#ifdef GPTOSS_KHR_SHADERS
-  const bool built = true;
-#else
-  const bool built = false;
-#endif
-  if (coop_khr_ && !(built && ctx.info().cooperative_matrix_khr))
-    throw std::invalid_argument(std::string("VulkanTuning::coop_khr (coop_form=khr): ") +
-                                (built ? ctx.info().name + " has no VK_KHR_cooperative_matrix"
-                                       : "this build has no KHR kernels (configure with GPTOSS_GLSLANG_KHR=a newer glslangValidator)"));
+  if (coop_khr_ && !ctx.info().cooperative_matrix_khr)
+    throw std::invalid_argument("VulkanTuning::coop_khr (coop_form=khr): " + ctx.info().name +
+                                " has no VK_KHR_cooperative_matrix");
 }
 
 // The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert
@@ -211,11 +205,7 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        matvec.rows,
                                        matvec.batch,
                                        attention.key_lanes};
-#ifdef GPTOSS_KHR_SHADERS
-    const auto& registry = shader.ends_with("_khr") ? shader_registry_khr() : shader_registry();
-#else
     const auto& registry = shader_registry();
-#endif
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
     // Profiles name a kernel with its encoding: matvec.bf16, gemm.q8_0.

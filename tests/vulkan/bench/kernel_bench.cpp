@@ -32,9 +32,6 @@
 #include "shaders/kernel_abi.h"
 #include "tests/random_blocks.h"
 #include "tests/vulkan/shaders/test_shader_registry.h"
-#ifdef GPTOSS_KHR_SHADERS
-#include "tests/vulkan/shaders_khr/test_shader_registry_khr.h"
-#endif
 #include "tools/common/vulkan_options.h"
 
 namespace vk = gptoss::vk;
@@ -545,13 +542,11 @@ int main(int argc, char** argv) {
     };
     auto sink = device_floats(*ctx, {0.0f});
     const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors), steps = 4096;
-    // The NV form (the engine's), and the KHR form where the build has it (GPTOSS_GLSLANG_KHR) and the device too.
+    // The NV form (the engine's default), and the KHR form where the device has it.
     std::vector<std::pair<const char*, std::span<const uint32_t>>> forms{
         {"coop_mma", gptoss::test::test_shader_registry().at("coop_mma")}};
-#ifdef GPTOSS_KHR_SHADERS
     if (ctx->info().cooperative_matrix_khr)
-      forms.emplace_back("coop_mma_khr", gptoss::test::test_shader_registry_khr().at("coop_mma_khr"));
-#endif
+      forms.emplace_back("coop_mma_khr", gptoss::test::test_shader_registry().at("coop_mma_khr"));
     for (const auto& [form, spirv] : forms)
     for (const bool load_each : {false, true})
       for (const uint32_t chains : {1u, 2u, 4u, 8u})
