@@ -355,7 +355,8 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
   const abi::AttentionPrefillArgs args{qkv,     k_cache,  v_cache, sinks,   step,  target, s.heads,
                                        s.kv_heads, s.head_dim, s.window, s.slots, count, s.scale};
   const uint32_t queries_per_group = ATTENTION_ROWS / (s.heads / s.kv_heads);
-  const char* shader = prefill_attention_cooperative() ? "attention_prefill_coop" : "attention_prefill";
+  const bool coop = prefill_attention_cooperative();
+  const std::string shader = !coop ? "attention_prefill" : coop_khr_ ? "attention_prefill_coop_khr" : "attention_prefill_coop";
   list.dispatch(pipeline(shader, sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
 }
 

@@ -28,7 +28,7 @@ TEST(VulkanSmoke, RegistryHoldsCompiledShaders) {
   EXPECT_EQ(test::test_shader_registry().count("smoke_add"), 1u);
 }
 
-// The cooperative GEMMs' KHR form (NAME_khr, rewritten from NAME's SPIR-V by
+// The cooperative kernels' KHR form (NAME_khr, rewritten from NAME's SPIR-V by
 // scripts/spirv_coop_khr.py): the KHR capability and extension instead of the NV ones, no NV
 // instruction left, and as many matrix types, loads, stores and products as the NV form, each KHR
 // type with its use (A, B or accumulator) and each load and store with a memory layout.
@@ -55,7 +55,8 @@ TEST(VulkanSmoke, KhrFormOfTheCooperativeGemmsIsTheNvFormRewritten) {
     }
     return c;
   };
-  for (const char* name : {"gemm_coop", "gemm_coop_wide", "expert_gemm_coop", "expert_gemm_coop_wide"}) {
+  for (const char* name :
+       {"gemm_coop", "gemm_coop_wide", "expert_gemm_coop", "expert_gemm_coop_wide", "attention_prefill_coop"}) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(reg.count(name) && reg.count(std::string(name) + "_khr"));
     const Counts nv = count(reg.at(name)), khr = count(reg.at(std::string(name) + "_khr"));
