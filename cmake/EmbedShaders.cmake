@@ -1,9 +1,11 @@
-# gptoss_embed_shaders(TARGET FUNCTION NAMESPACE SOURCES... DEPENDS includes...): compiles each
-# compute shader to SPIR-V at build time (glslangValidator --vn writes a C array) and builds the
-# static library TARGET holding the words and `const std::map<std::string, std::span<const
-# uint32_t>>& NAMESPACE::FUNCTION()`, the registry of them by file name.
+# gptoss_embed_shaders(TARGET FUNCTION NAMESPACE SOURCES... DEPENDS includes... KHR_FORM names...):
+# compiles each compute shader to SPIR-V at build time (glslangValidator --vn writes a C array) and
+# builds the static library TARGET holding the words and `const std::map<std::string,
+# std::span<const uint32_t>>& NAMESPACE::FUNCTION()`, the registry of them by file name. Each shader
+# named in KHR_FORM (written with VK_NV_cooperative_matrix) is there a second time as NAME_khr,
+# rewritten into VK_KHR_cooperative_matrix's form by scripts/spirv_coop_khr.py.
 function(gptoss_embed_shaders TARGET FUNCTION NAMESPACE)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS;INCLUDE_DIRS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS;INCLUDE_DIRS;KHR_FORM" ${ARGN})
   set(GEN_DIR ${CMAKE_CURRENT_BINARY_DIR}/${TARGET}_generated)
   file(MAKE_DIRECTORY ${GEN_DIR})
   set(HEADERS)
@@ -25,6 +27,20 @@ function(gptoss_embed_shaders TARGET FUNCTION NAMESPACE)
     list(APPEND HEADERS ${OUT})
     string(APPEND INCLUDES "#include \"${NAME}.spv.h\"\n")
     string(APPEND ENTRIES "    {\"${NAME}\", {spirv_${NAME}, sizeof(spirv_${NAME}) / sizeof(uint32_t)}},\n")
+    if(NAME IN_LIST ARG_KHR_FORM)
+      set(NV_SPV ${GEN_DIR}/${NAME}.spv)
+      set(KHR_OUT ${GEN_DIR}/${NAME}_khr.spv.h)
+      add_custom_command(
+        OUTPUT ${KHR_OUT}
+        COMMAND ${GLSLANG_VALIDATOR} -V --target-env vulkan1.2 ${INCLUDE_FLAGS} -o ${NV_SPV} ${SRC}
+        COMMAND python3 ${CMAKE_SOURCE_DIR}/scripts/spirv_coop_khr.py ${NV_SPV} ${KHR_OUT} spirv_${NAME}_khr
+        DEPENDS ${SRC} ${ARG_DEPENDS} ${CMAKE_SOURCE_DIR}/scripts/spirv_coop_khr.py
+        COMMENT "SPIR-V ${NAME}_khr (the KHR form of ${NAME}.comp)"
+        VERBATIM)
+      list(APPEND HEADERS ${KHR_OUT})
+      string(APPEND INCLUDES "#include \"${NAME}_khr.spv.h\"\n")
+      string(APPEND ENTRIES "    {\"${NAME}_khr\", {spirv_${NAME}_khr, sizeof(spirv_${NAME}_khr) / sizeof(uint32_t)}},\n")
+    endif()
   endforeach()
   set(REGISTRY ${GEN_DIR}/${TARGET}_registry.cpp)
   file(WRITE ${REGISTRY}.in

@@ -113,6 +113,10 @@ struct VulkanTuning {
   // several times faster at depth; docs/results.md has both kernels' noise floors); false: the f32
   // kernel (attention_prefill.comp), which every device without cooperative matrices runs.
   bool attention_coop = true;
+  // The cooperative GEMMs and prefill attention in VK_KHR_cooperative_matrix's form instead of
+  // VK_NV_cooperative_matrix's (the same tiles and products, rewritten at build time:
+  // scripts/spirv_coop_khr.py; a device with the extension).
+  bool coop_khr = false;
   // Decode's Q8_0 products through packed 4x8-bit integer dot products: Auto where the device says
   // they are accelerated, On wherever it has them (emulated ones included), Off never.
   enum class IntegerDot : uint8_t { Auto, On, Off };

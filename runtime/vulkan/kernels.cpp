@@ -121,8 +121,13 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
       attention_coop_(tuning.attention_coop),
+      coop_khr_(tuning.coop_khr),
       dense_tile_(dense_tile_of(tuning)),
-      expert_tile_(expert_tile_of(tuning)) {}
+      expert_tile_(expert_tile_of(tuning)) {
+  if (coop_khr_ && !ctx.info().cooperative_matrix_khr)
+    throw std::invalid_argument("VulkanTuning::coop_khr (coop_form=khr): " + ctx.info().name +
+                                " has no VK_KHR_cooperative_matrix");
+}
 
 // The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert
 // tile). As built they fit NVIDIA's 48 KiB per workgroup (the H100's maxComputeSharedMemorySize): a
@@ -350,7 +355,8 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
   const abi::AttentionPrefillArgs args{qkv,     k_cache,  v_cache, sinks,   step,  target, s.heads,
                                        s.kv_heads, s.head_dim, s.window, s.slots, count, s.scale};
   const uint32_t queries_per_group = ATTENTION_ROWS / (s.heads / s.kv_heads);
-  const char* shader = prefill_attention_cooperative() ? "attention_prefill_coop" : "attention_prefill";
+  const bool coop = prefill_attention_cooperative();
+  const std::string shader = !coop ? "attention_prefill" : coop_khr_ ? "attention_prefill_coop_khr" : "attention_prefill_coop";
   list.dispatch(pipeline(shader, sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
 }
 
@@ -459,7 +465,8 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
   const bool wide = coop && dense_tile_ == COOP_DENSE_WIDE_TILE_N &&
                     (weight.encoding == abi::ENC_F16 || weight.encoding == abi::ENC_BF16);
   if (coop) split_halves(list, a, a_stride, rows, weight.cols, halves);
-  list.dispatch(pipeline(!coop ? "gemm" : wide ? "gemm_coop_wide" : "gemm_coop", sizeof args, weight.encoding), args,
+  const std::string form = coop_khr_ ? "_khr" : "";
+  list.dispatch(pipeline(!coop ? "gemm" : (wide ? "gemm_coop_wide" : "gemm_coop") + form, sizeof args, weight.encoding), args,
                 ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
 }
 
@@ -521,7 +528,8 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
   const char* shader = !coop                                                                     ? "expert_gemm"
                        : expert_tile_width(weights, tables.choices) == COOP_EXPERT_WIDE_TILE_N ? "expert_gemm_coop_wide"
                                                                                                 : "expert_gemm_coop";
-  list.dispatch_indirect(pipeline(shader, sizeof args, weights.encoding), args, *tables.dispatch, first_projection ? 0 : 12);
+  list.dispatch_indirect(pipeline(coop && coop_khr_ ? std::string(shader) + "_khr" : shader, sizeof args, weights.encoding), args,
+                         *tables.dispatch, first_projection ? 0 : 12);
 }
 
 void Kernels::moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,

@@ -17,6 +17,10 @@ void check(VkResult result, const char* what) {
 
 namespace {
 
+// VK_KHR_cooperative_matrix, which Debian 12's Vulkan headers (1.3.239) do not have yet.
+constexpr const char* kKhrCooperativeMatrix = "VK_KHR_cooperative_matrix";
+constexpr auto kKhrCooperativeMatrixFeatures = static_cast<VkStructureType>(1000506000);
+
 struct Instance {
   VkInstance handle = VK_NULL_HANDLE;
   Instance() {
@@ -152,6 +156,7 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
   }
   if (info.float16 && has_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
     info.cooperative_matrix = fp16_cooperative_matrix_shape(instance, device);
+  info.cooperative_matrix_khr = info.float16 && has_extension(device, kKhrCooperativeMatrix);
   if (auto family = compute_family(device)) {
     info.has_compute = true;
     uint32_t count = 0;
@@ -249,6 +254,15 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index, C
     *chain_end = &coopmat;
     chain_end = &coopmat.pNext;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  // VK_KHR_cooperative_matrix's feature structure is the NV one's layout under its own type (the
+  // Vulkan headers of Debian 12 predate the extension).
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat_khr{kKhrCooperativeMatrixFeatures};
+  if (info.cooperative_matrix_khr && !ctx->coopmat_disabled_) {
+    coopmat_khr.cooperativeMatrix = VK_TRUE;
+    *chain_end = &coopmat_khr;
+    chain_end = &coopmat_khr.pNext;
+    extensions.push_back(kKhrCooperativeMatrix);
   }
   VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR integer_dot{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};

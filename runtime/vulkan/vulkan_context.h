@@ -52,6 +52,9 @@ struct DeviceInfo {
   // fp16 x fp16 -> fp32 cooperative matrices in subgroup scope, when VK_NV_cooperative_matrix
   // lists them; the engine's prefill then multiplies on them.
   std::optional<CooperativeMatrixShape> cooperative_matrix;
+  // VK_KHR_cooperative_matrix is there too (enabled beside the NV form: measuring kernels in the KHR
+  // form run on it).
+  bool cooperative_matrix_khr = false;
 };
 const char* device_type_name(VkPhysicalDeviceType type);
 

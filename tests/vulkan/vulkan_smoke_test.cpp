@@ -1,7 +1,11 @@
 // The embedded SPIR-V loads and runs on whatever Vulkan device is present (lavapipe in CI).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/vulkan/vulkan_context.h"
@@ -22,6 +26,52 @@ TEST(VulkanSmoke, RegistryHoldsCompiledShaders) {
   // Test-only shaders are in the tests' registry, not in the one the tools ship.
   EXPECT_EQ(reg.count("smoke_add"), 0u);
   EXPECT_EQ(test::test_shader_registry().count("smoke_add"), 1u);
+}
+
+// The cooperative kernels' KHR form (NAME_khr, rewritten from NAME's SPIR-V by
+// scripts/spirv_coop_khr.py): the KHR capability and extension instead of the NV ones, no NV
+// instruction left, and as many matrix types, loads, stores and products as the NV form, each KHR
+// type with its use (A, B or accumulator) and each load and store with a memory layout.
+TEST(VulkanSmoke, KhrFormOfTheCooperativeGemmsIsTheNvFormRewritten) {
+  const auto& reg = shader_registry();
+  // Opcode counts of a module, and its capabilities.
+  struct Counts {
+    std::map<uint32_t, int> ops;
+    std::vector<uint32_t> capabilities;
+    std::vector<uint32_t> type_words;  // each cooperative matrix type's word count
+  };
+  const auto count = [](std::span<const uint32_t> words) {
+    Counts c;
+    for (size_t at = 5; at < words.size();) {
+      const uint32_t n = words[at] >> 16, op = words[at] & 0xFFFF;
+      if (n == 0 || at + n > words.size()) {
+        ADD_FAILURE() << "malformed instruction at word " << at;
+        break;
+      }
+      ++c.ops[op];
+      if (op == 17) c.capabilities.push_back(words[at + 1]);
+      if (op == 5358 || op == 4456) c.type_words.push_back(n);
+      at += n;
+    }
+    return c;
+  };
+  for (const char* name :
+       {"gemm_coop", "gemm_coop_wide", "expert_gemm_coop", "expert_gemm_coop_wide", "attention_prefill_coop"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(reg.count(name) && reg.count(std::string(name) + "_khr"));
+    const Counts nv = count(reg.at(name)), khr = count(reg.at(std::string(name) + "_khr"));
+    EXPECT_NE(std::find(nv.capabilities.begin(), nv.capabilities.end(), 5357u), nv.capabilities.end());
+    EXPECT_NE(std::find(khr.capabilities.begin(), khr.capabilities.end(), 6022u), khr.capabilities.end());
+    EXPECT_EQ(std::find(khr.capabilities.begin(), khr.capabilities.end(), 5357u), khr.capabilities.end());
+    for (uint32_t op = 5358; op <= 5362; ++op) EXPECT_EQ(khr.ops.count(op), 0u) << "NV opcode " << op;
+    // type, load, store, product: NV 5358..5361, KHR 4456..4459
+    for (uint32_t i = 0; i < 4; ++i) {
+      EXPECT_GT(nv.ops.at(5358 + i), 0) << i;
+      EXPECT_EQ(khr.ops.count(4456 + i) ? khr.ops.at(4456 + i) : 0, nv.ops.at(5358 + i)) << i;
+    }
+    for (const uint32_t n : nv.type_words) EXPECT_EQ(n, 6u);   // result, component, scope, rows, columns
+    for (const uint32_t n : khr.type_words) EXPECT_EQ(n, 7u);  // and the use
+  }
 }
 
 TEST(VulkanSmoke, AddKernelRunsOnDevice) {

@@ -542,19 +542,25 @@ int main(int argc, char** argv) {
     };
     auto sink = device_floats(*ctx, {0.0f});
     const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors), steps = 4096;
+    // The NV form (the engine's default), and the KHR form where the device has it.
+    std::vector<std::pair<const char*, std::span<const uint32_t>>> forms{
+        {"coop_mma", gptoss::test::test_shader_registry().at("coop_mma")}};
+    if (ctx->info().cooperative_matrix_khr)
+      forms.emplace_back("coop_mma_khr", gptoss::test::test_shader_registry().at("coop_mma_khr"));
+    for (const auto& [form, spirv] : forms)
     for (const bool load_each : {false, true})
       for (const uint32_t chains : {1u, 2u, 4u, 8u})
         for (const uint32_t per_sm : {1u, 2u, 4u}) {
           const uint32_t specialization[] = {chains, load_each ? 1u : 0u};
-          const vk::Pipeline pipeline(*ctx, "coop_mma", gptoss::test::test_shader_registry().at("coop_mma"), sizeof(Push),
-                                      specialization);
+          const vk::Pipeline pipeline(*ctx, form, spirv, sizeof(Push), specialization);
           const double us = bench.time([&](vk::DispatchList& l, uint32_t) {
             l.dispatch(pipeline, Push{sink->address(), steps}, per_sm * sms);
           });
           const double products = double{steps} * chains * 4 * per_sm * sms;
           char name[96];
-          std::snprintf(name, sizeof name, "mma %s, %u chains x %u/scheduler: %.1f ns a round",
-                        load_each ? "loads+product" : "product", chains, per_sm, us * 1e3 / steps);
+          std::snprintf(name, sizeof name, "%s %s, %u chains x %u/scheduler: %.1f ns a round",
+                        form == std::string("coop_mma") ? "mma NV" : "mma KHR", load_each ? "loads+product" : "product",
+                        chains, per_sm, us * 1e3 / steps);
           report(name, us, products * 2 * 16 * 16 * 16, 0);
         }
   }
