@@ -113,10 +113,14 @@ struct VulkanTuning {
   // several times faster at depth; docs/results.md has both kernels' noise floors); false: the f32
   // kernel (attention_prefill.comp), which every device without cooperative matrices runs.
   bool attention_coop = true;
-  // The cooperative GEMMs and prefill attention in VK_KHR_cooperative_matrix's form instead of
-  // VK_NV_cooperative_matrix's (the same tiles and products, rewritten at build time:
-  // scripts/spirv_coop_khr.py; a device with the extension).
-  bool coop_khr = false;
+  // The cooperative GEMMs' and prefill attention's matrices: VK_KHR_cooperative_matrix's form
+  // (matrices that carry their use) or VK_NV_cooperative_matrix's; the same tiles, products and
+  // bits, the KHR kernels rewritten at build time from the NV ones' SPIR-V
+  // (scripts/spirv_coop_khr.py). Auto: KHR where the device lists its 16x16x16 f16 product (on
+  // NVIDIA's driver a dependent product's latency is about half the NV form's, and prefill faster:
+  // docs/results.md), NV elsewhere.
+  enum class CoopForm : uint8_t { Auto, Nv, Khr };
+  CoopForm coop_form = CoopForm::Auto;
   // Decode's Q8_0 products through packed 4x8-bit integer dot products: Auto where the device says
   // they are accelerated, On wherever it has them (emulated ones included), Off never.
   enum class IntegerDot : uint8_t { Auto, On, Off };
@@ -276,6 +280,10 @@ struct DeviceDescription {
   // is On), "none".
   std::string integer_dot_product;
   bool float64 = false;  // shaderFloat64: the router's sums in double, as the CPU engine's (else f32)
+  // The 16x16x16 f16 products of cooperative matrices prefill can run on: "nv, khr" (both
+  // extensions; the KHR form is VulkanTuning::coop_form's default), "nv", "khr" (listed, though the
+  // engine's cooperative kernels need the NV extension too) or "none".
+  std::string cooperative_matrix;
 };
 // Every Vulkan device the loader offers; throws std::runtime_error when Vulkan itself is unusable.
 std::vector<DeviceDescription> list_vulkan_devices();

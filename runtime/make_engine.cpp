@@ -62,7 +62,7 @@ std::vector<DeviceDescription> list_vulkan_devices() {
                    info.integer_dot_product_accelerated ? "accelerated"
                    : info.integer_dot_product           ? "supported"
                                                         : "none",
-                   info.float64});
+                   info.float64, vk::cooperative_matrix_forms(info)});
   return all;
 }
 

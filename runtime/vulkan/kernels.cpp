@@ -121,12 +121,13 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
       attention_coop_(tuning.attention_coop),
-      coop_khr_(tuning.coop_khr),
+      coop_khr_(tuning.coop_form == runtime::VulkanTuning::CoopForm::Khr ||
+                (tuning.coop_form == runtime::VulkanTuning::CoopForm::Auto && ctx.info().cooperative_matrix_khr)),
       dense_tile_(dense_tile_of(tuning)),
       expert_tile_(expert_tile_of(tuning)) {
   if (coop_khr_ && !ctx.info().cooperative_matrix_khr)
-    throw std::invalid_argument("VulkanTuning::coop_khr (coop_form=khr): " + ctx.info().name +
-                                " has no VK_KHR_cooperative_matrix");
+    throw std::invalid_argument("VulkanTuning::coop_form (coop_form=khr): " + ctx.info().name +
+                                " lists no 16x16x16 f16 product of VK_KHR_cooperative_matrix");
 }
 
 // The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert

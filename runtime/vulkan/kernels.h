@@ -225,7 +225,7 @@ class Kernels {
   uint32_t gemm_precision_;  // abi::COOP_* (VulkanTuning::GemmPrecision in the same order)
   bool float64_;             // the f64 forms of the router and RMSNorm
   bool attention_coop_;      // VulkanTuning::attention_coop
-  bool coop_khr_;            // VulkanTuning::coop_khr: the cooperative GEMMs' *_khr pipelines
+  bool coop_khr_;            // VulkanTuning::coop_form resolved: the cooperative kernels' *_khr pipelines
   uint32_t dense_tile_;      // the cooperative dense GEMM's weight rows per workgroup for F16/BF16 (VulkanTuning::dense_tile)
   uint32_t expert_tile_;     // the cooperative expert GEMM's weight rows per workgroup (VulkanTuning::expert_tile; 0: by the rows)
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;

@@ -17,9 +17,21 @@ void check(VkResult result, const char* what) {
 
 namespace {
 
-// VK_KHR_cooperative_matrix, which Debian 12's Vulkan headers (1.3.239) do not have yet.
+// VK_KHR_cooperative_matrix, which Debian 12's Vulkan headers (1.3.239) do not have yet: its name,
+// structure types and the layout of VkCooperativeMatrixPropertiesKHR, whose component types and
+// scope take the NV extension's values.
 constexpr const char* kKhrCooperativeMatrix = "VK_KHR_cooperative_matrix";
 constexpr auto kKhrCooperativeMatrixFeatures = static_cast<VkStructureType>(1000506000);
+constexpr auto kKhrCooperativeMatrixProperties = static_cast<VkStructureType>(1000506001);
+struct KhrCooperativeMatrixProperties {
+  VkStructureType sType = kKhrCooperativeMatrixProperties;
+  void* pNext = nullptr;
+  uint32_t MSize = 0, NSize = 0, KSize = 0;
+  VkComponentTypeNV AType{}, BType{}, CType{}, ResultType{};
+  VkBool32 saturatingAccumulation = VK_FALSE;
+  VkScopeNV scope{};
+};
+using KhrListProperties = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, KhrCooperativeMatrixProperties*);
 
 struct Instance {
   VkInstance handle = VK_NULL_HANDLE;
@@ -96,6 +108,25 @@ std::optional<CooperativeMatrixShape> fp16_cooperative_matrix_shape(VkInstance i
   return found;
 }
 
+// Whether VK_KHR_cooperative_matrix lists the one product its kernels' KHR form is built for:
+// 16 x 16 x 16, f16 x f16 + f32 -> f32, subgroup scope, without saturation.
+bool khr_fp16_product(VkInstance instance, VkPhysicalDevice device) {
+  if (!has_extension(device, kKhrCooperativeMatrix)) return false;
+  auto list = reinterpret_cast<KhrListProperties>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  if (!list) return false;
+  uint32_t count = 0;
+  if (list(device, &count, nullptr) != VK_SUCCESS) return false;
+  std::vector<KhrCooperativeMatrixProperties> props(count);
+  if (list(device, &count, props.data()) != VK_SUCCESS) return false;
+  for (const auto& p : props)
+    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        p.ResultType == VK_COMPONENT_TYPE_FLOAT32_NV && !p.saturatingAccumulation && p.scope == VK_SCOPE_SUBGROUP_NV)
+      return true;
+  return false;
+}
+
 DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index) {
   // VK_KHR_shader_integer_dot_product's property and feature ride in the queries below where the
   // device has the extension (a query may chain only the structures of extensions it has).
@@ -156,7 +187,7 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
   }
   if (info.float16 && has_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
     info.cooperative_matrix = fp16_cooperative_matrix_shape(instance, device);
-  info.cooperative_matrix_khr = info.float16 && has_extension(device, kKhrCooperativeMatrix);
+  info.cooperative_matrix_khr = info.float16 && khr_fp16_product(instance, device);
   if (auto family = compute_family(device)) {
     info.has_compute = true;
     uint32_t count = 0;
@@ -173,6 +204,11 @@ int type_preference(VkPhysicalDeviceType type) {
 }
 
 }  // namespace
+
+std::string cooperative_matrix_forms(const DeviceInfo& info) {
+  const bool nv = info.cooperative_matrix.has_value(), khr = info.cooperative_matrix_khr;
+  return nv && khr ? "nv, khr" : nv ? "nv" : khr ? "khr" : "none";
+}
 
 const char* device_type_name(VkPhysicalDeviceType type) {
   switch (type) {

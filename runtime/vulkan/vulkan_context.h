@@ -52,11 +52,14 @@ struct DeviceInfo {
   // fp16 x fp16 -> fp32 cooperative matrices in subgroup scope, when VK_NV_cooperative_matrix
   // lists them; the engine's prefill then multiplies on them.
   std::optional<CooperativeMatrixShape> cooperative_matrix;
-  // VK_KHR_cooperative_matrix is there too (enabled beside the NV form: measuring kernels in the KHR
-  // form run on it).
+  // VK_KHR_cooperative_matrix lists the 16 x 16 x 16 f16 -> f32 product in subgroup scope (enabled
+  // beside the NV form; VulkanTuning::coop_form picks the kernels' form).
   bool cooperative_matrix_khr = false;
 };
 const char* device_type_name(VkPhysicalDeviceType type);
+// The cooperative-matrix forms a device lists the engine's products in: "nv, khr", "nv", "khr" or
+// "none" (gptoss-run --list-devices).
+std::string cooperative_matrix_forms(const DeviceInfo& info);
 
 class Context;
 

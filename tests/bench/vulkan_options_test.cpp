@@ -42,7 +42,7 @@ TEST(VulkanOptions, EachKeySetsItsField) {
   EXPECT_EQ(t.mlp2_batch, 1u);
   EXPECT_FALSE(t.cooperative_matrix);
   EXPECT_FALSE(t.attention_coop);
-  EXPECT_TRUE(t.coop_khr);
+  EXPECT_EQ(t.coop_form, VulkanTuning::CoopForm::Khr);
   EXPECT_EQ(t.dense_tile, 128u);
   EXPECT_EQ(t.expert_tile, 192u);
   EXPECT_EQ(t.integer_dot, VulkanTuning::IntegerDot::On);
@@ -71,7 +71,7 @@ TEST(VulkanOptions, UnknownKeysAndValuesAreRefusedByName) {
       {"attention_splits=", "expected a number"},
       {"coopmat=no", "expected on or off"},
       {"attention_coop=2", "expected on or off"},
-      {"coop_form=cuda", "expected coop_form=nv or coop_form=khr"},
+      {"coop_form=cuda", "expected auto, nv or khr"},
       {"int_dot=1", "expected auto, on or off"},
       {"profile=yes", "expected off, steps or submits"},
       {"gemm_precision=exact", "expected fast, split, promoted or precise"}};

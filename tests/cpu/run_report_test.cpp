@@ -19,6 +19,7 @@ runtime::DeviceDescription lavapipe() {
   d.usable = false;
   d.integer_dot_product = "supported";
   d.float64 = true;
+  d.cooperative_matrix = "none";
   return d;
 }
 
@@ -26,14 +27,14 @@ TEST(GptossRunReport, DevicesAsTextAndJson) {
   EXPECT_EQ(devices_text({}), "no Vulkan device\n");
   EXPECT_EQ(devices_text({lavapipe()}),
             "1: llvmpipe (cpu; Mesa 22.3), 3.0 GiB device memory, subgroup 8, storage-buffer range 2.0 GiB, integer dot "
-            "products supported, router sums in f64 (no compute queue: unusable)\n");
+            "products supported, router sums in f64, cooperative matrices none (no compute queue: unusable)\n");
   auto f32_only = lavapipe();
   f32_only.float64 = false;
   EXPECT_NE(devices_text({f32_only}).find("router sums in f32"), std::string::npos);
   EXPECT_EQ(devices_json({lavapipe()}).dump(),
             R"j([{"index":1,"name":"llvmpipe","type":"cpu","driver":"Mesa 22.3","memory_bytes":3221225472,)j"
             R"j("subgroup_size":8,"max_storage_buffer_range":2147483648,"usable":false,"integer_dot_product":"supported",)j"
-            R"j("float64":true}])j");
+            R"j("float64":true,"cooperative_matrix":"none"}])j");
 }
 
 GenerationReport hand_made() {

@@ -70,6 +70,7 @@ TEST(GptossRunVulkan, ListsDevicesAndPicksOneByIndex) {
                      : ctx->info().integer_dot_product          ? "supported"
                                                                 : "none");
       EXPECT_EQ(devices[i]["float64"].get<bool>(), ctx->info().float64);
+      EXPECT_EQ(devices[i]["cooperative_matrix"].get<std::string>(), vk::cooperative_matrix_forms(ctx->info()));
     }
   }
   EXPECT_TRUE(found_current) << ctx->info().name << " is missing from " << listed.output;

@@ -41,6 +41,7 @@ constexpr SwitchKey<VulkanTuning::IntegerDot> kIntDot{"int_dot", {"auto", "on", 
 constexpr SwitchKey<VulkanTuning::Profile> kProfile{"profile", {"off", "steps", "submits"}, &VulkanTuning::profile};
 constexpr SwitchKey<VulkanTuning::GemmPrecision> kGemmPrecision{
     "gemm_precision", {"fast", "split", "promoted", "precise"}, &VulkanTuning::gemm_precision};
+constexpr SwitchKey<VulkanTuning::CoopForm> kCoopForm{"coop_form", {"auto", "nv", "khr"}, &VulkanTuning::coop_form};
 
 template <class Enum>
 bool set_switch(const SwitchKey<Enum>& s, std::string_view key, std::string_view value, VulkanTuning& t) {
@@ -81,7 +82,7 @@ void apply_tuning(std::string_view text, VulkanTuning& t) {
       throw std::invalid_argument("--tuning " + std::string(item) + ": expected KEY=VALUE (keys: --help)");
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (set_switch(kIntDot, key, value, t) || set_switch(kProfile, key, value, t) ||
-        set_switch(kGemmPrecision, key, value, t))
+        set_switch(kGemmPrecision, key, value, t) || set_switch(kCoopForm, key, value, t))
       continue;
     if (key == "coopmat") {
       t.cooperative_matrix = on_off(key, value);
@@ -89,12 +90,6 @@ void apply_tuning(std::string_view text, VulkanTuning& t) {
     }
     if (key == "attention_coop") {
       t.attention_coop = on_off(key, value);
-      continue;
-    }
-    if (key == "coop_form") {
-      if (value != "nv" && value != "khr")
-        throw std::invalid_argument("--tuning " + std::string(item) + ": expected coop_form=nv or coop_form=khr");
-      t.coop_khr = value == "khr";
       continue;
     }
     if (key == "f64") {
@@ -130,7 +125,7 @@ std::string tuning_text(const VulkanTuning& t) {
   if (t.gemm_precision != defaults.gemm_precision) add(switch_text(kGemmPrecision, t));
   if (t.pipeline_statistics != defaults.pipeline_statistics) add("pipeline_stats=on");
   if (t.float64_sums != defaults.float64_sums) add(t.float64_sums ? "f64=on" : "f64=off");
-  if (t.coop_khr != defaults.coop_khr) add(t.coop_khr ? "coop_form=khr" : "coop_form=nv");
+  if (t.coop_form != defaults.coop_form) add(switch_text(kCoopForm, t));
   for (const auto& s : kShapeKeys)
     if (t.*s.field != defaults.*s.field) add(std::string(s.key) + "=" + std::to_string(t.*s.field));
   return out;
@@ -139,8 +134,8 @@ std::string tuning_text(const VulkanTuning& t) {
 std::string tuning_keys_help() {
   std::string out =
       "KEY=VALUE,...: coopmat=on|off, attention_coop=on|off (prefill attention on cooperative matrices), int_dot=auto|on|off, gemm_precision=precise|promoted|split|fast, profile=off|steps|submits, "
-      "pipeline_stats=on|off, f64=on|off (sums in double where the device has them), coop_form=nv|khr (the cooperative "
-      "GEMMs' matrices in the NV or the KHR extension's form)";
+      "pipeline_stats=on|off, f64=on|off (sums in double where the device has them), coop_form=auto|nv|khr (the "
+      "cooperative matrices in the KHR extension's form where the device has it, or as asked)";
   for (const auto& s : kShapeKeys) out += "; " + std::string(s.key) + "=N (" + s.help + ")";
   return out + "; 0 is the engine's choice";
 }

@@ -10,7 +10,8 @@ nlohmann::ordered_json devices_json(const std::vector<runtime::DeviceDescription
     all.push_back({{"index", d.index}, {"name", d.name}, {"type", d.type}, {"driver", d.driver},
                    {"memory_bytes", d.memory_bytes}, {"subgroup_size", d.subgroup_size},
                    {"max_storage_buffer_range", d.max_storage_buffer_range}, {"usable", d.usable},
-                   {"integer_dot_product", d.integer_dot_product}, {"float64", d.float64}});
+                   {"integer_dot_product", d.integer_dot_product}, {"float64", d.float64},
+                   {"cooperative_matrix", d.cooperative_matrix}});
   return all;
 }
 
@@ -19,11 +20,11 @@ std::string devices_text(const std::vector<runtime::DeviceDescription>& devices)
   for (const auto& d : devices)
     append_printf(out,
                   "%u: %s (%s; %s), %.1f GiB device memory, subgroup %u, storage-buffer range %.1f GiB, integer dot "
-                  "products %s, router sums in %s%s\n",
+                  "products %s, router sums in %s, cooperative matrices %s%s\n",
                   d.index, d.name.c_str(), d.type.c_str(), d.driver.c_str(),
                   static_cast<double>(d.memory_bytes) / (1u << 30), d.subgroup_size,
                   static_cast<double>(d.max_storage_buffer_range) / (1u << 30), d.integer_dot_product.c_str(),
-                  d.float64 ? "f64" : "f32", d.usable ? "" : " (no compute queue: unusable)");
+                  d.float64 ? "f64" : "f32", d.cooperative_matrix.c_str(), d.usable ? "" : " (no compute queue: unusable)");
   return out;
 }
 

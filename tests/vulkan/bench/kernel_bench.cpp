@@ -542,7 +542,7 @@ int main(int argc, char** argv) {
     };
     auto sink = device_floats(*ctx, {0.0f});
     const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors), steps = 4096;
-    // The NV form (the engine's default), and the KHR form where the device has it.
+    // The NV form, and the KHR form where the device has it (the engine's default there).
     std::vector<std::pair<const char*, std::span<const uint32_t>>> forms{
         {"coop_mma", gptoss::test::test_shader_registry().at("coop_mma")}};
     if (ctx->info().cooperative_matrix_khr)
