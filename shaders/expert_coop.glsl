@@ -1,9 +1,9 @@
-// The cooperative expert GEMM (after coop_tile.glsl): expert_gemm_coop.comp
-// and its 192-wide form expert_gemm_coop_wide.comp are this kernel at two tile widths. One tile of
-// one expert's rows (the tile list's entry gl_WorkGroupID.y, gathered through assign_token for
-// mlp1), COOP_TILE_N weight rows from gl_WorkGroupID.x; MXFP4 blocks decoded (times their scale)
-// into the f16 W tile; the epilogue adds the bias and, for mlp1, takes SwiGLU of the (gate, up)
-// pairs, adjacent columns.
+// The cooperative expert GEMM (included after coop_tile.glsl): expert_gemm_coop.comp and its
+// 192-wide form expert_gemm_coop_wide.comp are this kernel at two tile widths. One tile of one
+// expert's rows (the tile list's entry gl_WorkGroupID.y, gathered through assign_token for mlp1),
+// COOP_TILE_N weight rows from gl_WorkGroupID.x; MXFP4 blocks decoded (times their scale) into the
+// f16 W tile; the epilogue adds the bias and, for mlp1, takes SwiGLU of the (gate, up) pairs,
+// adjacent columns.
 
 // This invocation's MXFP4 block (raw bytes q, the word holding its scale) as the W tile's halves.
 void decode_w(uvec4 q, uint scale_word, uint block, bool w_in, out uvec4 hi[4], out uvec4 lo[4]) {

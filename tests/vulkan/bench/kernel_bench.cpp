@@ -8,7 +8,11 @@
 // floor time the bytes decode attention (stream) and the other decode kernels (floor) read, read
 // by a kernel that does nothing else (tests/vulkan/shaders/stream_read.comp); hot times the dense
 // products and the expert kernels with their weights in the L2 (one copy, used again and again);
-// blocks times the dense products in every ggml block type beside BF16 (with prefill, the GEMM too).
+// blocks times the dense products in every ggml block type beside BF16 (with prefill, the GEMM too);
+// mma times the cooperative matrices themselves (tests/vulkan/shaders/coop_mma.comp): one 16 x 16 x 16
+// product's latency (a chain of dependent products), the units' rate (several chains, several
+// subgroups on each of a multiprocessor's four schedulers), with A and B in registers or loaded
+// from shared memory before each product.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -170,7 +174,7 @@ int main(int argc, char** argv) {
   std::string sections = "prefill,decode,attention";
   gptoss::runtime::VulkanTuning tuning;
   app.add_option("repeats", repeats, "timed dispatches per kernel")->capture_default_str();
-  app.add_option("sections", sections, "prefill, decode, attention, stream, floor, hot, blocks (comma list)")->capture_default_str();
+  app.add_option("sections", sections, "prefill, decode, attention, stream, floor, hot, blocks, mma (comma list)")->capture_default_str();
   gptoss::add_vulkan_options(app, tuning);
   CLI11_PARSE(app, argc, argv);
   const auto timed = [&](const char* section) { return sections.find(section) != std::string::npos; };
@@ -526,6 +530,33 @@ int main(int argc, char** argv) {
                32.0 * quads);
       }
     }
+  }
+  // ---- mma (section mma): per dispatch, `per_sm` workgroups of 4 subgroups per multiprocessor
+  // (so per_sm subgroups on each of its four schedulers), each subgroup `steps` rounds of `chains`
+  // products. A round's time is one product's latency where a scheduler's chains are fewer than
+  // the products it can have in flight, and chains x per_sm products' issue time beyond that ----
+  if (timed("mma") && kernels.cooperative()) {
+    struct Push {
+      uint64_t sink;
+      uint32_t steps;
+    };
+    auto sink = device_floats(*ctx, {0.0f});
+    const uint32_t sms = std::max<uint32_t>(1, ctx->info().multiprocessors), steps = 4096;
+    for (const bool load_each : {false, true})
+      for (const uint32_t chains : {1u, 2u, 4u, 8u})
+        for (const uint32_t per_sm : {1u, 2u, 4u}) {
+          const uint32_t specialization[] = {chains, load_each ? 1u : 0u};
+          const vk::Pipeline pipeline(*ctx, "coop_mma", gptoss::test::test_shader_registry().at("coop_mma"), sizeof(Push),
+                                      specialization);
+          const double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+            l.dispatch(pipeline, Push{sink->address(), steps}, per_sm * sms);
+          });
+          const double products = double{steps} * chains * 4 * per_sm * sms;
+          char name[96];
+          std::snprintf(name, sizeof name, "mma %s, %u chains x %u/scheduler: %.1f ns a round",
+                        load_each ? "loads+product" : "product", chains, per_sm, us * 1e3 / steps);
+          report(name, us, products * 2 * 16 * 16 * 16, 0);
+        }
   }
   const auto stats = kernels.pipeline_statistics();
   if (ctx->captures_pipeline_statistics()) std::printf("\npipeline statistics:\n%s", stats.c_str());
