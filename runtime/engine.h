@@ -121,6 +121,10 @@ struct VulkanTuning {
   // docs/results.md), NV elsewhere.
   enum class CoopForm : uint8_t { Auto, Nv, Khr };
   CoopForm coop_form = CoopForm::Auto;
+  // The dense cooperative GEMMs' Q8_0 weights as their quants in one f16 part with each block's d
+  // applied to the sums (shaders/coop_tile.glsl's kScaledW), at Promoted and Precise where the
+  // device's accumulator layout is known; false: d * q as two f16 parts.
+  bool scaled_q8_0 = true;
   // Decode's Q8_0 products through packed 4x8-bit integer dot products: Auto where the device says
   // they are accelerated, On wherever it has them (emulated ones included), Off never.
   enum class IntegerDot : uint8_t { Auto, On, Off };

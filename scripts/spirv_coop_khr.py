@@ -11,7 +11,7 @@ A type used in two roles, or a column-major flag that is no constant, is refused
 import struct
 import sys
 
-CAP, EXT, TYPE_INT, TYPE_FLOAT, CONST, CONST_TRUE, CONST_FALSE = 17, 10, 21, 22, 43, 41, 42
+CAP, EXT, TYPE_INT, TYPE_FLOAT, CONST, CONST_TRUE, CONST_FALSE, SPEC_OP = 17, 10, 21, 22, 43, 41, 42, 52
 NV_CAP, KHR_CAP = 5357, 6022
 NV_TYPE, NV_LOAD, NV_STORE, NV_MULADD, NV_LENGTH = 5358, 5359, 5360, 5361, 5362
 KHR_TYPE, KHR_LOAD, KHR_STORE, KHR_MULADD, KHR_LENGTH = 4456, 4457, 4458, 4459, 4460
@@ -119,6 +119,8 @@ for ins in instructions:
         ins = [KHR_MULADD] + ins[1:]
     elif op == NV_LENGTH:
         ins = [KHR_LENGTH] + ins[1:]
+    elif op == SPEC_OP and ins[3] == NV_LENGTH:  # a matrix's length as a constant (m.length())
+        ins = ins[:3] + [KHR_LENGTH] + ins[4:]
     out.append(ins)
     if op == TYPE_INT and ins[1] == uint_type:
         out.extend(added)

@@ -22,6 +22,11 @@
 //   COOP_PROMOTED: COOP_PRECISE with plain f32 additions of the partial sums (faster prefill; on
 //     the synthesized 20b's Q8_0 GGUF a router near-tie goes the other way from cpu-f64 with it).
 //   COOP_SPLIT: A as hi + lo, W rounded to f16, one accumulator over the whole depth.
+//   Q8_0 weights in the dense tiles (COOP_SCALED_W, from COOP_PROMOTED, where the launcher knows
+//     the device's accumulator layout: SPEC_COOP_ACC_MAP) go in as their quants, exact in f16, in
+//     one W part: each 32-deep block (one Q8_0 block of every W row) sums A's hi and lo products
+//     in fresh accumulators, which are then multiplied element by element by their column's d and
+//     added to acc as a step's are, so that d * q, 19 significant bits, needs no second W part.
 //   COOP_FAST: A rounded to f16 (its hi part), W rounded, one accumulator.
 //
 // Loads: invocation t decodes 32 values (one Q8_0/MXFP4 block) of W row t/2 (depth (t%2)*32 ..
@@ -68,7 +73,13 @@ const bool kPromote = PRECISION >= COOP_PROMOTED;
 const bool kCompensate = PRECISION == COOP_PRECISE;
 // W as hi + lo: ggml's block types (Q8_0 and the ids after it) in the dense tile from COOP_PROMOTED
 // (nested selects: glslang 12 miscompiles && between specialization constants).
-const bool kSplitW = COOP_W_PARTS == 2 ? (PRECISION >= COOP_PROMOTED ? ENCODING >= ENC_Q8_0 : false) : false;
+layout(constant_id = SPEC_COOP_ACC_MAP) const uint kAccMap = 0u;
+#ifdef COOP_SCALED_W
+const bool kScaledW = ENCODING == ENC_Q8_0 ? (PRECISION >= COOP_PROMOTED ? kAccMap != 0u : false) : false;
+#else
+const bool kScaledW = false;
+#endif
+const bool kSplitW = COOP_W_PARTS == 2 ? (PRECISION >= COOP_PROMOTED ? (ENCODING == ENC_Q8_0 ? !kScaledW : ENCODING > ENC_Q8_0) : false) : false;
 layout(constant_id = SPEC_COOP_M) const uint lM = 16u;
 layout(constant_id = SPEC_COOP_N) const uint lN = 16u;
 layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
@@ -87,7 +98,12 @@ const uint kStrideCQuads = COOP_TILE_N / 4u + 1u;  // per C row: the row's float
 #if COOP_C_ROWS * (COOP_TILE_N / 4 + 1) * 16 > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES)
 #error "coop_tile.glsl: the C tile does not fit over the operand stages"
 #endif
+#ifdef COOP_SCALED_W
+shared uvec4 coop_shared[(COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES) +
+                          COOP_W_SCALE_BYTES(COOP_TILE_N, COOP_STAGES)) / 16];
+#else
 shared uvec4 coop_shared[COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES) / 16];
+#endif
 
 const uint kAThreadsPerRow = COOP_THREADS / COOP_TILE_M;
 const uint kAQuads = COOP_TILE_K / 8u / kAThreadsPerRow;  // uvec4s of A (per part) per invocation per step
@@ -107,6 +123,9 @@ uint coop_a_hi_at(uint stage) { return stage * kStageQuads; }
 uint coop_a_lo_at(uint stage) { return stage * kStageQuads + kATileQuads; }
 uint coop_w_at(uint stage) { return stage * kStageQuads + 2u * kATileQuads; }
 uint coop_w_lo_at(uint stage) { return coop_w_at(stage) + kWTileQuads; }
+// COOP_SCALED_W: the stage's d of W row r's block b of the step is float b of row r's
+// COOP_TILE_K / 32, after every stage.
+uint coop_w_scale_at(uint stage) { return COOP_STAGES * kStageQuads + stage * (COOP_TILE_N * (COOP_TILE_K / 32u) / 4u); }
 
 void clear_coop_sums() {
   [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
@@ -194,6 +213,15 @@ void store_w_halves(uint stage, uvec4 hi[4], uvec4 lo[4]) {
     if (kSplitW) coop_shared[coop_w_lo_at(stage) + at + i] = lo[i];
   }
 }
+// COOP_SCALED_W: this invocation's block's d (its 32 weights are the quants) into the stage.
+void store_w_scale(uint stage, float d) {
+  uint at = coop_load_w_row() * (COOP_TILE_K / 32u) + coop_load_w_depth() / 32u;
+  coop_shared[coop_w_scale_at(stage) + at / 4u][at % 4u] = floatBitsToUint(d);
+}
+float coop_w_scale(uint stage, uint col, uint block) {
+  uint at = col * (COOP_TILE_K / 32u) + block;
+  return uintBitsToFloat(coop_shared[coop_w_scale_at(stage) + at / 4u][at % 4u]);
+}
 // The stage the next step stores into, after this step's products: with one stage, a barrier
 // first so no subgroup still reads what the next stores overwrite.
 uint coop_next_stage(uint stage) {
@@ -206,11 +234,72 @@ uint coop_next_stage(uint stage) {
 // Subgroup s owns C rows sub_m .. +32 and columns sub_n .. +32.
 uint coop_sub_m() { return (gl_SubgroupID / kBlocksN) * 32u; }
 uint coop_sub_n() { return (gl_SubgroupID % kBlocksN) * 32u; }
+// acc += step, by TwoSum into acc and comp (COOP_PRECISE) or by one f32 addition (COOP_PROMOTED).
+void add_coop_step(uint i, uint j, fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step) {
+  if (kCompensate) {  // TwoSum: s + e == acc + step exactly
+    precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> s = acc[i][j] + step;
+    precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step_in_s = s - acc[i][j];
+    precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> e = (acc[i][j] - (s - step_in_s)) + (step - step_in_s);
+    comp[i][j] = e;
+    acc[i][j] = s;
+  } else {
+    acc[i][j] = acc[i][j] + step;
+  }
+}
+// COOP_SCALED_W: per 32-deep block, A's hi and scaled lo products of the quants in fresh
+// accumulators; their sum times each element's column's d (coop_w_scale; the column by
+// COOP_ACC_COL of the device's map), plus the rounding the last addition left (COOP_PRECISE: it is
+// within an ulp of acc's last addition, and joins the block's product with one rounding of the
+// block's own size), added to acc.
+void multiply_scaled_tiles(uint stage, uint sub_m, uint sub_n) {
+  uint lane = gl_SubgroupInvocationID;
+  [[unroll]] for (uint block = 0u; block < COOP_TILE_K / 32u; ++block) {
+    fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> part[kRowsPerSubgroup][kColsPerSubgroup];
+    fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part[kRowsPerSubgroup][kColsPerSubgroup];
+    [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
+      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
+        part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+        lo_part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+      }
+    [[unroll]] for (uint k = block * 32u; k < block * 32u + 32u; k += lK) {
+      fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a[kRowsPerSubgroup];
+      fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a2[kRowsPerSubgroup];
+      [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
+        uint row = (sub_m + i * lM) * kRowQuads + k / 8u;
+        coopMatLoadNV(a[i], coop_shared, coop_a_hi_at(stage) + row, kRowQuads, false);
+        coopMatLoadNV(a2[i], coop_shared, coop_a_lo_at(stage) + row, kRowQuads, false);
+      }
+      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
+        fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> b;
+        coopMatLoadNV(b, coop_shared, coop_w_at(stage) + (sub_n + j * lN) * kRowQuads + k / 8u, kRowQuads, true);
+        [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
+          part[i][j] = coopMatMulAddNV(a[i], b, part[i][j]);
+          lo_part[i][j] = coopMatMulAddNV(a2[i], b, lo_part[i][j]);
+        }
+      }
+    }
+    [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
+      float d[COOP_ACC_ELEMENTS];
+      [[unroll]] for (uint e = 0u; e < COOP_ACC_ELEMENTS; ++e)
+        d[e] = coop_w_scale(stage, sub_n + j * lN + COOP_ACC_COL(kAccMap, lane, e), block);
+      [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
+        precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step = part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE);
+        [[unroll]] for (uint e = 0u; e < COOP_ACC_ELEMENTS; ++e)
+          step[e] = kCompensate ? step[e] * d[e] + comp[i][j][e] : step[e] * d[e];
+        add_coop_step(i, j, step);
+      }
+    }
+  }
+}
 // A subgroup whose 32 rows are all past the tile's `rows` (the last tile of an expert's rows, or of
 // a product's) skips its products: its sums are never stored.
 void multiply_coop_tiles(uint stage, uint rows) {
   uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
   if (sub_m >= rows) return;
+  if (kScaledW) {
+    multiply_scaled_tiles(stage, sub_m, sub_n);
+    return;
+  }
   // COOP_PROMOTED and COOP_PRECISE: the step's hi products and scaled lo products in fresh
   // accumulators, added to acc (the lo ones scaled back) at its end. Promoting after every product
   // of the device's depth instead cost 10% of pp512 on an H200 and changed no layer's error
@@ -256,15 +345,7 @@ void multiply_coop_tiles(uint stage, uint rows) {
     [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
       [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
         precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step = part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE);
-        if (kCompensate) {  // TwoSum: s + e == acc + step exactly
-          precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> s = acc[i][j] + step;
-          precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step_in_s = s - acc[i][j];
-          precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> e = (acc[i][j] - (s - step_in_s)) + (step - step_in_s);
-          comp[i][j] = e;
-          acc[i][j] = s;
-        } else {
-          acc[i][j] = acc[i][j] + step;
-        }
+        add_coop_step(i, j, step);
       }
 }
 // The sums of C rows row0 .. row0 + COOP_C_ROWS into the C tile (over the operand stages; its row 0

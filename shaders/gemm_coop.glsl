@@ -4,10 +4,12 @@
 // step's products (raw W bytes in registers, decoded after them). Depth must be a multiple of
 // COOP_TILE_K (the launcher checks; other depths take the portable kernel). The includer defines
 // COOP_TILE_N, COOP_THREADS and COOP_W_PARTS: gemm_coop.comp the 64-wide tile for every encoding,
-// gemm_coop_wide.comp a 128-wide one for the encodings whose values are exact in f16 (one W part).
+// gemm_coop_wide.comp a 128-wide one for the encodings whose values are exact in f16 (one W part),
+// and for Q8_0's quants with kScaledW (coop_tile.glsl).
 #include "common.glsl"
 #define COOP_TILE_M GEMM_TILE_M
 #define COOP_STAGES COOP_DENSE_STAGES
+#define COOP_SCALED_W
 layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { GemmArgs args; };
 #include "coop_tile.glsl"
@@ -35,7 +37,9 @@ void load_raw_w(uint index, out uvec4 r[4], out uint scale_word) {
     scale_word = 0u;
   }
 }
-void decode_raw_w(uint index, uvec4 r[4], uint scale_word, out vec4 v[8]) {
+// Q8_0 with kScaledW: the quants themselves (exact in f16), d apart (w_scale).
+void decode_raw_w(uint index, uvec4 r[4], uint scale_word, out vec4 v[8], out float w_scale) {
+  w_scale = 1.0;
   if (ENCODING > ENC_Q8_0) {
     // Only where main loaded them (a W row of the matrix): unset words decode to nothing defined.
     bool loaded = gl_WorkGroupID.x * COOP_TILE_N + coop_load_w_row() < args.cols;
@@ -47,6 +51,10 @@ void decode_raw_w(uint index, uvec4 r[4], uint scale_word, out vec4 v[8]) {
     }
   } else if (ENCODING == ENC_Q8_0) {
     float d = q8_0_scale(scale_word, index);
+    if (kScaledW) {
+      w_scale = d;
+      d = 1.0;
+    }
     [[unroll]] for (uint i = 0u; i < 2u; ++i) {
       v[4u * i] = d * int8x4(r[i].x);
       v[4u * i + 1u] = d * int8x4(r[i].y);
@@ -66,10 +74,11 @@ void decode_raw_w(uint index, uvec4 r[4], uint scale_word, out vec4 v[8]) {
   }
 }
 
-// The 32 weights at element `index` as the W tile's halves (zero past the matrix's rows).
-void decode_w(uint index, uvec4 r[4], uint scale_word, bool w_in, out uvec4 hi[4], out uvec4 lo[4]) {
+// The 32 weights at element `index` as the W tile's halves (zero past the matrix's rows), and with
+// kScaledW the block's d.
+void decode_w(uint index, uvec4 r[4], uint scale_word, bool w_in, out uvec4 hi[4], out uvec4 lo[4], out float w_scale) {
   vec4 w[8];
-  decode_raw_w(index, r, scale_word, w);
+  decode_raw_w(index, r, scale_word, w, w_scale);
   if (!w_in) [[unroll]] for (uint i = 0u; i < 8u; ++i) w[i] = vec4(0.0);
   pack_w32(w, hi, lo);
 }
@@ -84,15 +93,17 @@ void main() {
   uvec4 ahi[kAQuads], alo[kAQuads];
   uvec4 r[4], w_hi[4], w_lo[4];
   uint scale_word = 0u;
+  float w_scale = 1.0;
   load_a_halves(args.a_hi, args.a_lo, a_row, args.depth, 0u, ahi, alo);
   [[unroll]] for (uint i = 0u; i < 4u; ++i) r[i] = uvec4(0u);
   if (w_in) load_raw_w(w_at, r, scale_word);
-  decode_w(w_at, r, scale_word, w_in, w_hi, w_lo);
+  decode_w(w_at, r, scale_word, w_in, w_hi, w_lo, w_scale);
   uint stage = 0u;
   for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
     if (!a_in) [[unroll]] for (uint i = 0u; i < kAQuads; ++i) ahi[i] = alo[i] = uvec4(0u);
     store_a_halves(stage, ahi, alo);
     store_w_halves(stage, w_hi, w_lo);
+    if (kScaledW) store_w_scale(stage, w_scale);
     barrier();
     uint next = k0 + COOP_TILE_K;
     if (next < args.depth) {  // the next step's loads, in flight during the products
@@ -101,7 +112,7 @@ void main() {
     }
     multiply_coop_tiles(stage, args.rows - m0);
     // The next step's decoding after this step's products (expert_gemm_coop.comp says why).
-    if (next < args.depth) decode_w(w_at + next, r, scale_word, w_in, w_hi, w_lo);
+    if (next < args.depth) decode_w(w_at + next, r, scale_word, w_in, w_hi, w_lo, w_scale);
     stage = coop_next_stage(stage);
   }
   barrier();  // the C tile lies over the stages the last products read

@@ -36,6 +36,7 @@ using uint = uint32_t;
 #define SPEC_MATVEC_ROWS 10   // decode matvec: rows per subgroup
 #define SPEC_MATVEC_BATCH 11  // decode matvec: 8-value loads per lane and row in flight before any is used
 #define SPEC_ATTENTION_KEY_LANES 12  // decode attention: lanes per key in the score loop (1 or 2)
+#define SPEC_COOP_ACC_MAP 13  // cooperative GEMMs: where each accumulator element lies (COOP_ACC_*; 0: not known)
 
 // Dense encodings as the kernels read them: the plain floats as stored, and ggml's block
 // quantizations (GGML_BLOCK_ENCODINGS below, ENC_Q8_0 and the ids after it).
@@ -129,6 +130,9 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // maxComputeSharedMemorySize): per stage, 2 A parts + W_PARTS parts of W rows, COOP_TILE_K halves
 // and a skew quad per row.
 #define COOP_SHARED_BYTES(M, N, W_PARTS, STAGES) ((STAGES) * (2 * (M) + (W_PARTS) * (N)) * (COOP_TILE_K / 8 + 1) * 16)
+// The dense tiles' Q8_0 block scales (COOP_SCALED_W), after the stages: per stage an f32 d for
+// each of the COOP_TILE_K / 32 blocks of each W row.
+#define COOP_W_SCALE_BYTES(N, STAGES) ((STAGES) * (N) * (COOP_TILE_K / 32) * 4)
 // W parts of the tiles: the dense one holds Q8_0's d * q as f16 hi + lo from COOP_PROMOTED; MXFP4's
 // values (the expert tile's) are exact in f16.
 #define COOP_DENSE_W_PARTS 2
@@ -141,6 +145,20 @@ ABI_CONST(uint, COOP_PRECISE, 3u);
 // COOP_PROMOTED's and COOP_PRECISE's lo parts (A's and a split W's) are stored times this, so that
 // they stay in f16's normal range where hi does, and their products are scaled back as they join the sums.
 ABI_CONST(float, COOP_LO_SCALE, 2048.0f);
+// The element layout of a 16 x 16 f32 cooperative matrix, which the dense GEMMs of Q8_0 weights
+// read element by element to scale each column by its block's d (COOP_SCALED_W): NVIDIA's tensor
+// cores hold an accumulator as two 16 x 8 halves, lane l rows l / 4 and l / 4 + 8 and columns
+// 2 (l % 4) and the next of each half. Which of a lane's COOP_ACC_ELEMENTS elements is which is the
+// map (SPEC_COOP_ACC_MAP): 3 bits per element e at bit 3e, bits 0 and 1 the column 2 (l % 4) +
+// (bit 0) + 8 (bit 1), bit 2 the slot (row l / 4 + 8 slot). Cooperative matrices do not promise a
+// layout: Kernels::accumulator_layout() loads a matrix of indices on the device (coop_layout.comp)
+// and reads the map from it; on a device whose elements lie otherwise the map is 0 (no valid map
+// is: it would put every element in one place) and Q8_0 weights take two f16 parts instead.
+#define COOP_ACC_ELEMENTS 8
+#define COOP_ACC_SLOT(MAP, E) (((MAP) >> (3u * (E) + 2u)) & 1u)
+#define COOP_ACC_SLOT_ROW(L, SLOT) ((L) / 4u + 8u * (SLOT))
+#define COOP_ACC_ROW(MAP, L, E) COOP_ACC_SLOT_ROW(L, COOP_ACC_SLOT(MAP, E))
+#define COOP_ACC_COL(MAP, L, E) (2u * ((L) % 4u) + (((MAP) >> (3u * (E))) & 1u) + 8u * (((MAP) >> (3u * (E) + 1u)) & 1u))
 // Decode matvec (SPEC_MATVEC_ROWS / SPEC_MATVEC_BATCH; VulkanTuning::matvec_rows/matvec_loads
 // override them to compare): rows per subgroup and loads per lane in flight per row.
 #define MATVEC_WORKGROUP_SIZE 256  // its subgroups share one staged x
@@ -397,6 +415,13 @@ struct SplitHalvesArgs {
   float lo_scale;
 };
 
+// coop_layout.comp, one subgroup of 32: the 16 x 16 f32 cooperative matrix whose element (r, c) is
+// r * 16 + c, loaded from shared memory; target[lane * COOP_ACC_ELEMENTS + e] = the lane's element
+// e, and target[32 * COOP_ACC_ELEMENTS] = the elements per lane (the matrix's length()).
+struct CoopLayoutArgs {
+  ABI_ADDRESS target;
+};
+
 // C[m, n] (+)= A[m] . W[n] (+ bias[n]) for m < rows, n < cols: A f32 [rows, depth] with rows
 // `a_stride` floats apart (the cooperative kernel reads A as split halves [rows, depth] instead),
 // W dense [cols, depth] in its encoding, C [rows, cols].
@@ -484,7 +509,7 @@ static_assert(sizeof(EmbedArgs) <= kMaxPushBytes && sizeof(RmsNormArgs) <= kMaxP
               sizeof(ExpertMlp1Args) <= kMaxPushBytes && sizeof(ExpertMlp2Args) <= kMaxPushBytes &&
               sizeof(ArgmaxArgs) <= kMaxPushBytes && sizeof(GemmArgs) <= kMaxPushBytes &&
               sizeof(MoeRouteArgs) <= kMaxPushBytes && sizeof(ExpertGemmArgs) <= kMaxPushBytes &&
-              sizeof(SplitHalvesArgs) <= kMaxPushBytes &&
+              sizeof(SplitHalvesArgs) <= kMaxPushBytes && sizeof(CoopLayoutArgs) <= kMaxPushBytes &&
               sizeof(MoeCombineArgs) <= kMaxPushBytes,
               "push constants beyond the 128 bytes every Vulkan device offers");
 }  // namespace gptoss::vk::abi

@@ -123,6 +123,7 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       attention_coop_(tuning.attention_coop),
       coop_khr_(tuning.coop_form == runtime::VulkanTuning::CoopForm::Khr ||
                 (tuning.coop_form == runtime::VulkanTuning::CoopForm::Auto && ctx.info().cooperative_matrix_khr)),
+      scaled_q8_0_(tuning.scaled_q8_0),
       dense_tile_(dense_tile_of(tuning)),
       expert_tile_(expert_tile_of(tuning)) {
   if (coop_khr_ && !ctx.info().cooperative_matrix_khr)
@@ -131,11 +132,13 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
 }
 
 // The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert
-// tile). As built they fit NVIDIA's 48 KiB per workgroup (the H100's maxComputeSharedMemorySize): a
+// tile; the dense ones with their Q8_0 scales). As built they fit NVIDIA's 48 KiB per workgroup (the H100's maxComputeSharedMemorySize): a
 // tile or stage change that outgrows it fails here, not on the device.
 constexpr uint32_t kCoopSharedBytes =
-    std::max({COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES),
-              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_DENSE_WIDE_TILE_N, COOP_DENSE_WIDE_W_PARTS, COOP_DENSE_STAGES),
+    std::max({COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES) +
+                  COOP_W_SCALE_BYTES(GEMM_TILE_N, COOP_DENSE_STAGES),
+              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_DENSE_WIDE_TILE_N, COOP_DENSE_WIDE_W_PARTS, COOP_DENSE_STAGES) +
+                  COOP_W_SCALE_BYTES(COOP_DENSE_WIDE_TILE_N, COOP_DENSE_STAGES),
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES),
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_WIDE_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES)});
 static_assert(kCoopSharedBytes <= 49152, "cooperative GEMM tiles over 48 KiB of shared memory");
@@ -205,7 +208,8 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        attention.head_dim,
                                        matvec.rows,
                                        matvec.batch,
-                                       attention.key_lanes};
+                                       attention.key_lanes,
+                                       takes_accumulator_map(shader) && scaled_q8_0() ? accumulator_layout().value_or(0) : 0u};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -377,6 +381,55 @@ bool Kernels::prefill_attention_cooperative() const {
   return fits(shape.m) && fits(shape.n) && fits(shape.k);
 }
 
+std::optional<uint32_t> Kernels::accumulator_layout_map(std::span<const float> probe) {
+  constexpr uint32_t kLanes = 32, kCols = 16;
+  if (probe.size() != kLanes * COOP_ACC_ELEMENTS + 1 || probe.back() != float{COOP_ACC_ELEMENTS}) return std::nullopt;
+  // Lane 0 (rows 0 and 8, columns 0, 1, 8 and 9) names each element's place; every lane must then
+  // hold its own places by COOP_ACC_ROW / COOP_ACC_COL, and no place twice.
+  uint32_t map = 0;
+  for (uint32_t e = 0; e < COOP_ACC_ELEMENTS; ++e) {
+    const float v = probe[e];
+    const uint32_t index = v >= 0 && v < 256 ? static_cast<uint32_t>(v) : 256;
+    const uint32_t row = index / kCols, col = index % kCols;
+    if ((row != 0 && row != 8) || (col != 0 && col != 1 && col != 8 && col != 9)) return std::nullopt;
+    map |= ((col & 1u) | ((col / 8) << 1) | ((row / 8) << 2)) << (3 * e);
+  }
+  std::vector<bool> seen(kLanes * COOP_ACC_ELEMENTS, false);
+  for (uint32_t lane = 0; lane < kLanes; ++lane)
+    for (uint32_t e = 0; e < COOP_ACC_ELEMENTS; ++e) {
+      const uint32_t index = COOP_ACC_ROW(map, lane, e) * kCols + COOP_ACC_COL(map, lane, e);
+      if (probe[lane * COOP_ACC_ELEMENTS + e] != static_cast<float>(index) || seen[index]) return std::nullopt;
+      seen[index] = true;
+    }
+  return map;
+}
+
+bool Kernels::scaled_q8_0() const {
+  return scaled_q8_0_ && cooperative() && gemm_precision_ >= abi::COOP_PROMOTED && accumulator_layout().has_value();
+}
+
+bool Kernels::takes_accumulator_map(const std::string& shader) { return shader == "gemm_coop" || shader == "gemm_coop_wide"; }
+
+std::vector<float> Kernels::accumulator_layout_probe() const {
+  // In the form the GEMMs that read the map run in: each form's matrices may lie differently.
+  const Pipeline probe(ctx_, coop_khr_ ? "coop_layout_khr" : "coop_layout", sizeof(abi::CoopLayoutArgs));
+  const Buffer out(ctx_, (32 * COOP_ACC_ELEMENTS + 1) * sizeof(float), true);
+  const abi::CoopLayoutArgs args{out.address()};
+  ctx_.dispatch_once(probe, &args, sizeof args, 1);
+  const auto* values = static_cast<const float*>(out.mapped());
+  return {values, values + 32 * COOP_ACC_ELEMENTS + 1};
+}
+
+std::optional<uint32_t> Kernels::accumulator_layout() const {
+  const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{});
+  if (!cooperative() || shape.m != 16 || shape.n != 16 || shape.k != 16) return std::nullopt;  // COOP_ACC_* are 16 x 16
+  if (!layout_probed_) {
+    accumulator_map_ = accumulator_layout_map(accumulator_layout_probe());
+    layout_probed_ = true;
+  }
+  return accumulator_map_;
+}
+
 uint32_t Kernels::router_groups(uint32_t experts, bool logits) { return logits ? experts : 1; }
 
 void Kernels::router(DispatchList& list, const DeviceMatrix& weight, Address bias, Address x, Address norm,
@@ -462,9 +515,11 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
                            weight.rows, weight.cols, a_stride, c_stride, flags};
   // F32 weights would round to f16; depths the cooperative step does not divide go portable too.
   const bool coop = cooperative() && weight.encoding != abi::ENC_F32 && weight.cols % COOP_TILE_K == 0;
-  // The wide tile holds one W part: only weights whose values f16 holds exactly.
+  // The wide tile holds one W part: only weights whose values f16 holds exactly, and Q8_0's quants
+  // where their d goes onto the sums (scaled_q8_0).
   const bool wide = coop && dense_tile_ == COOP_DENSE_WIDE_TILE_N &&
-                    (weight.encoding == abi::ENC_F16 || weight.encoding == abi::ENC_BF16);
+                    (weight.encoding == abi::ENC_F16 || weight.encoding == abi::ENC_BF16 ||
+                     (weight.encoding == abi::ENC_Q8_0 && scaled_q8_0()));
   if (coop) split_halves(list, a, a_stride, rows, weight.cols, halves);
   const std::string form = coop_khr_ ? "_khr" : "";
   list.dispatch(pipeline(!coop ? "gemm" : (wide ? "gemm_coop_wide" : "gemm_coop") + form, sizeof args, weight.encoding), args,

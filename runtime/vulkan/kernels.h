@@ -9,9 +9,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "runtime/engine.h"
 #include "runtime/vulkan/device_tensors.h"
@@ -104,6 +106,22 @@ class Kernels {
   // Whether attention_prefill runs on cooperative matrices here (cooperative(), a matrix shape the
   // kernel tiles, its shared memory, and VulkanTuning::attention_coop), else the f32 kernel.
   bool prefill_attention_cooperative() const;
+  // Where this device's 16 x 16 f32 cooperative matrices hold their elements, as the map of
+  // COOP_ACC_* (the dense GEMMs of Q8_0 weights scale their sums element by element):
+  // coop_layout.comp's output, read once; none where the elements do not lie as such a map can
+  // say, or the GEMMs are not cooperative or not of 16 x 16 x 16 matrices.
+  std::optional<uint32_t> accumulator_layout() const;
+  // coop_layout.comp's output on this device (COOP_ACC_ELEMENTS values per lane of 32, then the
+  // elements per lane).
+  std::vector<float> accumulator_layout_probe() const;
+  // The map that output says, or none.
+  static std::optional<uint32_t> accumulator_layout_map(std::span<const float> probe);
+  // Whether the dense cooperative GEMMs take Q8_0 weights as their quants in one f16 part, each
+  // block's d applied to the sums element by element (coop_tile.glsl's kScaledW): at
+  // COOP_PROMOTED and COOP_PRECISE, where accumulator_layout() knows the device's layout.
+  bool scaled_q8_0() const;
+  // Whether a pipeline of `shader` takes the accumulator map (SPEC_COOP_ACC_MAP).
+  static bool takes_accumulator_map(const std::string& shader);
   // xn, and each token's k choices in chosen and gate_weights; or with logits set (decode, one
   // token) xn and the logits [experts] only, which expert_mlp1 ranks (Choices::logits).
   struct RouterOutputs {
@@ -226,9 +244,12 @@ class Kernels {
   bool float64_;             // the f64 forms of the router and RMSNorm
   bool attention_coop_;      // VulkanTuning::attention_coop
   bool coop_khr_;            // VulkanTuning::coop_form resolved: the cooperative kernels' *_khr pipelines
+  bool scaled_q8_0_;         // VulkanTuning::scaled_q8_0
   uint32_t dense_tile_;      // the cooperative dense GEMM's weight rows per workgroup for F16/BF16 (VulkanTuning::dense_tile)
   uint32_t expert_tile_;     // the cooperative expert GEMM's weight rows per workgroup (VulkanTuning::expert_tile; 0: by the rows)
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
+  mutable bool layout_probed_ = false;              // accumulator_layout() has asked the device
+  mutable std::optional<uint32_t> accumulator_map_;  // its answer
 };
 
 }  // namespace gptoss::vk

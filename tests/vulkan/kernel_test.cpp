@@ -310,9 +310,10 @@ TEST(VulkanKernels, GemmInEveryEncodingAtSizesNoTileDivides) {
   });
 }
 
-// The wide cooperative tile (dense_tile=128, the default for F16 and BF16 weights) computes each
-// output from the same products in the same order as the 64-wide one: the same bits, at widths
-// neither tile divides and with a partial last tile of rows, in every precision. Elsewhere both are the
+// The wide cooperative tile (dense_tile=128, the default for F16 and BF16 weights, and for Q8_0's
+// quants with their d on the sums) computes each output from the same products in the same order
+// as the 64-wide one: the same bits, at widths neither tile divides and with a partial last tile of
+// rows, in every precision (Q8_0 at split and fast: the 64-wide tile both times). Elsewhere both are the
 // portable GEMM; the tuning's other widths are refused.
 TEST(VulkanKernels, WideDenseTileGivesTheSameBits) {
   VULKAN_OR_SKIP();
@@ -321,7 +322,7 @@ TEST(VulkanKernels, WideDenseTileGivesTheSameBits) {
   for (const char* precision : {"precise", "promoted", "split", "fast"}) {
     vk::Kernels narrow = kernels_with(*ctx, std::string("gemm_precision=") + precision + ",dense_tile=64");
     vk::Kernels wide = kernels_with(*ctx, std::string("gemm_precision=") + precision + ",dense_tile=128");
-    for (DType type : {DType::F16, DType::BF16})
+    for (DType type : {DType::F16, DType::BF16, DType::Q8_0})
       for (const GemmCase& g : {GemmCase{70, 200, 128, true, false}, GemmCase{129, 300, 192, false, true}}) {
         SCOPED_TRACE(std::string(precision) + " " + std::string(dtype_name(type)) + " rows " + std::to_string(g.rows));
         const auto w = dense_matrix(*ctx, type, g.cols, g.depth, 5 + g.rows);
@@ -385,6 +386,14 @@ TEST(VulkanKernels, PreciseGemmKeepsItsPartialSumsRoundings) {
   RecordProperty("precise", std::to_string(precise));
   RecordProperty("promoted", std::to_string(promoted));
   EXPECT_LT(precise, 0.85 * promoted) << precise << " against " << promoted;
+  // Q8_0's weights as two f16 parts (scaled_q8=off) against their quants with d on the sums (the
+  // default where the layout is known): the quants' form is no less precise.
+  const double two_parts = error("precise,scaled_q8=off"), two_parts_promoted = error("promoted,scaled_q8=off");
+  RecordProperty("precise_two_parts", std::to_string(two_parts));
+  EXPECT_LT(two_parts, 0.85 * two_parts_promoted) << two_parts << " against " << two_parts_promoted;
+  if (kernels(*ctx).scaled_q8_0()) {
+    EXPECT_LE(precise, 1.1 * two_parts) << precise << " against " << two_parts;
+  }
 }
 
 // Every other block type, its depths whole blocks: one, several, and a long row.
@@ -545,6 +554,76 @@ TEST(VulkanKernels, AttentionRangesFillOneWave) {
   EXPECT_EQ(K::attention_wave_splits(32, 132, 32), 4u);  // 20b at depth: 2 query heads per workgroup
   EXPECT_EQ(K::attention_wave_splits(32, 132, 32, 2), 8u);  // two workgroups per multiprocessor (f16 cache)
   EXPECT_EQ(K::attention_wave_splits(64, 32, 32, 2), 1u);
+}
+
+// coop_layout.comp's output for a layout given lane by lane: place(lane, e) = row * 16 + column.
+std::vector<float> layout_probe(const std::function<uint32_t(uint32_t, uint32_t)>& place, uint32_t elements = 8) {
+  std::vector<float> probe;
+  for (uint32_t lane = 0; lane < 32; ++lane)
+    for (uint32_t e = 0; e < 8; ++e) probe.push_back(static_cast<float>(place(lane, e)));
+  probe.push_back(static_cast<float>(elements));
+  return probe;
+}
+
+// The accumulator layouts the dense GEMMs of Q8_0 weights read element by element (COOP_ACC_*):
+// the tensor cores' as NVIDIA documents mma.m16n8k16's (lane l: rows l / 4 and l / 4 + 8, columns 2 (l % 4) and the
+// next, of each 16 x 8 half) in any order of a lane's elements, each read back into a map that
+// puts every element where it lies; a layout of another form, an element twice, another length
+// or a short output have none.
+TEST(VulkanKernels, AccumulatorLayoutMapsTheTensorCoresElementsInAnyOrder) {
+  using K = vk::Kernels;
+  // Half by half, each (row g, g + 8) x (columns 2t, 2t + 1): c0..c3 of the first half, then the second.
+  const auto halves = [](uint32_t l, uint32_t e) {
+    return (l / 4 + 8 * ((e / 2) % 2)) * 16 + 2 * (l % 4) + e % 2 + 8 * (e / 4);
+  };
+  // Row by row: row g's four columns (2t, 2t + 1, 2t + 8, 2t + 9), then row g + 8's.
+  const auto rows = [](uint32_t l, uint32_t e) { return (l / 4 + 8 * (e / 4)) * 16 + 2 * (l % 4) + e % 2 + 8 * ((e / 2) % 2); };
+  for (const auto& layout : {std::function<uint32_t(uint32_t, uint32_t)>(halves), std::function<uint32_t(uint32_t, uint32_t)>(rows)}) {
+    const auto map = K::accumulator_layout_map(layout_probe(layout));
+    ASSERT_TRUE(map.has_value());
+    for (uint32_t lane = 0; lane < 32; ++lane)
+      for (uint32_t e = 0; e < COOP_ACC_ELEMENTS; ++e) {
+        EXPECT_EQ(COOP_ACC_ROW(*map, lane, e) * 16 + COOP_ACC_COL(*map, lane, e), layout(lane, e));
+        EXPECT_EQ(COOP_ACC_ROW(*map, lane, e), COOP_ACC_SLOT_ROW(lane, COOP_ACC_SLOT(*map, e)));
+      }
+  }
+  // 3 bits per element (column bit 0, column bit 8, slot): 0, 1, 4, 5, 2, 3, 6, 7.
+  EXPECT_EQ(K::accumulator_layout_map(layout_probe(halves)),
+            0u | 1u << 3 | 4u << 6 | 5u << 9 | 2u << 12 | 3u << 15 | 6u << 18 | 7u << 21);
+  // Transposed (lane l: columns l / 4 and l / 4 + 8): a row's elements are not in one quad.
+  const auto transposed = [&](uint32_t l, uint32_t e) { return (halves(l, e) % 16) * 16 + halves(l, e) / 16; };
+  EXPECT_FALSE(K::accumulator_layout_map(layout_probe(transposed)).has_value());
+  EXPECT_FALSE(K::accumulator_layout_map(layout_probe([&](uint32_t l, uint32_t e) { return halves(l, e == 1 ? 0 : e); }))
+                   .has_value());  // an element twice
+  EXPECT_FALSE(K::accumulator_layout_map(layout_probe(halves, 16)).has_value());  // 16 elements per lane
+  const auto probe = layout_probe(halves);
+  EXPECT_FALSE(K::accumulator_layout_map(std::span<const float>(probe).first(probe.size() - 1)).has_value());
+}
+
+// On the device: NVIDIA's cooperative matrices hold their elements as such a map says, so the
+// dense GEMMs take Q8_0 weights as their quants (elsewhere the probe decides, and they take two
+// f16 parts where it says no). The probe's output is printed where it does not.
+TEST(VulkanKernels, DeviceAccumulatorLayoutIsKnownOnNvidia) {
+  VULKAN_OR_SKIP();
+  vk::Kernels& k = kernels(*ctx);
+  if (!k.cooperative()) GTEST_SKIP() << "no cooperative matrices here";
+  if (ctx->info().vendor_id != 0x10DE) GTEST_SKIP() << "not an NVIDIA device: the probe decides";
+  const auto probe = k.accumulator_layout_probe();
+  std::string lanes;
+  for (uint32_t lane = 0; lane < 32 && probe.size() > 32 * 8; ++lane) {
+    lanes += "lane " + std::to_string(lane) + ":";
+    for (uint32_t e = 0; e < 8; ++e) lanes += " " + std::to_string(static_cast<int>(probe[lane * 8 + e]));
+    lanes += "\n";
+  }
+  EXPECT_TRUE(k.accumulator_layout().has_value()) << "elements per lane " << probe.back() << "\n" << lanes;
+  EXPECT_TRUE(k.scaled_q8_0());
+  // Each form's probe (the KHR form's where the device lists it) finds a map.
+  EXPECT_TRUE(kernels_with(*ctx, "coop_form=nv").scaled_q8_0());
+  if (ctx->info().cooperative_matrix_khr) {
+    EXPECT_TRUE(kernels_with(*ctx, "coop_form=khr").scaled_q8_0());
+  }
+  EXPECT_FALSE(kernels_with(*ctx, "scaled_q8=off").scaled_q8_0());
+  EXPECT_FALSE(kernels_with(*ctx, "gemm_precision=split").scaled_q8_0());
 }
 
 // Without a tuned matvec shape: the fewest rows per subgroup whose workgroups fill the multiprocessors

@@ -92,6 +92,10 @@ void apply_tuning(std::string_view text, VulkanTuning& t) {
       t.attention_coop = on_off(key, value);
       continue;
     }
+    if (key == "scaled_q8") {
+      t.scaled_q8_0 = on_off(key, value);
+      continue;
+    }
     if (key == "f64") {
       t.float64_sums = on_off(key, value);
       continue;
@@ -126,6 +130,7 @@ std::string tuning_text(const VulkanTuning& t) {
   if (t.pipeline_statistics != defaults.pipeline_statistics) add("pipeline_stats=on");
   if (t.float64_sums != defaults.float64_sums) add(t.float64_sums ? "f64=on" : "f64=off");
   if (t.coop_form != defaults.coop_form) add(switch_text(kCoopForm, t));
+  if (t.scaled_q8_0 != defaults.scaled_q8_0) add(t.scaled_q8_0 ? "scaled_q8=on" : "scaled_q8=off");
   for (const auto& s : kShapeKeys)
     if (t.*s.field != defaults.*s.field) add(std::string(s.key) + "=" + std::to_string(t.*s.field));
   return out;
@@ -135,7 +140,8 @@ std::string tuning_keys_help() {
   std::string out =
       "KEY=VALUE,...: coopmat=on|off, attention_coop=on|off (prefill attention on cooperative matrices), int_dot=auto|on|off, gemm_precision=precise|promoted|split|fast, profile=off|steps|submits, "
       "pipeline_stats=on|off, f64=on|off (sums in double where the device has them), coop_form=auto|nv|khr (the "
-      "cooperative matrices in the KHR extension's form where the device has it, or as asked)";
+      "cooperative matrices in the KHR extension's form where the device has it, or as asked), scaled_q8=on|off (the "
+      "dense GEMMs' Q8_0 weights as quants with d on the sums, or as two f16 parts)";
   for (const auto& s : kShapeKeys) out += "; " + std::string(s.key) + "=N (" + s.help + ")";
   return out + "; 0 is the engine's choice";
 }
