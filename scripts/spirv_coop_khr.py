@@ -119,8 +119,6 @@ for ins in instructions:
         ins = [KHR_MULADD] + ins[1:]
     elif op == NV_LENGTH:
         ins = [KHR_LENGTH] + ins[1:]
-    elif op == SPEC_OP and ins[3] == NV_LENGTH:  # a matrix's length as a constant (m.length())
-        ins = ins[:3] + [KHR_LENGTH] + ins[4:]
     out.append(ins)
     if op == TYPE_INT and ins[1] == uint_type:
         out.extend(added)
@@ -128,6 +126,38 @@ for ins in instructions:
 if added:  # no unsigned int type in the module: the new one before the first matrix type
     first = next(i for i, ins in enumerate(out) if ins[0] == KHR_TYPE)
     out[first:first] = added
+
+# A matrix's length (m.length()) is a specialization-constant operation in the NV form, with the
+# constants computed from it; the KHR form's length is an instruction, as newer glslang emits it.
+# They move, in order, to the top of the one function that uses them (after its variables).
+FUNCTION, FUNCTION_END, LABEL, VARIABLE = 54, 56, 248, 59
+ID_USERS_AT_MODULE = {28, 44, 51, SPEC_OP}  # array types, composites: operands that are ids, not literals
+moved, moved_ids = [], set()
+for ins in out:
+    if ins[0] == SPEC_OP and (ins[3] == NV_LENGTH or any(i in moved_ids for i in ins[4:])):
+        moved.append(ins)
+        moved_ids.add(ins[2])
+if moved:
+    users, function, module_users = set(), None, set()
+    for ins in out:
+        if ins[0] == FUNCTION:
+            function = ins[2]
+        uses = set(ins[1:]) & moved_ids
+        if uses and ins not in moved:
+            if function is not None:
+                users.add(function)
+            elif ins[0] in ID_USERS_AT_MODULE:
+                module_users.add(ins[0])
+        if ins[0] == FUNCTION_END:
+            function = None
+    if module_users or len(users) != 1:
+        fail(f"a matrix's length used outside one function (module-scope opcodes {sorted(module_users)}, functions {len(users)})")
+    out = [ins for ins in out if ins not in moved]
+    at = next(i for i, ins in enumerate(out) if ins[0] == FUNCTION and ins[2] in users)
+    at = next(i for i in range(at, len(out)) if out[i][0] == LABEL) + 1
+    while out[at][0] == VARIABLE:
+        at += 1
+    out[at:at] = [[KHR_LENGTH if ins[3] == NV_LENGTH else ins[3], ins[1], ins[2]] + ins[4:] for ins in moved]
 
 header[3] = bound
 binary = list(header)
