@@ -361,7 +361,7 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
                                        s.kv_heads, s.head_dim, s.window, s.slots, count, s.scale};
   const uint32_t queries_per_group = ATTENTION_ROWS / (s.heads / s.kv_heads);
   const bool coop = prefill_attention_cooperative();
-  const std::string shader = !coop ? "attention_prefill" : coop_khr_ ? "attention_prefill_coop_khr" : "attention_prefill_coop";
+  const std::string shader = coop ? in_coop_form("attention_prefill_coop") : "attention_prefill";
   list.dispatch(pipeline(shader, sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
 }
 
@@ -408,11 +408,18 @@ bool Kernels::scaled_q8_0() const {
   return scaled_q8_0_ && cooperative() && gemm_precision_ >= abi::COOP_PROMOTED && accumulator_layout().has_value();
 }
 
-bool Kernels::takes_accumulator_map(const std::string& shader) { return shader == "gemm_coop" || shader == "gemm_coop_wide"; }
+bool Kernels::takes_accumulator_map(std::string_view shader) {
+  if (shader.ends_with(kKhrForm)) shader.remove_suffix(kKhrForm.size());
+  return shader == "gemm_coop" || shader == "gemm_coop_wide";
+}
+
+std::string Kernels::in_coop_form(std::string_view shader) const {
+  return std::string(shader) + (coop_khr_ ? std::string(kKhrForm) : "");
+}
 
 std::vector<float> Kernels::accumulator_layout_probe() const {
   // In the form the GEMMs that read the map run in: each form's matrices may lie differently.
-  const Pipeline probe(ctx_, coop_khr_ ? "coop_layout_khr" : "coop_layout", sizeof(abi::CoopLayoutArgs));
+  const Pipeline probe(ctx_, in_coop_form("coop_layout"), sizeof(abi::CoopLayoutArgs));
   const Buffer out(ctx_, (32 * COOP_ACC_ELEMENTS + 1) * sizeof(float), true);
   const abi::CoopLayoutArgs args{out.address()};
   ctx_.dispatch_once(probe, &args, sizeof args, 1);
@@ -521,8 +528,7 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
                     (weight.encoding == abi::ENC_F16 || weight.encoding == abi::ENC_BF16 ||
                      (weight.encoding == abi::ENC_Q8_0 && scaled_q8_0()));
   if (coop) split_halves(list, a, a_stride, rows, weight.cols, halves);
-  const std::string form = coop_khr_ ? "_khr" : "";
-  list.dispatch(pipeline(!coop ? "gemm" : (wide ? "gemm_coop_wide" : "gemm_coop") + form, sizeof args, weight.encoding), args,
+  list.dispatch(pipeline(!coop ? "gemm" : in_coop_form(wide ? "gemm_coop_wide" : "gemm_coop"), sizeof args, weight.encoding), args,
                 ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
 }
 
@@ -584,7 +590,7 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
   const char* shader = !coop                                                                     ? "expert_gemm"
                        : expert_tile_width(weights, tables.choices) == COOP_EXPERT_WIDE_TILE_N ? "expert_gemm_coop_wide"
                                                                                                 : "expert_gemm_coop";
-  list.dispatch_indirect(pipeline(coop && coop_khr_ ? std::string(shader) + "_khr" : shader, sizeof args, weights.encoding), args,
+  list.dispatch_indirect(pipeline(coop ? in_coop_form(shader) : shader, sizeof args, weights.encoding), args,
                          *tables.dispatch, first_projection ? 0 : 12);
 }
 

@@ -120,8 +120,12 @@ class Kernels {
   // block's d applied to the sums element by element (coop_tile.glsl's kScaledW): at
   // COOP_PROMOTED and COOP_PRECISE, where accumulator_layout() knows the device's layout.
   bool scaled_q8_0() const;
-  // Whether a pipeline of `shader` takes the accumulator map (SPEC_COOP_ACC_MAP).
-  static bool takes_accumulator_map(const std::string& shader);
+  // Whether a pipeline of `shader` (either form) takes the accumulator map (SPEC_COOP_ACC_MAP).
+  static bool takes_accumulator_map(std::string_view shader);
+  // The suffix of a cooperative kernel's VK_KHR_cooperative_matrix form in the shader registry
+  // (shaders/CMakeLists.txt's KHR_FORM), and a kernel's name in the form this engine runs.
+  static constexpr std::string_view kKhrForm = "_khr";
+  std::string in_coop_form(std::string_view shader) const;
   // xn, and each token's k choices in chosen and gate_weights; or with logits set (decode, one
   // token) xn and the logits [experts] only, which expert_mlp1 ranks (Choices::logits).
   struct RouterOutputs {

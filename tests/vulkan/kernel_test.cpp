@@ -572,6 +572,11 @@ std::vector<float> layout_probe(const std::function<uint32_t(uint32_t, uint32_t)
 // or a short output have none.
 TEST(VulkanKernels, AccumulatorLayoutMapsTheTensorCoresElementsInAnyOrder) {
   using K = vk::Kernels;
+  // The dense cooperative GEMMs take the map in both forms (the KHR form once ran without it).
+  for (const char* shader : {"gemm_coop", "gemm_coop_wide", "gemm_coop_khr", "gemm_coop_wide_khr"})
+    EXPECT_TRUE(K::takes_accumulator_map(shader)) << shader;
+  for (const char* shader : {"gemm", "expert_gemm_coop", "expert_gemm_coop_khr", "attention_prefill_coop_khr", "gemm_coop_"})
+    EXPECT_FALSE(K::takes_accumulator_map(shader)) << shader;
   // Half by half, each (row g, g + 8) x (columns 2t, 2t + 1): c0..c3 of the first half, then the second.
   const auto halves = [](uint32_t l, uint32_t e) {
     return (l / 4 + 8 * ((e / 2) % 2)) * 16 + 2 * (l % 4) + e % 2 + 8 * (e / 4);
