@@ -38,7 +38,8 @@ void main() {
   coopMatLoadNV(a, tiles[sub][0], 0u, 16u, false);
   coopMatLoadNV(b, tiles[sub][1], 0u, 16u, true);
   FLOAT_MAT c[8];
-  [[unroll]] for (uint k = 0u; k < 8u; ++k) c[k] = FLOAT_MAT(0.0);
+  // Each chain from its own start, so that no compiler can fold two identical chains into one.
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) c[k] = FLOAT_MAT(float(k) * 0.25);
   for (uint s = 0u; s < push.steps; ++s) {
     if (LOAD_EACH) {
       coopMatLoadNV(a, tiles[sub][0], (s & 1u) * 256u, 16u, false);
