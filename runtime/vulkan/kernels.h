@@ -126,6 +126,7 @@ class Kernels {
   // (shaders/CMakeLists.txt's KHR_FORM), and a kernel's name in the form this engine runs.
   static constexpr std::string_view kKhrForm = "_khr";
   std::string in_coop_form(std::string_view shader) const;
+  bool khr_form() const { return coop_khr_; }  // VulkanTuning::coop_form as resolved for this device
   // xn, and each token's k choices in chosen and gate_weights; or with logits set (decode, one
   // token) xn and the logits [experts] only, which expert_mlp1 ranks (Choices::logits).
   struct RouterOutputs {

@@ -605,6 +605,30 @@ TEST(VulkanKernels, AccumulatorLayoutMapsTheTensorCoresElementsInAnyOrder) {
   EXPECT_FALSE(K::accumulator_layout_map(std::span<const float>(probe).first(probe.size() - 1)).has_value());
 }
 
+// coop_form: auto takes the KHR form exactly where the device lists its product, nv the NV form
+// anywhere, khr is refused by name where the device does not list it (lavapipe: no cooperative
+// matrices at all); each form's kernels are named by in_coop_form.
+TEST(VulkanKernels, CoopFormFollowsTheDeviceOrTheTuning) {
+  VULKAN_OR_SKIP();
+  const bool khr = ctx->info().cooperative_matrix_khr;
+  EXPECT_EQ(kernels(*ctx).khr_form(), khr);
+  EXPECT_EQ(kernels_with(*ctx, "coop_form=auto").in_coop_form("gemm_coop"), khr ? "gemm_coop_khr" : "gemm_coop");
+  const vk::Kernels nv = kernels_with(*ctx, "coop_form=nv");
+  EXPECT_FALSE(nv.khr_form());
+  EXPECT_EQ(nv.in_coop_form("expert_gemm_coop_wide"), "expert_gemm_coop_wide");
+  if (khr) {
+    EXPECT_EQ(kernels_with(*ctx, "coop_form=khr").in_coop_form("attention_prefill_coop"), "attention_prefill_coop_khr");
+  } else {
+    try {
+      kernels_with(*ctx, "coop_form=khr");
+      ADD_FAILURE() << "coop_form=khr accepted on " << ctx->info().name;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("coop_form"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(ctx->info().name), std::string::npos) << e.what();
+    }
+  }
+}
+
 // On the device: NVIDIA's cooperative matrices hold their elements as such a map says, so the
 // dense GEMMs take Q8_0 weights as their quants (elsewhere the probe decides, and they take two
 // f16 parts where it says no). The probe's output is printed where it does not.
