@@ -3,11 +3,12 @@
 usage spirv_coop_khr.py IN.spv OUT [NAME]: OUT the module, or with NAME a C header holding it as
 `const uint32_t NAME[]` (as glslangValidator --vn writes one; cmake/EmbedShaders.cmake embeds it).
 The shaders keep one source in NV's form, which Debian 12's glslang compiles (its KHR form needs a
-newer one); the KHR form differs only in what this script rewrites. Each NV matrix type gets the use its values have in the
-module's products (A, B, or accumulator: the result and C of OpCooperativeMatrixMulAddNV; f32 types
-used in no product are accumulators); loads and stores take a memory layout instead of NV's
-column-major flag; the capability, extension and the other NV instructions become the KHR ones.
-A type used in two roles, or a column-major flag that is no constant, is refused."""
+newer one); the KHR form differs only in what this script rewrites. Each NV matrix type gets the
+use its values have in the module's products (A, B, or accumulator: the result and C of
+OpCooperativeMatrixMulAddNV; f32 types used in no product are accumulators); loads and stores take
+a memory layout instead of NV's column-major flag; a matrix's length becomes an instruction; the
+capability, extension and the other NV instructions become the KHR ones. A type used in two roles,
+a column-major flag that is no constant, or a length used outside one function is refused."""
 import struct
 import sys
 

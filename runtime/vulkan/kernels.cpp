@@ -132,8 +132,9 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
 }
 
 // The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert
-// tile; the dense ones with their Q8_0 scales). As built they fit NVIDIA's 48 KiB per workgroup (the H100's maxComputeSharedMemorySize): a
-// tile or stage change that outgrows it fails here, not on the device.
+// tile; the dense ones with their Q8_0 scales). As built they fit NVIDIA's 48 KiB per workgroup
+// (the H100's maxComputeSharedMemorySize): a tile or stage change that outgrows it fails here, not
+// on the device.
 constexpr uint32_t kCoopSharedBytes =
     std::max({COOP_SHARED_BYTES(GEMM_TILE_M, GEMM_TILE_N, COOP_DENSE_W_PARTS, COOP_DENSE_STAGES) +
                   COOP_W_SCALE_BYTES(GEMM_TILE_N, COOP_DENSE_STAGES),
