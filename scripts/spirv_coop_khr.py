@@ -6,9 +6,10 @@ The shaders keep one source in NV's form, which Debian 12's glslang compiles (it
 newer one); the KHR form differs only in what this script rewrites. Each NV matrix type gets the
 use its values have in the module's products (A, B, or accumulator: the result and C of
 OpCooperativeMatrixMulAddNV; f32 types used in no product are accumulators); loads and stores take
-a memory layout instead of NV's column-major flag; a matrix's length becomes an instruction; the
-capability, extension and the other NV instructions become the KHR ones. A type used in two roles,
-a column-major flag that is no constant, or a length used outside one function is refused."""
+a memory layout instead of NV's column-major flag; a product of signed integers names their
+signedness; a matrix's length becomes an instruction; the capability, extension and the other NV
+instructions become the KHR ones. A type used in two roles, a column-major flag that is no
+constant, or a length used outside one function is refused."""
 import struct
 import sys
 
@@ -52,6 +53,7 @@ for ins in instructions:
 # composites, phis, loads of variables. Record every pair; the matrix types filter them below.
 matrix_types = {ins[1]: ins for ins in instructions if ins[0] == NV_TYPE}
 float_types = {ins[1]: ins[2] for ins in instructions if ins[0] == TYPE_FLOAT}
+int_signed = {ins[1]: ins[3] == 1 for ins in instructions if ins[0] == TYPE_INT}
 for ins in instructions:
     if len(ins) >= 3 and ins[1] in matrix_types:
         result_type.setdefault(ins[2], ins[1])
@@ -117,7 +119,11 @@ for ins in instructions:
             fail("a store's column-major flag is no constant")
         ins = [KHR_STORE, pointer, obj, new_ids[booleans[column_major]], stride] + ins[5:]
     elif op == NV_MULADD:
-        ins = [KHR_MULADD] + ins[1:]
+        # KHR takes integer components' signedness from the product's operands, not the types.
+        rtype, _, a, b, c = ins[1:6]
+        roles = [result_type.get(a), result_type.get(b), result_type.get(c), rtype]
+        signed = sum(bit for bit, t in zip((1, 2, 4, 8), roles) if int_signed.get(matrix_types[t][2]))
+        ins = [KHR_MULADD] + ins[1:] + ([signed] if signed else [])
     elif op == NV_LENGTH:
         ins = [KHR_LENGTH] + ins[1:]
     out.append(ins)

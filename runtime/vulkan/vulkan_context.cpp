@@ -174,6 +174,7 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
     info.buffer_device_address = v12.bufferDeviceAddress;
     info.float16 = v12.shaderFloat16 && v11.storageBuffer16BitAccess;
     info.float64 = features.features.shaderFloat64;
+    info.int8 = v12.shaderInt8;
     info.integer_dot_product = dot.shaderIntegerDotProduct;
     info.integer_dot_product_accelerated =
         info.integer_dot_product && dot_props.integerDotProduct4x8BitPackedSignedAccelerated;
@@ -204,6 +205,44 @@ int type_preference(VkPhysicalDeviceType type) {
 }
 
 }  // namespace
+
+namespace {
+std::string component_name(uint32_t type) {
+  static constexpr const char* kNames[] = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
+  return type < std::size(kNames) ? kNames[type] : "type " + std::to_string(type);
+}
+}  // namespace
+
+std::vector<CooperativeProduct> Context::cooperative_products() const {
+  std::vector<CooperativeProduct> out;
+  if (has_extension(physical_, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+    if (auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+            vkGetInstanceProcAddr(instance_, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"))) {
+      uint32_t count = 0;
+      list(physical_, &count, nullptr);
+      std::vector<VkCooperativeMatrixPropertiesNV> props(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+      list(physical_, &count, props.data());
+      for (const auto& p : props)
+        if (p.scope == VK_SCOPE_SUBGROUP_NV)
+          out.push_back({false, p.MSize, p.NSize, p.KSize, component_name(p.AType), component_name(p.BType),
+                         component_name(p.CType), component_name(p.DType)});
+    }
+  }
+  if (has_extension(physical_, kKhrCooperativeMatrix)) {
+    if (auto list = reinterpret_cast<KhrListProperties>(
+            vkGetInstanceProcAddr(instance_, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"))) {
+      uint32_t count = 0;
+      list(physical_, &count, nullptr);
+      std::vector<KhrCooperativeMatrixProperties> props(count);
+      list(physical_, &count, props.data());
+      for (const auto& p : props)
+        if (p.scope == VK_SCOPE_SUBGROUP_NV && !p.saturatingAccumulation)
+          out.push_back({true, p.MSize, p.NSize, p.KSize, component_name(p.AType), component_name(p.BType),
+                         component_name(p.CType), component_name(p.ResultType)});
+    }
+  }
+  return out;
+}
 
 std::string cooperative_matrix_forms(const DeviceInfo& info) {
   const bool nv = info.cooperative_matrix.has_value(), khr = info.cooperative_matrix_khr;
@@ -284,6 +323,7 @@ std::unique_ptr<Context> Context::create(std::optional<uint32_t> device_index, C
     v12.shaderFloat16 = VK_TRUE;
     v11.storageBuffer16BitAccess = VK_TRUE;
   }
+  v12.shaderInt8 = info.int8 ? VK_TRUE : VK_FALSE;
   void** chain_end = &v12.pNext;
   if (info.cooperative_matrix) {
     coopmat.cooperativeMatrix = VK_TRUE;

@@ -45,6 +45,7 @@ struct DeviceInfo {
   bool subgroup_shuffle = false;          // compute stage; decode attention's two lanes per key use it
   bool float16 = false;                   // shaderFloat16 + 16-bit storage
   bool float64 = false;                   // shaderFloat64: the router sums in double (router.glsl)
+  bool int8 = false;                      // shaderInt8 (enabled where present: measuring kernels' 8-bit matrices)
   uint32_t multiprocessors = 0;           // streaming multiprocessors (VK_NV_shader_sm_builtins); 0: not told
   // VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (the Q8_0 decode products use it),
   // and whether the device says its packed signed 4x8-bit form is accelerated (dp4a).
@@ -57,6 +58,14 @@ struct DeviceInfo {
   bool cooperative_matrix_khr = false;
 };
 const char* device_type_name(VkPhysicalDeviceType type);
+// One product a cooperative-matrix extension lists (subgroup scope): M x K times K x N plus M x N,
+// component types by name ("f16", "f32", "s8", "s32", "u8", ... or "type N").
+struct CooperativeProduct {
+  bool khr = false;  // VK_KHR_cooperative_matrix's list, else VK_NV_cooperative_matrix's
+  uint32_t m = 0, n = 0, k = 0;
+  std::string a, b, c, result;
+  bool operator==(const CooperativeProduct&) const = default;
+};
 // The cooperative-matrix forms a device lists the engine's products in: "nv, khr", "nv", "khr" or
 // "none" (gptoss-run --list-devices).
 std::string cooperative_matrix_forms(const DeviceInfo& info);
@@ -154,6 +163,9 @@ class Context {
   // The device has cooperative matrices and Options::cooperative_matrix left them on.
   bool use_cooperative_matrix() const { return info_.cooperative_matrix.has_value() && !coopmat_disabled_; }
   bool captures_pipeline_statistics() const { return pipeline_statistics_; }
+  // Every subgroup-scope product the device lists in either extension (vulkan_kernel_bench's mma
+  // section); empty where it has neither.
+  std::vector<CooperativeProduct> cooperative_products() const;
 
   // Records with `record` (from this context's own command pool, under its lock), submits once and
   // waits (set-up work and tests).

@@ -88,6 +88,31 @@ TEST(VulkanSmoke, KhrFormOfTheCooperativeGemmsIsTheNvFormRewritten) {
   }
 }
 
+// KHR takes integer components' signedness from a product's operands, not from the types: the
+// rewritten 8-bit product (test shader coop_mma_int8) names all four signed, the f16 one none.
+TEST(VulkanSmoke, KhrFormOfAnIntegerProductNamesItsSignedness) {
+  const auto operands_of_products = [](std::span<const uint32_t> words) {
+    std::vector<std::vector<uint32_t>> out;  // each OpCooperativeMatrixMulAddKHR's words past C
+    for (size_t at = 5; at < words.size();) {
+      const uint32_t n = words[at] >> 16, op = words[at] & 0xFFFF;
+      if (n == 0 || at + n > words.size()) {
+        ADD_FAILURE() << "malformed instruction at word " << at;
+        break;
+      }
+      if (op == 4459) out.push_back(std::vector<uint32_t>(words.data() + at + 6, words.data() + at + n));
+      at += n;
+    }
+    return out;
+  };
+  const auto& reg = test::test_shader_registry();
+  const auto int8 = operands_of_products(reg.at("coop_mma_int8_khr"));
+  ASSERT_FALSE(int8.empty());
+  for (const auto& operands : int8) EXPECT_EQ(operands, std::vector<uint32_t>{0x1 | 0x2 | 0x4 | 0x8});
+  const auto f16 = operands_of_products(reg.at("coop_mma_khr"));
+  ASSERT_FALSE(f16.empty());
+  for (const auto& operands : f16) EXPECT_TRUE(operands.empty());
+}
+
 TEST(VulkanSmoke, AddKernelRunsOnDevice) {
   std::unique_ptr<vk::Context> ctx;
   try {
