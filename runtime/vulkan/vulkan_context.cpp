@@ -86,45 +86,53 @@ uint64_t maintenance3_limit(VkPhysicalDevice device) {
   return m3.maxMemoryAllocationSize;
 }
 
-// The 16x16x16 (else the first listed) fp16 x fp16 + fp32 shape in subgroup scope, if any.
-std::optional<CooperativeMatrixShape> fp16_cooperative_matrix_shape(VkInstance instance, VkPhysicalDevice device) {
-  auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
-  if (!list) return std::nullopt;
-  uint32_t count = 0;
-  list(device, &count, nullptr);
-  std::vector<VkCooperativeMatrixPropertiesNV> props(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-  list(device, &count, props.data());
+std::string component_name(uint32_t type) {
+  static constexpr const char* kNames[] = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
+  return type < std::size(kNames) ? kNames[type] : "type " + std::to_string(type);
+}
+
+// Every subgroup-scope product the device lists in either extension (KHR's without saturation).
+std::vector<CooperativeProduct> list_cooperative_products(VkInstance instance, VkPhysicalDevice device) {
+  std::vector<CooperativeProduct> out;
+  if (has_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+    if (auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+            vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"))) {
+      uint32_t count = 0;
+      list(device, &count, nullptr);
+      std::vector<VkCooperativeMatrixPropertiesNV> props(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+      list(device, &count, props.data());
+      for (const auto& p : props)
+        if (p.scope == VK_SCOPE_SUBGROUP_NV)
+          out.push_back({false, p.MSize, p.NSize, p.KSize, component_name(p.AType), component_name(p.BType),
+                         component_name(p.CType), component_name(p.DType)});
+    }
+  }
+  if (has_extension(device, kKhrCooperativeMatrix)) {
+    if (auto list = reinterpret_cast<KhrListProperties>(
+            vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"))) {
+      uint32_t count = 0;
+      std::vector<KhrCooperativeMatrixProperties> props;
+      if (list(device, &count, nullptr) == VK_SUCCESS) props.resize(count);
+      if (!props.empty() && list(device, &count, props.data()) != VK_SUCCESS) props.clear();
+      for (const auto& p : props)
+        if (p.scope == VK_SCOPE_SUBGROUP_NV && !p.saturatingAccumulation)
+          out.push_back({true, p.MSize, p.NSize, p.KSize, component_name(p.AType), component_name(p.BType),
+                         component_name(p.CType), component_name(p.ResultType)});
+    }
+  }
+  return out;
+}
+
+// The f16 x f16 + f32 -> f32 shape one extension lists: 16x16x16 where listed, else the first.
+std::optional<CooperativeMatrixShape> fp16_shape(const std::vector<CooperativeProduct>& listed, bool khr) {
   std::optional<CooperativeMatrixShape> found;
-  for (const auto& p : props) {
-    if (p.AType != VK_COMPONENT_TYPE_FLOAT16_NV || p.BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
-        p.CType != VK_COMPONENT_TYPE_FLOAT32_NV || p.DType != VK_COMPONENT_TYPE_FLOAT32_NV ||
-        p.scope != VK_SCOPE_SUBGROUP_NV)
-      continue;
-    const CooperativeMatrixShape shape{p.MSize, p.NSize, p.KSize};
+  for (const auto& p : listed) {
+    if (p.khr != khr || p.a != "f16" || p.b != "f16" || p.c != "f32" || p.result != "f32") continue;
+    const CooperativeMatrixShape shape{p.m, p.n, p.k};
     if (shape.m == 16 && shape.n == 16 && shape.k == 16) return shape;
     if (!found) found = shape;
   }
   return found;
-}
-
-// Whether VK_KHR_cooperative_matrix lists the one product its kernels' KHR form is built for:
-// 16 x 16 x 16, f16 x f16 + f32 -> f32, subgroup scope, without saturation.
-bool khr_fp16_product(VkInstance instance, VkPhysicalDevice device) {
-  if (!has_extension(device, kKhrCooperativeMatrix)) return false;
-  auto list = reinterpret_cast<KhrListProperties>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
-  if (!list) return false;
-  uint32_t count = 0;
-  if (list(device, &count, nullptr) != VK_SUCCESS) return false;
-  std::vector<KhrCooperativeMatrixProperties> props(count);
-  if (list(device, &count, props.data()) != VK_SUCCESS) return false;
-  for (const auto& p : props)
-    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-        p.ResultType == VK_COMPONENT_TYPE_FLOAT32_NV && !p.saturatingAccumulation && p.scope == VK_SCOPE_SUBGROUP_NV)
-      return true;
-  return false;
 }
 
 DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index) {
@@ -186,9 +194,13 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
     vkGetPhysicalDeviceProperties2(device, &with_sm);
     info.multiprocessors = sm.shaderSMCount;
   }
-  if (info.float16 && has_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
-    info.cooperative_matrix = fp16_cooperative_matrix_shape(instance, device);
-  info.cooperative_matrix_khr = info.float16 && khr_fp16_product(instance, device);
+  if (info.float16) {
+    // The engine's kernels take the NV form's f16 shape; their KHR form is built for 16x16x16.
+    const auto listed = list_cooperative_products(instance, device);
+    info.cooperative_matrix = fp16_shape(listed, false);
+    const auto khr = fp16_shape(listed, true);
+    info.cooperative_matrix_khr = khr && khr->m == 16 && khr->n == 16 && khr->k == 16;
+  }
   if (auto family = compute_family(device)) {
     info.has_compute = true;
     uint32_t count = 0;
@@ -206,42 +218,8 @@ int type_preference(VkPhysicalDeviceType type) {
 
 }  // namespace
 
-namespace {
-std::string component_name(uint32_t type) {
-  static constexpr const char* kNames[] = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
-  return type < std::size(kNames) ? kNames[type] : "type " + std::to_string(type);
-}
-}  // namespace
-
 std::vector<CooperativeProduct> Context::cooperative_products() const {
-  std::vector<CooperativeProduct> out;
-  if (has_extension(physical_, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
-    if (auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
-            vkGetInstanceProcAddr(instance_, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"))) {
-      uint32_t count = 0;
-      list(physical_, &count, nullptr);
-      std::vector<VkCooperativeMatrixPropertiesNV> props(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-      list(physical_, &count, props.data());
-      for (const auto& p : props)
-        if (p.scope == VK_SCOPE_SUBGROUP_NV)
-          out.push_back({false, p.MSize, p.NSize, p.KSize, component_name(p.AType), component_name(p.BType),
-                         component_name(p.CType), component_name(p.DType)});
-    }
-  }
-  if (has_extension(physical_, kKhrCooperativeMatrix)) {
-    if (auto list = reinterpret_cast<KhrListProperties>(
-            vkGetInstanceProcAddr(instance_, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"))) {
-      uint32_t count = 0;
-      list(physical_, &count, nullptr);
-      std::vector<KhrCooperativeMatrixProperties> props(count);
-      list(physical_, &count, props.data());
-      for (const auto& p : props)
-        if (p.scope == VK_SCOPE_SUBGROUP_NV && !p.saturatingAccumulation)
-          out.push_back({true, p.MSize, p.NSize, p.KSize, component_name(p.AType), component_name(p.BType),
-                         component_name(p.CType), component_name(p.ResultType)});
-    }
-  }
-  return out;
+  return list_cooperative_products(instance_, physical_);
 }
 
 std::string cooperative_matrix_forms(const DeviceInfo& info) {
