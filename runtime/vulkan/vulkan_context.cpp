@@ -123,18 +123,6 @@ std::vector<CooperativeProduct> list_cooperative_products(VkInstance instance, V
   return out;
 }
 
-// The f16 x f16 + f32 -> f32 shape one extension lists: 16x16x16 where listed, else the first.
-std::optional<CooperativeMatrixShape> fp16_shape(const std::vector<CooperativeProduct>& listed, bool khr) {
-  std::optional<CooperativeMatrixShape> found;
-  for (const auto& p : listed) {
-    if (p.khr != khr || p.a != "f16" || p.b != "f16" || p.c != "f32" || p.result != "f32") continue;
-    const CooperativeMatrixShape shape{p.m, p.n, p.k};
-    if (shape.m == 16 && shape.n == 16 && shape.k == 16) return shape;
-    if (!found) found = shape;
-  }
-  return found;
-}
-
 DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index) {
   // VK_KHR_shader_integer_dot_product's property and feature ride in the queries below where the
   // device has the extension (a query may chain only the structures of extensions it has).
@@ -197,8 +185,8 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, uint32_t index
   if (info.float16) {
     // The engine's kernels take the NV form's f16 shape; their KHR form is built for 16x16x16.
     const auto listed = list_cooperative_products(instance, device);
-    info.cooperative_matrix = fp16_shape(listed, false);
-    const auto khr = fp16_shape(listed, true);
+    info.cooperative_matrix = fp16_product_shape(listed, false);
+    const auto khr = fp16_product_shape(listed, true);
     info.cooperative_matrix_khr = khr && khr->m == 16 && khr->n == 16 && khr->k == 16;
   }
   if (auto family = compute_family(device)) {
@@ -217,6 +205,17 @@ int type_preference(VkPhysicalDeviceType type) {
 }
 
 }  // namespace
+
+std::optional<CooperativeMatrixShape> fp16_product_shape(std::span<const CooperativeProduct> listed, bool khr) {
+  std::optional<CooperativeMatrixShape> found;
+  for (const auto& p : listed) {
+    if (p.khr != khr || p.a != "f16" || p.b != "f16" || p.c != "f32" || p.result != "f32") continue;
+    const CooperativeMatrixShape shape{p.m, p.n, p.k};
+    if (shape.m == 16 && shape.n == 16 && shape.k == 16) return shape;
+    if (!found) found = shape;
+  }
+  return found;
+}
 
 std::vector<CooperativeProduct> Context::cooperative_products() const {
   return list_cooperative_products(instance_, physical_);

@@ -66,6 +66,9 @@ struct CooperativeProduct {
   std::string a, b, c, result;
   bool operator==(const CooperativeProduct&) const = default;
 };
+// The f16 x f16 + f32 -> f32 shape that one extension's list holds: 16x16x16 where listed, else the
+// first such (DeviceInfo::cooperative_matrix from the NV list; the KHR form needs 16x16x16).
+std::optional<CooperativeMatrixShape> fp16_product_shape(std::span<const CooperativeProduct> listed, bool khr);
 // The cooperative-matrix forms a device lists the engine's products in: "nv, khr", "nv", "khr" or
 // "none" (gptoss-run --list-devices).
 std::string cooperative_matrix_forms(const DeviceInfo& info);

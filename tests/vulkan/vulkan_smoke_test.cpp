@@ -113,6 +113,24 @@ TEST(VulkanSmoke, KhrFormOfAnIntegerProductNamesItsSignedness) {
   for (const auto& operands : f16) EXPECT_TRUE(operands.empty());
 }
 
+// From a device's list of products: the f16 one of the asked extension, 16x16x16 before any other.
+TEST(VulkanSmoke, Fp16ProductShapeIsTakenFromTheListedProducts) {
+  using P = vk::CooperativeProduct;
+  const std::vector<P> listed{{false, 16, 8, 16, "f16", "f16", "f32", "f32"},  {false, 16, 16, 16, "f16", "f16", "f16", "f16"},
+                              {false, 16, 16, 32, "s8", "s8", "s32", "s32"},   {true, 16, 16, 16, "f16", "f16", "f32", "f32"},
+                              {false, 16, 16, 16, "f16", "f16", "f32", "f32"}, {true, 16, 8, 16, "f16", "f16", "f32", "f32"}};
+  const auto nv = vk::fp16_product_shape(listed, false);
+  ASSERT_TRUE(nv.has_value());
+  EXPECT_EQ(std::tie(nv->m, nv->n, nv->k), std::make_tuple(16u, 16u, 16u));
+  const auto first = vk::fp16_product_shape(std::span(listed).first(3), false);  // no 16x16x16 f32 one: the first
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(std::tie(first->m, first->n, first->k), std::make_tuple(16u, 8u, 16u));
+  const auto khr = vk::fp16_product_shape(listed, true);
+  ASSERT_TRUE(khr.has_value());
+  EXPECT_EQ(std::tie(khr->m, khr->n, khr->k), std::make_tuple(16u, 16u, 16u));
+  EXPECT_FALSE(vk::fp16_product_shape(std::span(listed).subspan(1, 2), false).has_value());  // f16 sums, s8 only
+}
+
 TEST(VulkanSmoke, AddKernelRunsOnDevice) {
   std::unique_ptr<vk::Context> ctx;
   try {
