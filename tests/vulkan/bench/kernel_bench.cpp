@@ -488,18 +488,32 @@ int main(int argc, char** argv) {
                0, 2.0 * quads * 16);
       }
     }
-    if (position < T || !timed("attention")) continue;  // prefill cases: T new tokens after position - T
+  }
+  // ---- prefill attention: T new queries after position - T keys (gptoss-bench's -d position - T),
+  // an f32 and an f16 cache (the f16 one reads the first half of the same buffers), full and
+  // sliding; the flop count is the causal mask's useful products ----
+  for (uint32_t position : {T, 4096u + T, 16384u + T}) {
+    if (!timed("attention")) break;
+    const uint32_t slots = 16384u + T;
+    auto qkv = device_floats(*ctx, random_floats(size_t{T} * (Q + 2 * KV), 70));
+    auto kc = device_floats(*ctx, random_floats(size_t{slots} * KV, 71)), vc = device_floats(*ctx, random_floats(size_t{slots} * KV, 72));
+    auto sinks = device_floats(*ctx, random_floats(64, 73));
+    auto out = device_floats(*ctx, std::vector<float>(size_t{T} * Q));
     auto pstep = device_words(*ctx, {position - T, T, 0u, 0u});
-    for (uint32_t window : {0u, 128u}) {
-      const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f};
-      double us = bench.time([&](vk::DispatchList& l, uint32_t) {
-        kernels.attention_prefill(l, shape, qkv->address(), kc->address(), vc->address(), sinks->address(),
-                                  pstep->address(), out->address(), T);
-      });
-      const double keys = window ? 128.0 : position - 256.0;  // average keys per query
-      report(("attention prefill 512 @" + std::to_string(position) + (window ? " window 128" : " full")).c_str(), us,
-             4.0 * T * 64 * 64 * keys, 0);
-    }
+    for (const uint32_t cache : {vk::abi::ENC_F32, vk::abi::ENC_F16})
+      for (uint32_t window : {0u, 128u}) {
+        if (window && position != 4096u + T) continue;
+        const vk::Kernels::AttentionShape shape{64, 8, 64, window, slots, 0.125f, cache};
+        double us = bench.time([&](vk::DispatchList& l, uint32_t) {
+          kernels.attention_prefill(l, shape, qkv->address(), kc->address(), vc->address(), sinks->address(),
+                                    pstep->address(), out->address(), T);
+        });
+        const double keys = window ? 128.0 : position - T / 2.0;  // average keys per query
+        report(("attention prefill " + std::to_string(T) + (cache == vk::abi::ENC_F16 ? " f16" : "") + " @" +
+                std::to_string(position) + (window ? " window 128" : " full"))
+                   .c_str(),
+               us, 4.0 * T * 64 * 64 * keys, 0);
+      }
   }
   // ---- floor (section floor): each decode kernel's bytes read by a kernel that only reads them,
   // in a sweep of workgroup counts (one to sixteen per multiprocessor), rotated over copies larger
