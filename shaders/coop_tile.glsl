@@ -246,107 +246,74 @@ void add_coop_step(uint i, uint j, fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step
     acc[i][j] = acc[i][j] + step;
   }
 }
-// COOP_SCALED_W: per 32-deep block, A's hi and scaled lo products of the quants in fresh
-// accumulators; their sum times each element's column's d (coop_w_scale; the column by
-// COOP_ACC_COL of the device's map), plus the rounding the last addition left (COOP_PRECISE: it is
-// within an ulp of acc's last addition, and joins the block's product with one rounding of the
-// block's own size), added to acc.
-void multiply_scaled_tiles(uint stage, uint sub_m, uint sub_n) {
+// A subgroup whose 32 rows are all past the tile's `rows` (the last tile of an expert's rows, or of
+// a product's) skips its products: its sums are never stored.
+// From COOP_PROMOTED the products go into fresh accumulators per segment of the step, added to acc
+// (the lo ones scaled back) at its end: the whole 64-deep step, or with kScaledW each 32-deep block
+// (one Q8_0 block of every W row), whose sums are first multiplied element by element by their
+// column's d (coop_w_scale; the column by COOP_ACC_COL of the device's map). Promoting after every
+// product of the device's depth instead cost 10% of pp512 on an H200 and changed no layer's error
+// (a2909b5); with TwoSum there, 32%, and the Q8_0 GGUF's router near-tie still went the other way.
+const uint kSegmentK = kScaledW ? 32u : COOP_TILE_K;
+void multiply_coop_tiles(uint stage, uint rows) {
+  uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
+  if (sub_m >= rows) return;
   uint lane = gl_SubgroupInvocationID;
-  [[unroll]] for (uint block = 0u; block < COOP_TILE_K / 32u; ++block) {
+  [[unroll]] for (uint k0 = 0u; k0 < COOP_TILE_K; k0 += kSegmentK) {
     fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> part[kRowsPerSubgroup][kColsPerSubgroup];
     fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part[kRowsPerSubgroup][kColsPerSubgroup];
-    [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
-      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
-        part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
-        lo_part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
-      }
-    [[unroll]] for (uint k = block * 32u; k < block * 32u + 32u; k += lK) {
+    // COOP_PRECISE: the rounding the previous addition left (comp) starts the segment's lo
+    // products, scaled as they are (a power of two: exact), so that it joins acc with this sum and
+    // no separate accumulator is live beside the segment's two during the products; with kScaledW
+    // it joins the sums after their d instead (within an ulp of acc's last addition, one rounding
+    // of the block's own size).
+    if (kPromote)
+      [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
+        [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
+          part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+          lo_part[i][j] = kCompensate && !kScaledW ? comp[i][j] * COOP_LO_SCALE : fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
+        }
+    [[unroll]] for (uint k = k0; k < k0 + kSegmentK; k += lK) {
       fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a[kRowsPerSubgroup];
       fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a2[kRowsPerSubgroup];
       [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
         uint row = (sub_m + i * lM) * kRowQuads + k / 8u;
         coopMatLoadNV(a[i], coop_shared, coop_a_hi_at(stage) + row, kRowQuads, false);
-        coopMatLoadNV(a2[i], coop_shared, coop_a_lo_at(stage) + row, kRowQuads, false);
+        if (SPLIT_A) coopMatLoadNV(a2[i], coop_shared, coop_a_lo_at(stage) + row, kRowQuads, false);
       }
       [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
-        fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> b;
-        coopMatLoadNV(b, coop_shared, coop_w_at(stage) + (sub_n + j * lN) * kRowQuads + k / 8u, kRowQuads, true);
+        fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> b, b2;
+        // W rows are B's columns: column-major B from the row-major W tile.
+        uint w_row = (sub_n + j * lN) * kRowQuads + k / 8u;
+        coopMatLoadNV(b, coop_shared, coop_w_at(stage) + w_row, kRowQuads, true);
+        if (kSplitW) coopMatLoadNV(b2, coop_shared, coop_w_lo_at(stage) + w_row, kRowQuads, true);
         [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
-          part[i][j] = coopMatMulAddNV(a[i], b, part[i][j]);
-          lo_part[i][j] = coopMatMulAddNV(a2[i], b, lo_part[i][j]);
+          if (kPromote) {
+            part[i][j] = coopMatMulAddNV(a[i], b, part[i][j]);
+            lo_part[i][j] = coopMatMulAddNV(a2[i], b, lo_part[i][j]);
+            if (kSplitW) lo_part[i][j] = coopMatMulAddNV(a[i], b2, lo_part[i][j]);
+          } else {
+            acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
+            if (SPLIT_A) acc[i][j] = coopMatMulAddNV(a2[i], b, acc[i][j]);
+          }
         }
       }
     }
-    [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
-      float d[COOP_ACC_ELEMENTS];
-      [[unroll]] for (uint e = 0u; e < COOP_ACC_ELEMENTS; ++e)
-        d[e] = coop_w_scale(stage, sub_n + j * lN + COOP_ACC_COL(kAccMap, lane, e), block);
-      [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
-        precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step = part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE);
-        [[unroll]] for (uint e = 0u; e < COOP_ACC_ELEMENTS; ++e)
-          step[e] = kCompensate ? step[e] * d[e] + comp[i][j][e] : step[e] * d[e];
-        add_coop_step(i, j, step);
-      }
-    }
-  }
-}
-// A subgroup whose 32 rows are all past the tile's `rows` (the last tile of an expert's rows, or of
-// a product's) skips its products: its sums are never stored.
-void multiply_coop_tiles(uint stage, uint rows) {
-  uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
-  if (sub_m >= rows) return;
-  if (kScaledW) {
-    multiply_scaled_tiles(stage, sub_m, sub_n);
-    return;
-  }
-  // COOP_PROMOTED and COOP_PRECISE: the step's hi products and scaled lo products in fresh
-  // accumulators, added to acc (the lo ones scaled back) at its end. Promoting after every product
-  // of the device's depth instead cost 10% of pp512 on an H200 and changed no layer's error
-  // (a2909b5); with TwoSum there, 32%, and the Q8_0 GGUF's router near-tie still went the other way.
-  fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> part[kRowsPerSubgroup][kColsPerSubgroup];
-  fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> lo_part[kRowsPerSubgroup][kColsPerSubgroup];
-  // COOP_PRECISE: the rounding the previous step's addition left (comp) starts this step's lo
-  // products, scaled as they are (a power of two: exact), so that it joins acc with this step's sum
-  // and no separate accumulator is live beside the step's two during the products.
-  if (kPromote)
-    [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
+    if (kPromote)
       [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
-        part[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
-        lo_part[i][j] = kCompensate ? comp[i][j] * COOP_LO_SCALE : fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>(0.0);
-      }
-  [[unroll]] for (uint k = 0u; k < COOP_TILE_K; k += lK) {
-    fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a[kRowsPerSubgroup];
-    fcoopmatNV<16, gl_ScopeSubgroup, lM, lK> a2[kRowsPerSubgroup];
-    [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
-      uint row = (sub_m + i * lM) * kRowQuads + k / 8u;
-      coopMatLoadNV(a[i], coop_shared, coop_a_hi_at(stage) + row, kRowQuads, false);
-      if (SPLIT_A) coopMatLoadNV(a2[i], coop_shared, coop_a_lo_at(stage) + row, kRowQuads, false);
-    }
-    [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
-      fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> b, b2;
-      // W rows are B's columns: column-major B from the row-major W tile.
-      uint w_row = (sub_n + j * lN) * kRowQuads + k / 8u;
-      coopMatLoadNV(b, coop_shared, coop_w_at(stage) + w_row, kRowQuads, true);
-      if (kSplitW) coopMatLoadNV(b2, coop_shared, coop_w_lo_at(stage) + w_row, kRowQuads, true);
-      [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
-        if (kPromote) {
-          part[i][j] = coopMatMulAddNV(a[i], b, part[i][j]);
-          lo_part[i][j] = coopMatMulAddNV(a2[i], b, lo_part[i][j]);
-          if (kSplitW) lo_part[i][j] = coopMatMulAddNV(a[i], b2, lo_part[i][j]);
-        } else {
-          acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
-          if (SPLIT_A) acc[i][j] = coopMatMulAddNV(a2[i], b, acc[i][j]);
+        float d[COOP_ACC_ELEMENTS];
+        if (kScaledW)
+          [[unroll]] for (uint e = 0u; e < COOP_ACC_ELEMENTS; ++e)
+            d[e] = coop_w_scale(stage, sub_n + j * lN + COOP_ACC_COL(kAccMap, lane, e), k0 / 32u);
+        [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
+          precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step = part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE);
+          if (kScaledW)
+            [[unroll]] for (uint e = 0u; e < COOP_ACC_ELEMENTS; ++e)
+              step[e] = kCompensate ? step[e] * d[e] + comp[i][j][e] : step[e] * d[e];
+          add_coop_step(i, j, step);
         }
       }
-    }
   }
-  if (kPromote)
-    [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i)
-      [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
-        precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step = part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE);
-        add_coop_step(i, j, step);
-      }
 }
 // The sums of C rows row0 .. row0 + COOP_C_ROWS into the C tile (over the operand stages; its row 0
 // is row0); call with every invocation after a barrier that follows the last products (and the
