@@ -149,7 +149,6 @@ struct VulkanTuning {
   uint32_t matvec_loads = 0;         // decode matvec: 8-value loads per lane and row in flight
   uint32_t mlp1_outputs = 0, mlp1_batch = 0;  // decode expert kernels: outputs per subgroup and blocks
   uint32_t mlp2_outputs = 0, mlp2_batch = 0;  // per lane in flight (all four, or none)
-  uint32_t attention_score_parts = 0;  // prefill attention on cooperative matrices: f16 parts of each of Q and K in the scores (3, or 2; 0: 3)
   uint32_t dense_tile = 0;           // prefill dense GEMM of F16/BF16 weights: weight rows per cooperative workgroup (64 or 128; 0: 128)
   uint32_t expert_tile = 0;          // prefill expert GEMMs: weight rows per cooperative workgroup (128 or 192; 0: 192 where the experts average 64 rows or more, else 128)
   friend bool operator==(const VulkanTuning&, const VulkanTuning&) = default;

@@ -34,10 +34,7 @@ layout(push_constant) uniform Push { AttentionPrefillArgs args; };
 layout(constant_id = SPEC_COOP_M) const uint lM = 16u;
 layout(constant_id = SPEC_COOP_N) const uint lN = 16u;
 layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
-// Q's and K's f16 parts in the scores: 3 (hi, mid, lo) or 2 (hi, lo: mid rounded to f16, no lo).
-layout(constant_id = SPEC_ATTENTION_SCORE_PARTS) const uint kScoreParts = 3u;
 const bool kSplitKV = ENCODING != ENC_F16;
-const bool kThirdPart = kScoreParts == 3u;
 
 const uint kRows = ATTENTION_COOP_SUBGROUP_ROWS;  // a subgroup's rows
 const uint kKeys = ATTENTION_KEY_BLOCK;
@@ -82,17 +79,11 @@ uvec4 halves8(vec4 a, vec4 b) {
 }
 vec4 cut11(vec4 v) { return uintBitsToFloat(floatBitsToUint(v) & uvec4(0xFFFFE000u)); }
 // Three parts: hi, mid = the rest cut (times COOP_LO_SCALE), lo = what remains (times its square).
-// With two parts (kThirdPart false) mid is the rest rounded to f16 and lo is not made.
 void split3(vec4 a, vec4 b, out uvec4 hi, out uvec4 mid, out uvec4 lo) {
   vec4 ha = cut11(a), hb = cut11(b);
   vec4 ra = (a - ha) * COOP_LO_SCALE, rb = (b - hb) * COOP_LO_SCALE;
-  hi = halves8(ha, hb);
-  if (!kThirdPart) {
-    mid = halves8(ra, rb);
-    lo = uvec4(0u);
-    return;
-  }
   vec4 ma = cut11(ra), mb = cut11(rb);
+  hi = halves8(ha, hb);
   mid = halves8(ma, mb);
   lo = halves8((ra - ma) * COOP_LO_SCALE, (rb - mb) * COOP_LO_SCALE);
 }
@@ -133,7 +124,7 @@ void store_kv(vec4 k[2u * kKvItems], vec4 v[2u * kKvItems]) {
     split3(k[2u * i], k[2u * i + 1u], hi, mid, lo);
     tiles[kKHi + at] = hi;
     tiles[kKMid + at] = mid;
-    if (kThirdPart) tiles[kKLo + at] = lo;
+    tiles[kKLo + at] = lo;
     split8(v[2u * i], v[2u * i + 1u], hi, lo);
     tiles[kVHi + at] = hi;
     tiles[kVLo + at] = lo;
@@ -162,7 +153,7 @@ void main() {
     split3(a, b, hi, mid, lo);
     tiles[r * kHalfRow + d / 8u] = hi;
     tiles[kQParts + r * kHalfRow + d / 8u] = mid;
-    if (kThirdPart) tiles[2u * kQParts + r * kHalfRow + d / 8u] = lo;
+    tiles[2u * kQParts + r * kHalfRow + d / 8u] = lo;
   }
   barrier();
   uint sub_row = gl_SubgroupID * kRows;
@@ -172,7 +163,7 @@ void main() {
       uint at = (sub_row + i * lM) * kHalfRow + k * lK / 8u;
       coopMatLoadNV(q_hi[i][k], tiles, at, kHalfRow, false);
       coopMatLoadNV(q_mid[i][k], tiles, kQParts + at, kHalfRow, false);
-      if (kThirdPart) coopMatLoadNV(q_lo[i][k], tiles, 2u * kQParts + at, kHalfRow, false);
+      coopMatLoadNV(q_lo[i][k], tiles, 2u * kQParts + at, kHalfRow, false);
     }
   FLOAT_MAT o[kRows / lM][kDims / lN];
   [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
@@ -213,28 +204,23 @@ void main() {
         coopMatLoadNV(b, tiles, kKHi + at, kHalfRow, true);
         if (kSplitKV) {
           coopMatLoadNV(b_mid, tiles, kKMid + at, kHalfRow, true);
-          if (kThirdPart) coopMatLoadNV(b_lo, tiles, kKLo + at, kHalfRow, true);
+          coopMatLoadNV(b_lo, tiles, kKLo + at, kHalfRow, true);
         }
         [[unroll]] for (uint i = 0u; i < kRows / lM; ++i) {
           s_hi[j][i] = coopMatMulAddNV(q_hi[i][k], b, s_hi[j][i]);
           s_mid[j][i] = coopMatMulAddNV(q_mid[i][k], b, s_mid[j][i]);
-          if (kThirdPart) s_lo[j][i] = coopMatMulAddNV(q_lo[i][k], b, s_lo[j][i]);
+          s_lo[j][i] = coopMatMulAddNV(q_lo[i][k], b, s_lo[j][i]);
           if (kSplitKV) {
             s_mid[j][i] = coopMatMulAddNV(q_hi[i][k], b_mid, s_mid[j][i]);
-            if (kThirdPart) {
-              s_lo[j][i] = coopMatMulAddNV(q_mid[i][k], b_mid, s_lo[j][i]);
-              s_lo[j][i] = coopMatMulAddNV(q_hi[i][k], b_lo, s_lo[j][i]);
-            }
+            s_lo[j][i] = coopMatMulAddNV(q_mid[i][k], b_mid, s_lo[j][i]);
+            s_lo[j][i] = coopMatMulAddNV(q_hi[i][k], b_lo, s_lo[j][i]);
           }
         }
       }
     [[unroll]] for (uint j = 0u; j < kKeys / lN; ++j)
-      [[unroll]] for (uint i = 0u; i < kRows / lM; ++i) {
-        FLOAT_MAT rest = s_mid[j][i];
-        if (kThirdPart) rest += s_lo[j][i] * (1.0 / COOP_LO_SCALE);
-        coopMatStoreNV(s_hi[j][i] + rest * (1.0 / COOP_LO_SCALE), tiles, s_at() + i * lM * kSRow + j * lN / 4u, kSRow,
-                       false);
-      }
+      [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
+        coopMatStoreNV(s_hi[j][i] + (s_mid[j][i] + s_lo[j][i] * (1.0 / COOP_LO_SCALE)) * (1.0 / COOP_LO_SCALE), tiles,
+                       s_at() + i * lM * kSRow + j * lN / 4u, kSRow, false);
     subgroup_sync();
 
     // Online softmax of this lane's half row.

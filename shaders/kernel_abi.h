@@ -36,7 +36,6 @@ using uint = uint32_t;
 #define SPEC_MATVEC_ROWS 10   // decode matvec: rows per subgroup
 #define SPEC_MATVEC_BATCH 11  // decode matvec: 8-value loads per lane and row in flight before any is used
 #define SPEC_ATTENTION_KEY_LANES 12  // decode attention: lanes per key in the score loop (1 or 2)
-#define SPEC_ATTENTION_SCORE_PARTS 14  // prefill attention on cooperative matrices: f16 parts of Q and K in the scores (3 or 2)
 #define SPEC_COOP_ACC_MAP 13  // cooperative GEMMs: where each accumulator element lies (COOP_ACC_*; 0: not known)
 
 // Dense encodings as the kernels read them: the plain floats as stored, and ggml's block

@@ -118,7 +118,6 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       fixed_heads_(tuning.attention_heads != 0),
       range_keys_(tuned(tuning.attention_range, DECODE_ATTENTION_SIZE, "attention_range", DECODE_ATTENTION_SIZE)),
       key_lanes_asked_(tuned(tuning.attention_key_lanes, 2, "attention_key_lanes", 2)),
-      score_parts_(tuned(tuning.attention_score_parts, 3, "attention_score_parts", 3)),
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
       attention_coop_(tuning.attention_coop),
@@ -130,8 +129,6 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
   if (coop_khr_ && !ctx.info().cooperative_matrix_khr)
     throw std::invalid_argument("VulkanTuning::coop_form (coop_form=khr): " + ctx.info().name +
                                 " lists no 16x16x16 f16 product of VK_KHR_cooperative_matrix");
-  if (score_parts_ < 2)
-    throw std::invalid_argument("VulkanTuning::attention_score_parts " + std::to_string(score_parts_) + " is not 2 or 3");
 }
 
 // The most shared memory a cooperative GEMM tile takes (the dense tile, its wide form, the expert
@@ -213,8 +210,7 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        matvec.rows,
                                        matvec.batch,
                                        attention.key_lanes,
-                                       takes_accumulator_map(shader) && scaled_q8_0() ? accumulator_layout().value_or(0) : 0u,
-                                       score_parts_};
+                                       takes_accumulator_map(shader) && scaled_q8_0() ? accumulator_layout().value_or(0) : 0u};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);

@@ -245,7 +245,6 @@ class Kernels {
   bool fixed_heads_;
   uint32_t range_keys_;
   uint32_t key_lanes_asked_;
-  uint32_t score_parts_;     // attention_prefill_coop: f16 parts of Q and K in the scores (2 or 3)
   uint32_t gemm_precision_;  // abi::COOP_* (VulkanTuning::GemmPrecision in the same order)
   bool float64_;             // the f64 forms of the router and RMSNorm
   bool attention_coop_;      // VulkanTuning::attention_coop

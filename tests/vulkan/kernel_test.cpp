@@ -930,12 +930,10 @@ TEST(VulkanKernels, PrefillAttentionWithAnF16Cache) {
 TEST(VulkanKernels, PrefillAttentionOnCooperativeMatricesAcrossTiles) {
   VULKAN_OR_SKIP();
   vk::Kernels coop = kernels_with(*ctx, "attention_coop=on"), f32 = kernels_with(*ctx, "attention_coop=off");
-  vk::Kernels two_parts = kernels_with(*ctx, "attention_score_parts=2");
   EXPECT_FALSE(f32.prefill_attention_cooperative());
-  EXPECT_THROW(kernels_with(*ctx, "attention_score_parts=1"), std::invalid_argument);
   if (!coop.prefill_attention_cooperative()) GTEST_SKIP() << "no cooperative matrices for prefill attention here";
-  for (vk::Kernels* k : {&coop, &two_parts, &f32}) {
-    SCOPED_TRACE(k == &coop ? "cooperative" : k == &two_parts ? "cooperative, two parts of Q and K" : "f32");
+  for (vk::Kernels* k : {&coop, &f32}) {
+    SCOPED_TRACE(k == &coop ? "cooperative" : "f32");
     for (const AttentionCase a : {AttentionCase{64, 8, 64, 0}, AttentionCase{64, 8, 64, 40}, AttentionCase{8, 2, 64, 5},
                                   AttentionCase{4, 4, 32, 0}, AttentionCase{8, 1, 36, 0}})
       for (uint32_t count : {1u, 70u, 130u})

@@ -20,7 +20,6 @@ constexpr std::array kShapeKeys = {
     ShapeKey{"attention_heads", &VulkanTuning::attention_heads, "decode attention: the most query heads per workgroup"},
     ShapeKey{"attention_range", &VulkanTuning::attention_range, "decode attention: the fewest keys per range"},
     ShapeKey{"attention_key_lanes", &VulkanTuning::attention_key_lanes, "decode attention: lanes per key (1 or 2)"},
-    ShapeKey{"attention_score_parts", &VulkanTuning::attention_score_parts, "prefill attention on cooperative matrices: f16 parts of each of Q and K in the scores (3 or 2)"},
     ShapeKey{"matvec_rows", &VulkanTuning::matvec_rows, "decode matvec: rows per subgroup (with matvec_loads)"},
     ShapeKey{"matvec_loads", &VulkanTuning::matvec_loads, "decode matvec: loads per lane and row in flight"},
     ShapeKey{"mlp1_outputs", &VulkanTuning::mlp1_outputs, "decode mlp1: outputs per subgroup (all four mlp keys together)"},
