@@ -30,6 +30,8 @@ constexpr ReportField kFields[] = {
     {"/kl/p99", "p99 KL", CellFormat::Scientific3, true, [](Row r) -> FieldValue { return r.comparison.kl_p99; }},
     {"/kl/p99_9", "p99.9 KL", CellFormat::Scientific3, true, [](Row r) -> FieldValue { return r.comparison.kl_p999; }},
     {"/kl/max", "max KL", CellFormat::Scientific3, true, [](Row r) -> FieldValue { return r.comparison.kl_max; }},
+    {"/kl/max_at", "max at", CellFormat::Text, true,
+     [](Row r) -> FieldValue { return r.kl_max_at ? FieldValue(*r.kl_max_at) : FieldValue(std::monostate{}); }},
     {"/top1_agreement", "top-1 agree", CellFormat::Percent2, true,
      [](Row r) -> FieldValue { return r.comparison.top1_agreement; }},
     {"/dp_mean", "mean dp", CellFormat::SignedScientific3, true, [](Row r) -> FieldValue { return r.comparison.dp_mean; }},
@@ -41,7 +43,10 @@ constexpr ReportField kFields[] = {
 nlohmann::ordered_json json_value(const FieldValue& v) {
   return std::visit(
       [](const auto& x) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) return nlohmann::ordered_json(nullptr);
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) return nlohmann::ordered_json(nullptr);
+        else if constexpr (std::is_same_v<T, TextPlace>)
+          return nlohmann::ordered_json{{"chunk", x.chunk}, {"position", x.position}};
         else return nlohmann::ordered_json(x);
       },
       v);
@@ -52,6 +57,7 @@ std::string cell(const ReportField& field, const ReportRow& row) {
   if (std::holds_alternative<std::monostate>(v)) return "-";
   if (const auto* text = std::get_if<std::string>(&v)) return *text;
   if (const auto* flag = std::get_if<bool>(&v)) return *flag ? "yes" : "no";
+  if (const auto* place = std::get_if<TextPlace>(&v)) return std::to_string(place->chunk) + ":" + std::to_string(place->position);
   const auto* count = std::get_if<uint64_t>(&v);
   if (count && field.format == CellFormat::Text) return std::to_string(*count);
   const double x = count ? static_cast<double>(*count) : std::get<double>(v);
@@ -113,15 +119,23 @@ EvaluationReport make_report(EvaluatedText text, const ChunkPlan& plan, const Ev
   report.reference = reference_row(models[0], result);
   const uint32_t scored = plan.scored_per_chunk();
   const auto chunks_of = [&](const CandidateResult& c) { return scored ? c.positions.size() / scored : 0; };
+  // A row's positions are its chunks' scored ones in text order, from the text's first chunk.
+  const auto place_of_max = [&](const ReportRow& row) -> std::optional<TextPlace> {
+    if (!row.comparison.kl_max_index || scored == 0) return std::nullopt;
+    const uint64_t i = *row.comparison.kl_max_index;
+    return TextPlace{i / scored, plan.first_scored() + i % scored};
+  };
   std::optional<double> floor_kl;
   if (floor) {
     report.rows.push_back(comparison_row(RowKind::NoiseFloor, *floor, *result.floor, result.reference_vocab));
     report.rows.back().chunks = chunks_of(*result.floor);
+    report.rows.back().kl_max_at = place_of_max(report.rows.back());
     floor_kl = report.rows.back().comparison.kl_mean;
   }
   for (size_t k = 0; k < result.candidates.size(); ++k) {
     report.rows.push_back(comparison_row(RowKind::Candidate, models[k + 1], result.candidates[k], result.reference_vocab));
     report.rows.back().chunks = chunks_of(result.candidates[k]);
+    report.rows.back().kl_max_at = place_of_max(report.rows.back());
     if (floor_kl) report.rows.back().within_floor = report.rows.back().comparison.kl_mean <= *floor_kl;
   }
   report.seconds = result.seconds;
@@ -179,8 +193,8 @@ std::string report_text(const EvaluationReport& r) {
           if (!f.column.empty()) out += " " + cell(f, row) + " |";
         out += "\n";
       }
-    out += "\nKL = KL(reference || candidate) in nats per token; dp = P_candidate(t) - P_reference(t) for the "
-           "reference's top token t.\n";
+    out += "\nKL = KL(reference || candidate) in nats per token; max at = chunk:position of the max KL; dp = "
+           "P_candidate(t) - P_reference(t) for the reference's top token t.\n";
     for (const auto& row : r.rows) {
       if (row.kind == RowKind::NoiseFloor)
         append_printf(out,

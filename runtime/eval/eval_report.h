@@ -33,6 +33,11 @@ struct RowKindInfo {
 };
 inline constexpr RowKindInfo kRowKinds[] = {{RowKind::NoiseFloor, "noise_floor"}, {RowKind::Candidate, "candidates"}};
 
+// A token position of the evaluated text: its chunk (from 0) and its position within the chunk.
+struct TextPlace {
+  uint64_t chunk = 0, position = 0;
+};
+
 // The model and engine a row is about.
 struct RowSubject {
   std::string model;   // the path it was loaded from (JSON)
@@ -49,6 +54,9 @@ struct ReportRow {
   uint32_t shared_rows = 0;   // rows compared: min(reference vocab, this vocab)
   bool renormalized = false;  // compared on shared rows only, both distributions renormalized over them
   ComparisonSummary comparison;
+  // Where the next-token distributions differ the most (comparison.kl_max): where to look with
+  // gptoss-run --parity.
+  std::optional<TextPlace> kl_max_at;
   uint64_t chunks = 0;        // the chunks compared (the noise floor's may be fewer than the run's)
   // A candidate's mean KL within the noise floor's: the engines' difference, not the file's. None
   // without a floor (and for the floor's own row).
@@ -66,7 +74,8 @@ enum class CellFormat : uint8_t {
   SignedScientific3,   // +1.235e-04
   Percent2,            // a fraction as 97.50%
 };
-using FieldValue = std::variant<std::monostate, std::string, double, uint64_t, bool>;  // monostate: none (JSON null, "-")
+// monostate: none (JSON null, "-"); a TextPlace is {"chunk", "position"} in the JSON, "chunk:position" in the table.
+using FieldValue = std::variant<std::monostate, std::string, double, uint64_t, bool, TextPlace>;
 
 struct ReportField {
   std::string_view json;    // JSON pointer inside the row's object ("/kl/mean"); empty: not in the JSON

@@ -54,6 +54,11 @@ ComparisonSummary summarize_comparisons(std::span<const PositionComparison> posi
     s.kl_p99 = percentile(kl, 0.99);
     s.kl_p999 = percentile(kl, 0.999);
     s.kl_max = kl.back();
+    for (size_t i = 0; i < positions.size(); ++i)
+      if (positions[i].kl == s.kl_max) {
+        s.kl_max_index = i;
+        break;
+      }
   }
   s.top1_agreement = static_cast<double>(same) / n;
   s.dp_mean = dp_sum / n;

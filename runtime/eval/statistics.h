@@ -3,6 +3,7 @@
 // for a candidate against a reference the distribution of the KL divergence over positions, top-1
 // agreement and the change in the probability of the reference's top token.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct NllStats {
 struct ComparisonSummary {
   uint64_t positions = 0;
   double kl_mean = 0, kl_median = 0, kl_p99 = 0, kl_p999 = 0, kl_max = 0;
+  // Where kl_max lies: its index in the positions' order (the first of equal ones); none for no
+  // positions or a NaN.
+  std::optional<uint64_t> kl_max_index;
   double top1_agreement = 0;  // fraction of positions whose argmax is the reference's
   // dp = Q_cand(ref top) - P_ref(ref top), over positions.
   double dp_mean = 0, dp_rms = 0;

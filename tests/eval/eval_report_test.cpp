@@ -99,7 +99,7 @@ TEST(EvalReport, JsonHoldsEveryFieldInItsPlace) {
                            "perplexity_uncertainty", "mean_nll", "tokens", "chunks", "kl", "top1_agreement", "dp_mean",
                            "dp_rms", "within_noise_floor"}));
   EXPECT_TRUE(c["within_noise_floor"].is_null());  // no floor to be within
-  EXPECT_EQ(keys(c["kl"]), (Keys{"mean", "median", "p99", "p99_9", "max"}));
+  EXPECT_EQ(keys(c["kl"]), (Keys{"mean", "median", "p99", "p99_9", "max", "max_at"}));
   EXPECT_EQ(c["model"], "q8.gguf");
   EXPECT_EQ(c["engine"], "cpu");
   EXPECT_EQ(c["vocab_size"], 201088);
@@ -113,6 +113,8 @@ TEST(EvalReport, JsonHoldsEveryFieldInItsPlace) {
   EXPECT_NEAR(c["kl"]["p99"].get<double>(), 0.00979, 1e-12);
   EXPECT_NEAR(c["kl"]["p99_9"].get<double>(), 0.009979, 1e-12);
   EXPECT_DOUBLE_EQ(c["kl"]["max"].get<double>(), 0.010);
+  // The third position (index 2) of chunk 0, whose scored positions start at 8.
+  EXPECT_EQ(c["kl"]["max_at"], nlohmann::ordered_json::parse(R"({"chunk": 0, "position": 10})"));
   EXPECT_DOUBLE_EQ(c["top1_agreement"].get<double>(), 0.75);
   EXPECT_NEAR(c["dp_mean"].get<double>(), 0.01, 1e-12);
   EXPECT_NEAR(c["dp_rms"].get<double>(), std::sqrt(0.001 / 4), 1e-12);
@@ -142,13 +144,13 @@ TEST(EvalReport, TextHasTheTableCellsAndNotes) {
             "chunks: 2 of 16 tokens (the text holds 5), each scored on positions 8..14: 14 scored tokens; 2 per forward\n"
             "reference: safetensors hf (cpu-f64): PPL = 4.4817 +/- 2.2408\n"
             "\n"
-            "| candidate | engine | PPL | mean KL | median KL | p99 KL | p99.9 KL | max KL | top-1 agree | mean dp | RMS dp |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|\n"
-            "| GGUF q8.gguf | cpu | 7.3891 | 4.000e-03 | 2.500e-03 | 9.790e-03 | 9.979e-03 | 1.000e-02 | 75.00% | +1.000e-02 | 1.581e-02 |\n"
-            "| model.bin model.bin | cpu | 7.3891 | 4.000e-03 | 2.500e-03 | 9.790e-03 | 9.979e-03 | 1.000e-02 | 75.00% | +1.000e-02 | 1.581e-02 |\n"
+            "| candidate | engine | PPL | mean KL | median KL | p99 KL | p99.9 KL | max KL | max at | top-1 agree | mean dp | RMS dp |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+            "| GGUF q8.gguf | cpu | 7.3891 | 4.000e-03 | 2.500e-03 | 9.790e-03 | 9.979e-03 | 1.000e-02 | 0:10 | 75.00% | +1.000e-02 | 1.581e-02 |\n"
+            "| model.bin model.bin | cpu | 7.3891 | 4.000e-03 | 2.500e-03 | 9.790e-03 | 9.979e-03 | 1.000e-02 | 0:10 | 75.00% | +1.000e-02 | 1.581e-02 |\n"
             "\n"
-            "KL = KL(reference || candidate) in nats per token; dp = P_candidate(t) - P_reference(t) for the reference's top "
-            "token t.\n"
+            "KL = KL(reference || candidate) in nats per token; max at = chunk:position of the max KL; dp = P_candidate(t) - "
+            "P_reference(t) for the reference's top token t.\n"
             "note: model.bin model.bin has 200014 vocabulary rows, the reference 201088: compared on rows 0..200013, both "
             "distributions renormalized over them (its PPL is over its own 200014 rows)\n");
   EXPECT_EQ(report_timing(report), "32 tokens in 2.00 s: 16.0 tokens/s (forwards 1.50 s, statistics 0.75 s)\n");

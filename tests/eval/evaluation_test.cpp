@@ -227,7 +227,7 @@ TEST(EvaluationCli, Q8GgufAgainstHfMatchesTheDumpedLogits) {
   const auto ids = Tokenizer(*load_model(hf).tokenizer).encode(text, false);
   TempDir dir;
   double kl_sum = 0, kl_max = 0, dp_sum = 0, nll_ref = 0, nll_cand = 0;
-  int same = 0, n = 0;
+  int same = 0, n = 0, max_chunk = -1, max_row = -1;
   for (int chunk = 0; chunk < 2; ++chunk) {
     const std::vector<uint32_t> chunk_ids(ids.begin() + chunk * 16, ids.begin() + (chunk + 1) * 16);
     std::vector<std::vector<float>> logits;
@@ -246,7 +246,11 @@ TEST(EvaluationCli, Q8GgufAgainstHfMatchesTheDumpedLogits) {
       double kl = 0;
       for (size_t i = 0; i < vocab; ++i) kl += std::exp(p.log_p[i]) * (p.log_p[i] - q.log_p[i]);
       kl_sum += kl;
-      kl_max = std::max(kl_max, kl);
+      if (kl > kl_max) {
+        kl_max = kl;
+        max_chunk = chunk;
+        max_row = static_cast<int>(row);
+      }
       dp_sum += std::exp(q.log_p[p.top]) - std::exp(p.log_p[p.top]);
       same += p.top == q.top;
       nll_ref -= p.log_p[chunk_ids[row + 1]];
@@ -261,6 +265,8 @@ TEST(EvaluationCli, Q8GgufAgainstHfMatchesTheDumpedLogits) {
   EXPECT_LT(kl_mean, 0.1);
   EXPECT_NEAR(c["kl"]["mean"].get<double>(), kl_mean, 1e-5 * kl_mean);
   EXPECT_NEAR(c["kl"]["max"].get<double>(), kl_max, 1e-5 * kl_max);
+  EXPECT_EQ(c["kl"]["max_at"]["chunk"], max_chunk);
+  EXPECT_EQ(c["kl"]["max_at"]["position"], max_row);
   EXPECT_DOUBLE_EQ(c["top1_agreement"].get<double>(), same / 14.0);
   EXPECT_NEAR(c["dp_mean"].get<double>(), dp_sum / n, 1e-9);
   EXPECT_NEAR(j["reference"]["perplexity"].get<double>(), std::exp(nll_ref / n), 1e-6 * std::exp(nll_ref / n));

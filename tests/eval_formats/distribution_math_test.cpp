@@ -139,9 +139,21 @@ TEST(DistributionMath, AggregatesAgainstTheDefinitions) {
   EXPECT_DOUBLE_EQ(s.kl_mean, 0.25);
   EXPECT_DOUBLE_EQ(s.kl_median, 0.25);
   EXPECT_DOUBLE_EQ(s.kl_max, 0.4);
+  EXPECT_EQ(s.kl_max_index, 0u);
   EXPECT_DOUBLE_EQ(s.top1_agreement, 0.75);
   EXPECT_NEAR(s.dp_mean, 0.15, 1e-15);
   EXPECT_NEAR(s.dp_rms, std::sqrt((0 + 0.01 + 0.04 + 0.09) / 4), 1e-15);
+}
+
+// Where the largest KL lies: the first of equal ones; none where a KL is NaN or nothing was compared.
+TEST(DistributionMath, LargestKlIsPlacedAtItsFirstPosition) {
+  std::vector<PositionComparison> positions(5);
+  const double kls[] = {0.1, 0.7, 0.2, 0.7, 0.0};
+  for (size_t i = 0; i < positions.size(); ++i) positions[i].kl = kls[i];
+  EXPECT_EQ(summarize_comparisons(positions).kl_max_index, 1u);
+  positions[4].kl = NAN;
+  EXPECT_FALSE(summarize_comparisons(positions).kl_max_index.has_value());
+  EXPECT_FALSE(summarize_comparisons({}).kl_max_index.has_value());
 }
 
 }  // namespace
