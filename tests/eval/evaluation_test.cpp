@@ -273,6 +273,48 @@ TEST(EvaluationCli, Q8GgufAgainstHfMatchesTheDumpedLogits) {
   EXPECT_NEAR(c["perplexity"].get<double>(), std::exp(nll_cand / n), 1e-6 * std::exp(nll_cand / n));
 }
 
+// gptoss-run --text FILE --ctx N --chunk C --through P feeds the tokens gptoss-eval scores there:
+// chunk C of the text as gptoss-eval tokenizes and cuts it, through position P (the "max at" a
+// report names), the same logits as those ids given with --prompt-tokens; --parity takes it too,
+// and a chunk or position outside the text is refused naming what it holds.
+TEST(EvaluationCli, RunTextChunkIsTheEvaluatedTokens) {
+  TOKENIZER_OR_SKIP();
+  const auto hf = (preset_a_checkpoint() / "hf").string();
+  std::ifstream in(eval_text(), std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto ids = Tokenizer(*load_model(hf).tokenizer).encode(text, false);
+  ASSERT_GT(ids.size(), 32u);
+  TempDir dir;
+  const auto from_text = dir / "text.f32", from_ids = dir / "ids.f32";
+  auto r = run_command(gptoss_run() + " " + hf + " --text " + eval_text().string() +
+                       " --ctx 16 --chunk 1 --through 9 -n 0 --dump-logits " + from_text.string() + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(gptoss_run() + " " + hf + " --prompt-tokens " +
+                  join_ids(std::vector<uint32_t>(ids.begin() + 16, ids.begin() + 26)) + " -n 0 --dump-logits " +
+                  from_ids.string() + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto a = read_f32(from_text), b = read_f32(from_ids);
+  EXPECT_EQ(a.size(), 10u * load_model(hf).config.vocab_size);  // positions 0..9 of the chunk
+  EXPECT_EQ(a, b);
+
+  r = run_command(gptoss_run() + " " + hf + " --text " + eval_text().string() +
+                  " --ctx 16 --chunk 1 --through 5 --parity " + preset_a_q8_gguf().string() + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("| logits |"), std::string::npos) << r.output;
+
+  const size_t chunks = ids.size() / 16;
+  r = run_command(gptoss_run() + " " + hf + " --text " + eval_text().string() + " --ctx 16 --chunk " +
+                  std::to_string(chunks) + " -n 0 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("holds " + std::to_string(chunks) + " chunks of 16 tokens"), std::string::npos) << r.output;
+  r = run_command(gptoss_run() + " " + hf + " --text " + eval_text().string() + " --ctx 16 --through 16 -n 0 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--through 16 is past a chunk's last position, 15"), std::string::npos) << r.output;
+  r = run_command(gptoss_run() + " " + hf + " -p hi --chunk 2 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("give --text"), std::string::npos) << r.output;
+}
+
 // A synth: spec carries no tokenizer: refused by name without --tokenizer; with it, the numbers of
 // the same model read from its checkpoint (which carries that tokenizer.json).
 TEST(EvaluationCli, TokenizerOptionServesAModelThatCarriesNone) {

@@ -9,8 +9,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
+#include "convert/model_io.h"
+#include "formats/core/mapped_file.h"
 #include "runtime/engine.h"
+#include "runtime/eval/chunk_plan.h"
 #include "runtime/parity/parity_run.h"
 #include "tools/common/cli_options.h"
 #include "tools/common/vulkan_options.h"
@@ -50,6 +54,11 @@ constexpr const char* kDescription =
     "tokens, and prints per step the first run's margin between its two largest logits, each other\n"
     "run's logits' difference relative to the first's largest |logit|, and whether its argmax agrees.\n"
     "\n"
+    "--text FILE takes the prompt from FILE as gptoss-eval cuts it (the whole file tokenized, no BOS,\n"
+    "special tokens as plain text, chunks of --ctx tokens): chunk --chunk up to and including its\n"
+    "position --through (gptoss-eval's \"max at CHUNK:POSITION\"), fed as --prompt-tokens would be;\n"
+    "with --parity the stages at that position show where a file's or an engine's largest KL begins.\n"
+    "\n"
     "--trace FILE records the prompt's forward pass (embedding, every layer's residual stream after its\n"
     "attention and after the layer, final norm, the logits of every prompt position) zstd-compressed,\n"
     "with the model's canonical digest, the engine, the device and the prompt ids; gptoss-eval\n"
@@ -65,6 +74,10 @@ struct Options {
   std::string refs_path, refs_prompt;
   std::vector<std::string> parity_engines = {"cpu"};
   uint64_t decode_steps = 0;  // --parity: greedy decode steps after the prompt
+  // --text FILE: the prompt is chunk `chunk` of FILE as gptoss-eval cuts it, through `through`.
+  std::string text_path;
+  uint32_t ctx = 512, chunk = 0;
+  std::optional<uint32_t> through;
 };
 
 EngineKind engine_kind(const std::string& name) { return *gptoss::runtime::engine_kind_from_name(name); }
@@ -80,10 +93,13 @@ constexpr std::initializer_list<const char*> kHarmonyOptions = {"--reasoning-eff
 
 void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
   if (o.list_devices) {
-    refuse_if_given(app, {"model", "--parity", "--refs", "--engines", "-p", "--prompt-tokens", "--device", "--trace"},
+    refuse_if_given(app, {"model", "--parity", "--refs", "--engines", "-p", "--prompt-tokens", "--text", "--device", "--trace"},
                     "cannot be combined with --list-devices, which only lists the Vulkan devices");
     return;
   }
+  if (o.text_path.empty()) refuse_if_given(app, {"--ctx", "--chunk", "--through"}, "cuts the prompt of --text FILE: give --text");
+  if (!o.text_path.empty() && !o.refs_path.empty())
+    throw std::invalid_argument("--text gives the prompt, and --refs takes it from the references: give one of them");
   if (o.gen.model_path.empty()) throw std::invalid_argument("give a model (MODEL or -m MODEL), or --list-devices");
   if (!o.refs_prompt.empty() && o.refs_path.empty()) throw std::invalid_argument("--refs-prompt needs --refs FILE");
   if (parity) {
@@ -106,10 +122,11 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
   if (o.gen.sampling.temperature <= 0)
     refuse_if_given(app, {"--top-k", "--top-p", "--min-p", "--seed"},
                     "has no effect under greedy decoding (--temperature 0, the default): give --temperature T > 0");
-  if (!o.gen.prompt.tokens.empty()) {
+  if (!o.gen.prompt.tokens.empty() || !o.text_path.empty()) {
     refuse_if_given(app, {"--no-harmony", "--raw", "--show-reasoning"},
-                    "applies to -p TEXT; --prompt-tokens output is always shown raw");
-    refuse_if_given(app, kHarmonyOptions, "applies to a harmony conversation rendered from -p TEXT, not to --prompt-tokens");
+                    "applies to -p TEXT; the output of --prompt-tokens or --text is always shown raw");
+    refuse_if_given(app, kHarmonyOptions,
+                    "applies to a harmony conversation rendered from -p TEXT, not to --prompt-tokens or --text");
   } else if (o.gen.prompt.no_harmony) {
     refuse_if_given(app, kHarmonyOptions, "applies to a harmony conversation, and --no-harmony encodes -p TEXT as is");
     refuse_if_given(app, {"--show-reasoning"}, "shows harmony's analysis channel, and --no-harmony output is raw");
@@ -119,6 +136,42 @@ void refuse_unhonoured(const CLI::App& app, const Options& o, bool parity) {
   if (o.gen.max_tokens == 0)
     refuse_if_given(app, {"--temperature", "--top-k", "--top-p", "--min-p", "--seed", "--stop-token", "--no-default-stops"},
                     "has no effect with --max-tokens 0 (prompt only)");
+}
+
+// ---- --text FILE: the prompt as gptoss-eval cuts the text ----
+
+// The ids of chunk o.chunk of o.text_path through position o.through (the chunk's last by default),
+// tokenized as gptoss-eval tokenizes it: with the tokenizer every model named agrees on.
+std::vector<uint32_t> text_prompt(const Options& o) {
+  std::vector<std::string> paths = {o.gen.model_path};
+  paths.insert(paths.end(), o.parity_models.begin(), o.parity_models.end());
+  std::vector<gptoss::CanonicalModel> models;
+  std::vector<const gptoss::TokenizerData*> tokenizers;
+  models.reserve(paths.size());
+  for (const auto& path : paths) {
+    models.push_back(gptoss::load_model(path));
+    tokenizers.push_back(models.back().tokenizer.get());
+  }
+  const auto file = gptoss::MappedFile::open(o.text_path);
+  const auto bytes = file->bytes();
+  const auto tokens = gptoss::eval::tokenize_text(tokenizers, paths, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  const auto plan = gptoss::eval::plan_chunks(tokens.ids.size(), o.ctx, std::nullopt);
+  if (o.chunk >= plan.available_chunks)
+    throw std::invalid_argument("--chunk " + std::to_string(o.chunk) + ": " + o.text_path + " holds " +
+                                std::to_string(plan.available_chunks) + " chunks of " + std::to_string(o.ctx) + " tokens (" +
+                                std::to_string(tokens.ids.size()) + " tokens)");
+  const uint32_t through = o.through.value_or(o.ctx - 1);
+  if (through >= o.ctx)
+    throw std::invalid_argument("--through " + std::to_string(through) + " is past a chunk's last position, " +
+                                std::to_string(o.ctx - 1) + " (--ctx " + std::to_string(o.ctx) + ")");
+  const auto first = tokens.ids.begin() + static_cast<std::ptrdiff_t>(uint64_t{o.chunk} * o.ctx);
+  return {first, first + through + 1};
+}
+
+std::string joined(const std::vector<uint32_t>& ids) {
+  std::string list;
+  for (const uint32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  return list;
 }
 
 // ---- --list-devices ----
@@ -142,7 +195,7 @@ int parity(const Options& o) {
   } else if (!o.gen.prompt.tokens.empty()) {
     request.prompt = gptoss::run::parse_token_list(o.gen.prompt.tokens);
   } else {
-    throw std::invalid_argument("--parity needs --prompt-tokens or --refs");
+    throw std::invalid_argument("--parity needs --prompt-tokens, --text or --refs");
   }
   request.models = {o.gen.model_path};
   request.models.insert(request.models.end(), o.parity_models.begin(), o.parity_models.end());
@@ -186,7 +239,13 @@ int main(int argc, char** argv) {
   const auto& engines = gptoss::runtime::engine_kind_names();
   app.add_option("model,-m,--model", o.gen.model_path, "checkpoint folder, .safetensors, .gguf or model.bin");
   auto* text_option = app.add_option("-p,--prompt", o.gen.prompt.text, "prompt text (needs the model's tokenizer)");
-  app.add_option("--prompt-tokens", o.gen.prompt.tokens, "prompt as token ids: ID,ID,...")->excludes(text_option);
+  auto* tokens_option = app.add_option("--prompt-tokens", o.gen.prompt.tokens, "prompt as token ids: ID,ID,...")->excludes(text_option);
+  app.add_option("--text", o.text_path, "prompt: a chunk of FILE as gptoss-eval cuts it (see above)")
+      ->excludes(text_option)
+      ->excludes(tokens_option);
+  app.add_option("--ctx", o.ctx, "--text: tokens per chunk (gptoss-eval's --ctx)")->check(CLI::Range(4u, 1u << 20))->capture_default_str();
+  app.add_option("--chunk", o.chunk, "--text: the chunk, from 0")->capture_default_str();
+  app.add_option("--through", o.through, "--text: the chunk's last position fed (default: ctx - 1)");
   app.add_option("-n,--max-tokens", o.gen.max_tokens, "tokens to generate at most (0: prompt only)")->capture_default_str();
   app.add_option("--temperature,--temp", o.gen.sampling.temperature, "0 = greedy")->capture_default_str();
   app.add_option("--top-k", o.gen.sampling.top_k, "keep the K most likely tokens (0 = off)")->capture_default_str();
@@ -232,6 +291,7 @@ int main(int argc, char** argv) {
     const bool parity_mode = !o.parity_models.empty() || !o.refs_path.empty() || app.count("--engines") > 0;
     refuse_unhonoured(app, o, parity_mode);
     if (o.list_devices) return list_devices(o.json_output);
+    if (!o.text_path.empty()) o.gen.prompt.tokens = joined(text_prompt(o));
     return parity_mode ? parity(o) : generate(o);
   });
 }
