@@ -40,6 +40,10 @@ constexpr ReportField kFields[] = {
      [](Row r) -> FieldValue { return r.within_floor ? FieldValue(*r.within_floor) : FieldValue(std::monostate{}); }},
 };
 
+// The share of a row's KL sum from which its largest position is called out in the text: a spread
+// difference over hundreds of positions puts a few percent at most in any one.
+constexpr double kOnePositionShare = 0.1;
+
 nlohmann::ordered_json json_value(const FieldValue& v) {
   return std::visit(
       [](const auto& x) {
@@ -204,6 +208,22 @@ std::string report_text(const EvaluationReport& r) {
       if (row.within_floor.value_or(false))
         append_printf(out, "note: %s is within the engine's noise floor: its KL is the engines' difference, not its file's\n",
                       row.subject.label.c_str());
+    }
+    // A compared row whose largest KL is a large share of its KL's sum: one event (a router
+    // near-tie, say) rather than a spread difference, and where to run the stages of it.
+    for (const auto& row : r.rows) {
+      const double sum = row.comparison.kl_mean * static_cast<double>(row.comparison.positions);
+      if (!row.kl_max_at || !(sum > 0) || row.comparison.kl_max < kOnePositionShare * sum) continue;
+      append_printf(out,
+                    "note: %s: one position, %llu:%llu, holds %.0f%% of the KL's sum (KL %.3e there); "
+                    "gptoss-run MODEL --text %s --ctx %u --chunk %llu --through %llu with --parity or --engines shows "
+                    "the stages where it begins\n",
+                    row.kind == RowKind::NoiseFloor ? "the noise floor" : row.subject.label.c_str(),
+                    static_cast<unsigned long long>(row.kl_max_at->chunk),
+                    static_cast<unsigned long long>(row.kl_max_at->position), 100 * row.comparison.kl_max / sum,
+                    row.comparison.kl_max, r.text.path.c_str(), plan.ctx,
+                    static_cast<unsigned long long>(row.kl_max_at->chunk),
+                    static_cast<unsigned long long>(row.kl_max_at->position));
     }
     for (const auto& row : r.rows)
       if (row.renormalized)

@@ -151,6 +151,10 @@ TEST(EvalReport, TextHasTheTableCellsAndNotes) {
             "\n"
             "KL = KL(reference || candidate) in nats per token; max at = chunk:position of the max KL; dp = P_candidate(t) - "
             "P_reference(t) for the reference's top token t.\n"
+            "note: GGUF q8.gguf: one position, 0:10, holds 62% of the KL's sum (KL 1.000e-02 there); gptoss-run MODEL --text "
+            "text.txt --ctx 16 --chunk 0 --through 10 with --parity or --engines shows the stages where it begins\n"
+            "note: model.bin model.bin: one position, 0:10, holds 62% of the KL's sum (KL 1.000e-02 there); gptoss-run MODEL "
+            "--text text.txt --ctx 16 --chunk 0 --through 10 with --parity or --engines shows the stages where it begins\n"
             "note: model.bin model.bin has 200014 vocabulary rows, the reference 201088: compared on rows 0..200013, both "
             "distributions renormalized over them (its PPL is over its own 200014 rows)\n");
   EXPECT_EQ(report_timing(report), "32 tokens in 2.00 s: 16.0 tokens/s (forwards 1.50 s, statistics 0.75 s)\n");
@@ -171,6 +175,25 @@ TEST(EvalReport, TextHasTheTableCellsAndNotes) {
   EXPECT_NE(text.find("\nsaved the reference's distributions to ref.logits (2.8 MB, 200.0 KB per scored token)\n"),
             std::string::npos)
       << text;
+}
+
+// One position is called out where it holds a tenth or more of a row's KL sum (the noise floor by
+// that name), and not where the KL is spread: 14 positions of equal KL put 7% in each.
+TEST(EvalReport, OnePositionThatHoldsMuchOfTheKlIsNamed) {
+  EvaluationResult result = hand_made_result();
+  result.candidates.pop_back();
+  result.floor = result.candidates[0];  // 0.010 of 0.016 at its third position
+  result.candidates[0].positions.assign(14, position(0.001, 5, 5, 0.5, 0.5));
+  const std::vector<RowSubject> models = {{"ref/hf", "safetensors hf", "cpu-f64"}, {"q8.gguf", "GGUF q8.gguf", "cpu"}};
+  const EvaluatedText text{"text.txt", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 1000, 90};
+  const auto report = make_report(text, ChunkPlan{16, 2, 5}, result, models, RowSubject{"ref/hf", "safetensors hf", "vulkan"});
+  const auto out = report_text(report);
+  EXPECT_NE(out.find("note: the noise floor: one position, 0:10, holds 62% of the KL's sum (KL 1.000e-02 there); "
+                     "gptoss-run MODEL --text text.txt --ctx 16 --chunk 0 --through 10"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("note: GGUF q8.gguf: one position"), std::string::npos) << out;
+  EXPECT_EQ(report_json(report)["candidates"][0]["kl"]["max_at"], nlohmann::ordered_json::parse(R"({"chunk": 0, "position": 8})"));
 }
 
 // The JSON and the table show the same fields: every column is a JSON member too, but the model's
