@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "formats/core/mapped_file.h"
+
 namespace gptoss {
 
 void refuse_if_given(const CLI::App& app, std::initializer_list<const char*> names, const std::string& why) {
@@ -13,6 +15,12 @@ void refuse_device_unless_vulkan(const std::optional<uint32_t>& device, const st
   if (device && engine_name != "vulkan")
     throw std::invalid_argument("--device picks a Vulkan device and the " + engine_name +
                                 " engine runs on the CPU: add --engine vulkan");
+}
+
+std::string read_text_file(const std::string& path) {
+  const auto file = MappedFile::open(path);
+  const auto bytes = file->bytes();
+  return {bytes.begin(), bytes.end()};
 }
 
 }  // namespace gptoss

@@ -1,6 +1,6 @@
 #pragma once
 // What the tools that load a model and run an engine (gptoss-run, gptoss-eval, gptoss-bench) share
-// on the command line: refusing options the chosen mode cannot honour.
+// on the command line: refusing options the chosen mode cannot honour, reading --text FILE.
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -16,5 +16,9 @@ void refuse_if_given(const CLI::App& app, std::initializer_list<const char*> nam
 // --device N with an engine that is not the Vulkan one: "--device picks a Vulkan device and the
 // cpu engine runs on the CPU: add --engine vulkan".
 void refuse_device_unless_vulkan(const std::optional<uint32_t>& device, const std::string& engine_name);
+
+// --text FILE's bytes as they are (gptoss-eval's text, gptoss-run's chunk of it); FormatError naming
+// the file where it cannot be read.
+std::string read_text_file(const std::string& path);
 
 }  // namespace gptoss

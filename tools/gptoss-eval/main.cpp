@@ -14,7 +14,6 @@
 
 #include "convert/model_io.h"
 #include "convert/tokenizer_json.h"
-#include "formats/core/mapped_file.h"
 #include "runtime/engine.h"
 #include "runtime/eval/chunk_plan.h"
 #include "runtime/eval/eval_report.h"
@@ -135,12 +134,6 @@ struct LoadedModel {
   gptoss::CanonicalModel model;
 };
 
-std::string read_text(const std::string& path) {
-  const auto file = gptoss::MappedFile::open(path);
-  const auto bytes = file->bytes();
-  return {bytes.begin(), bytes.end()};
-}
-
 // How tables and JSON name an engine: engine_label, and a Vulkan engine's tuning where it is not the default.
 std::string label_of(EngineKind kind, KvCacheType kv_cache, const Options& o) {
   const std::string tuning = kind == EngineKind::Vulkan ? gptoss::tuning_text(o.vulkan) : "";
@@ -176,7 +169,7 @@ int evaluate(const Options& o) {
     if (!model.tokenizer && !o.tokenizer_path.empty()) model.tokenizer = gptoss::load_tokenizer_json(o.tokenizer_path);
     tokenizers.push_back(model.tokenizer.get());
   }
-  const std::string text = read_text(o.text_path);
+  const std::string text = gptoss::read_text_file(o.text_path);
   const auto tokens = gptoss::eval::tokenize_text(tokenizers, o.models, text);
   const auto& ids = tokens.ids;
   const auto plan = gptoss::eval::plan_chunks(ids.size(), o.ctx, o.chunks);

@@ -12,7 +12,6 @@
 #include <optional>
 
 #include "convert/model_io.h"
-#include "formats/core/mapped_file.h"
 #include "runtime/engine.h"
 #include "runtime/eval/chunk_plan.h"
 #include "runtime/parity/parity_run.h"
@@ -152,9 +151,7 @@ std::vector<uint32_t> text_prompt(const Options& o) {
     models.push_back(gptoss::load_model(path));
     tokenizers.push_back(models.back().tokenizer.get());
   }
-  const auto file = gptoss::MappedFile::open(o.text_path);
-  const auto bytes = file->bytes();
-  const auto tokens = gptoss::eval::tokenize_text(tokenizers, paths, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  const auto tokens = gptoss::eval::tokenize_text(tokenizers, paths, gptoss::read_text_file(o.text_path));
   const auto plan = gptoss::eval::plan_chunks(tokens.ids.size(), o.ctx, std::nullopt);
   if (o.chunk >= plan.available_chunks)
     throw std::invalid_argument("--chunk " + std::to_string(o.chunk) + ": " + o.text_path + " holds " +
