@@ -137,6 +137,13 @@ struct VulkanTuning {
   // are f32.
   enum class GemmPrecision : uint8_t { Fast, Split, Promoted, Precise };
   GemmPrecision gemm_precision = GemmPrecision::Precise;
+  // Prefill attention on cooperative matrices (shaders/attention_prefill_coop.comp): Precise the
+  // scores from three f16 parts of Q and K and the weighted values from two of P and V (each
+  // layer's error against cpu-f64 the f32 kernel's); Fast one part of each, rounded to f16 (as
+  // llama.cpp's flash attention: fewer products, registers and shared memory, and an error of
+  // f16's precision). The f32 kernel is f32 either way.
+  enum class AttentionPrecision : uint8_t { Fast, Precise };
+  AttentionPrecision attention_precision = AttentionPrecision::Precise;
   // Sums in double where the device has shaderFloat64 (the router and RMSNorm, whose outputs are
   // then the CPU engine's bit for bit); false: in f32 everywhere.
   bool float64_sums = true;

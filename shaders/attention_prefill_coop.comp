@@ -24,6 +24,9 @@
 //     sum of the products' magnitudes, which a score's cancellation can make far larger than the
 //     score; three keep f32's. With them each layer's error against cpu-f64 is the f32 kernel's.
 // An f16 cache's keys and values are exact in f16: their further parts' products are skipped.
+// At PRECISION == COOP_FAST (VulkanTuning::attention_precision=fast) Q, K, P and V are each one f16
+// part, rounded to nearest: one product per score and per weighted value, an error of f16's
+// precision (as llama.cpp's flash attention), an explicit option, never the default.
 #include "common.glsl"
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -34,7 +37,10 @@ layout(push_constant) uniform Push { AttentionPrefillArgs args; };
 layout(constant_id = SPEC_COOP_M) const uint lM = 16u;
 layout(constant_id = SPEC_COOP_N) const uint lN = 16u;
 layout(constant_id = SPEC_COOP_K) const uint lK = 16u;
-const bool kSplitKV = ENCODING != ENC_F16;
+layout(constant_id = SPEC_COOP_PRECISION) const uint PRECISION = COOP_PRECISE;
+// Nested selects, not &&: glslang 12 miscompiles && between specialization constants.
+const bool kSplitQP = PRECISION != COOP_FAST;  // Q's and P's further parts
+const bool kSplitKV = kSplitQP ? ENCODING != ENC_F16 : false;
 
 const uint kRows = ATTENTION_COOP_SUBGROUP_ROWS;  // a subgroup's rows
 const uint kKeys = ATTENTION_KEY_BLOCK;
@@ -120,6 +126,11 @@ void store_kv(vec4 k[2u * kKvItems], vec4 v[2u * kKvItems]) {
   [[unroll]] for (uint i = 0u; i < kKvItems; ++i) {
     uint e = gl_LocalInvocationIndex + i * ATTENTION_COOP_SIZE;
     uint at = (e / (kDims / 8u)) * kHalfRow + e % (kDims / 8u);
+    if (!kSplitQP) {
+      tiles[kKHi + at] = halves8(k[2u * i], k[2u * i + 1u]);
+      tiles[kVHi + at] = halves8(v[2u * i], v[2u * i + 1u]);
+      continue;
+    }
     uvec4 hi, mid, lo;
     split3(k[2u * i], k[2u * i + 1u], hi, mid, lo);
     tiles[kKHi + at] = hi;
@@ -149,6 +160,10 @@ void main() {
     bool in_row = query < args.count;
     vec4 a = in_row && d < D ? Vec4sIn(args.qkv).v[at] : vec4(0.0);
     vec4 b = in_row && d + 4u < D ? Vec4sIn(args.qkv).v[at + 1u] : vec4(0.0);
+    if (!kSplitQP) {
+      tiles[r * kHalfRow + d / 8u] = halves8(a, b);
+      continue;
+    }
     uvec4 hi, mid, lo;
     split3(a, b, hi, mid, lo);
     tiles[r * kHalfRow + d / 8u] = hi;
@@ -162,8 +177,10 @@ void main() {
     [[unroll]] for (uint k = 0u; k < kDims / lK; ++k) {
       uint at = (sub_row + i * lM) * kHalfRow + k * lK / 8u;
       coopMatLoadNV(q_hi[i][k], tiles, at, kHalfRow, false);
-      coopMatLoadNV(q_mid[i][k], tiles, kQParts + at, kHalfRow, false);
-      coopMatLoadNV(q_lo[i][k], tiles, 2u * kQParts + at, kHalfRow, false);
+      if (kSplitQP) {
+        coopMatLoadNV(q_mid[i][k], tiles, kQParts + at, kHalfRow, false);
+        coopMatLoadNV(q_lo[i][k], tiles, 2u * kQParts + at, kHalfRow, false);
+      }
     }
   FLOAT_MAT o[kRows / lM][kDims / lN];
   [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
@@ -208,6 +225,7 @@ void main() {
         }
         [[unroll]] for (uint i = 0u; i < kRows / lM; ++i) {
           s_hi[j][i] = coopMatMulAddNV(q_hi[i][k], b, s_hi[j][i]);
+          if (!kSplitQP) continue;
           s_mid[j][i] = coopMatMulAddNV(q_mid[i][k], b, s_mid[j][i]);
           s_lo[j][i] = coopMatMulAddNV(q_lo[i][k], b, s_lo[j][i]);
           if (kSplitKV) {
@@ -219,8 +237,9 @@ void main() {
       }
     [[unroll]] for (uint j = 0u; j < kKeys / lN; ++j)
       [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
-        coopMatStoreNV(s_hi[j][i] + (s_mid[j][i] + s_lo[j][i] * (1.0 / COOP_LO_SCALE)) * (1.0 / COOP_LO_SCALE), tiles,
-                       s_at() + i * lM * kSRow + j * lN / 4u, kSRow, false);
+        coopMatStoreNV(kSplitQP ? s_hi[j][i] + (s_mid[j][i] + s_lo[j][i] * (1.0 / COOP_LO_SCALE)) * (1.0 / COOP_LO_SCALE)
+                                : s_hi[j][i],
+                       tiles, s_at() + i * lM * kSRow + j * lN / 4u, kSRow, false);
     subgroup_sync();
 
     // Online softmax of this lane's half row.
@@ -248,6 +267,10 @@ void main() {
         block_sum += pe;
         p[e / 4u][e % 4u] = pe * ATTENTION_P_SCALE;
       }
+      if (!kSplitQP) {
+        tiles[p_hi_at() + my_row * kPRow + half_keys / 8u + c] = halves8(p[0], p[1]);
+        continue;
+      }
       uvec4 hi, lo;
       split8(p[0], p[1], hi, lo);
       tiles[p_hi_at() + my_row * kPRow + half_keys / 8u + c] = hi;
@@ -266,7 +289,7 @@ void main() {
       HALF_MAT(lM, lK) a[kKeys / lK], a_lo[kKeys / lK];
       [[unroll]] for (uint k = 0u; k < kKeys / lK; ++k) {
         coopMatLoadNV(a[k], tiles, p_hi_at() + i * lM * kPRow + k * lK / 8u, kPRow, false);
-        coopMatLoadNV(a_lo[k], tiles, p_lo_at() + i * lM * kPRow + k * lK / 8u, kPRow, false);
+        if (kSplitQP) coopMatLoadNV(a_lo[k], tiles, p_lo_at() + i * lM * kPRow + k * lK / 8u, kPRow, false);
       }
       [[unroll]] for (uint n = 0u; n < kDims / lN; ++n) {
         FLOAT_MAT part = FLOAT_MAT(0.0), lo_part = FLOAT_MAT(0.0);
@@ -276,10 +299,11 @@ void main() {
           coopMatLoadNV(b, tiles, kVHi + at, kHalfRow, false);
           if (kSplitKV) coopMatLoadNV(b_lo, tiles, kVLo + at, kHalfRow, false);
           part = coopMatMulAddNV(a[k], b, part);
+          if (!kSplitQP) continue;
           lo_part = coopMatMulAddNV(a_lo[k], b, lo_part);
           if (kSplitKV) lo_part = coopMatMulAddNV(a[k], b_lo, lo_part);
         }
-        o[i][n] = o[i][n] / grow_tile + (part + lo_part * (1.0 / COOP_LO_SCALE)) * (1.0 / ATTENTION_P_SCALE);
+        o[i][n] = o[i][n] / grow_tile + (kSplitQP ? part + lo_part * (1.0 / COOP_LO_SCALE) : part) * (1.0 / ATTENTION_P_SCALE);
       }
     }
     barrier();  // the K and V tiles (and this subgroup's S, P) are read before the next block's stores

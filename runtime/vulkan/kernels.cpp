@@ -121,6 +121,8 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
       gemm_precision_(static_cast<uint32_t>(tuning.gemm_precision)),
       float64_(tuning.float64_sums && ctx.info().float64),
       attention_coop_(tuning.attention_coop),
+      attention_precision_(tuning.attention_precision == runtime::VulkanTuning::AttentionPrecision::Fast ? abi::COOP_FAST
+                                                                                                         : abi::COOP_PRECISE),
       coop_khr_(tuning.coop_form == runtime::VulkanTuning::CoopForm::Khr ||
                 (tuning.coop_form == runtime::VulkanTuning::CoopForm::Auto && ctx.info().cooperative_matrix_khr)),
       scaled_q8_0_(tuning.scaled_q8_0),
@@ -199,7 +201,7 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
     const bool mlp2 = shader == "expert_mlp2";
     const uint32_t specialization[] = {ctx_.info().subgroup_size,
                                        encoding.value_or(0),
-                                       gemm_precision_,
+                                       shader.starts_with("attention_prefill_coop") ? attention_precision_ : gemm_precision_,
                                        shape.m,
                                        shape.n,
                                        shape.k,

@@ -248,6 +248,7 @@ class Kernels {
   uint32_t gemm_precision_;  // abi::COOP_* (VulkanTuning::GemmPrecision in the same order)
   bool float64_;             // the f64 forms of the router and RMSNorm
   bool attention_coop_;      // VulkanTuning::attention_coop
+  uint32_t attention_precision_;  // abi::COOP_FAST or abi::COOP_PRECISE (VulkanTuning::attention_precision)
   bool coop_khr_;            // VulkanTuning::coop_form resolved: the cooperative kernels' *_khr pipelines
   bool scaled_q8_0_;         // VulkanTuning::scaled_q8_0
   uint32_t dense_tile_;      // the cooperative dense GEMM's weight rows per workgroup for F16/BF16 (VulkanTuning::dense_tile)

@@ -41,6 +41,8 @@ constexpr SwitchKey<VulkanTuning::IntegerDot> kIntDot{"int_dot", {"auto", "on", 
 constexpr SwitchKey<VulkanTuning::Profile> kProfile{"profile", {"off", "steps", "submits"}, &VulkanTuning::profile};
 constexpr SwitchKey<VulkanTuning::GemmPrecision> kGemmPrecision{
     "gemm_precision", {"fast", "split", "promoted", "precise"}, &VulkanTuning::gemm_precision};
+constexpr SwitchKey<VulkanTuning::AttentionPrecision> kAttentionPrecision{
+    "attention_precision", {"fast", "precise"}, &VulkanTuning::attention_precision};
 constexpr SwitchKey<VulkanTuning::CoopForm> kCoopForm{"coop_form", {"auto", "nv", "khr"}, &VulkanTuning::coop_form};
 
 template <class Enum>
@@ -82,7 +84,8 @@ void apply_tuning(std::string_view text, VulkanTuning& t) {
       throw std::invalid_argument("--tuning " + std::string(item) + ": expected KEY=VALUE (keys: --help)");
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (set_switch(kIntDot, key, value, t) || set_switch(kProfile, key, value, t) ||
-        set_switch(kGemmPrecision, key, value, t) || set_switch(kCoopForm, key, value, t))
+        set_switch(kGemmPrecision, key, value, t) || set_switch(kAttentionPrecision, key, value, t) ||
+        set_switch(kCoopForm, key, value, t))
       continue;
     if (key == "coopmat") {
       t.cooperative_matrix = on_off(key, value);
@@ -127,6 +130,7 @@ std::string tuning_text(const VulkanTuning& t) {
   if (t.integer_dot != defaults.integer_dot) add(switch_text(kIntDot, t));
   if (t.profile != defaults.profile) add(switch_text(kProfile, t));
   if (t.gemm_precision != defaults.gemm_precision) add(switch_text(kGemmPrecision, t));
+  if (t.attention_precision != defaults.attention_precision) add(switch_text(kAttentionPrecision, t));
   if (t.pipeline_statistics != defaults.pipeline_statistics) add("pipeline_stats=on");
   if (t.float64_sums != defaults.float64_sums) add(t.float64_sums ? "f64=on" : "f64=off");
   if (t.coop_form != defaults.coop_form) add(switch_text(kCoopForm, t));
@@ -138,7 +142,7 @@ std::string tuning_text(const VulkanTuning& t) {
 
 std::string tuning_keys_help() {
   std::string out =
-      "KEY=VALUE,...: coopmat=on|off, attention_coop=on|off (prefill attention on cooperative matrices), int_dot=auto|on|off, gemm_precision=precise|promoted|split|fast, profile=off|steps|submits, "
+      "KEY=VALUE,...: coopmat=on|off, attention_coop=on|off (prefill attention on cooperative matrices), int_dot=auto|on|off, gemm_precision=precise|promoted|split|fast, attention_precision=precise|fast (prefill attention on cooperative matrices), profile=off|steps|submits, "
       "pipeline_stats=on|off, f64=on|off (sums in double where the device has them), coop_form=auto|nv|khr (the "
       "cooperative matrices in the KHR extension's form where the device has it, or as asked), scaled_q8=on|off (the "
       "dense GEMMs' Q8_0 weights as quants with d on the sums, or as two f16 parts)";
