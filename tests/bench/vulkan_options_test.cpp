@@ -97,13 +97,17 @@ TEST(VulkanOptions, SwitchesOnTheCommandLine) {
   EXPECT_EQ(t.integer_dot, VulkanTuning::IntegerDot::Off);
   EXPECT_EQ(t.attention_range, 7u);
   EXPECT_EQ(parse({"--profile", "submits"}).profile, VulkanTuning::Profile::Submits);
+  const auto fast = parse({"--fast"});
+  EXPECT_EQ(fast.gemm_precision, VulkanTuning::GemmPrecision::Fast);
+  EXPECT_EQ(fast.attention_precision, VulkanTuning::AttentionPrecision::Fast);
+  EXPECT_EQ(tuning_text(fast), "gemm_precision=fast,attention_precision=fast");
   EXPECT_EQ(parse({}), VulkanTuning{});
   EXPECT_THROW(parse({"--tuning", "nope=1"}), CLI::ValidationError);
   EXPECT_THROW(parse({"--int-dot", "maybe"}), CLI::ValidationError);
 }
 
 TEST(VulkanOptions, RefusedWithoutAVulkanEngine) {
-  for (const char* option : {"--no-coopmat", "--prefill-chunk=1024"}) {
+  for (const char* option : {"--no-coopmat", "--fast", "--prefill-chunk=1024"}) {
     CLI::App app;
     VulkanTuning t;
     uint32_t chunk = 0;

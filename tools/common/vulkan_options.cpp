@@ -179,6 +179,15 @@ void add_vulkan_options(CLI::App& app, VulkanTuning& tuning) {
          "--no-coopmat", [&tuning] { tuning.cooperative_matrix = false; },
          "the portable f32 GEMMs instead of cooperative matrices")
       ->group(group);
+  app.add_flag_callback(
+         "--fast",
+         [&tuning] {
+           tuning.gemm_precision = VulkanTuning::GemmPrecision::Fast;
+           tuning.attention_precision = VulkanTuning::AttentionPrecision::Fast;
+         },
+         "the prefill's GEMMs and attention on f16 operands (gemm_precision=fast, attention_precision=fast): faster "
+         "prefill at f16's precision, whose own KL against cpu-f64 can exceed what a converted file's check looks for")
+      ->group(group);
   app.add_option_function<std::string>(
          "--int-dot", [&tuning](const std::string& v) { apply_option("int_dot=" + v, tuning); },
          "decode's Q8_0 products through integer dot products: auto (where accelerated), on, off")
@@ -199,7 +208,7 @@ void add_prefill_chunk_option(CLI::App& app, uint32_t& chunk) {
 
 void refuse_vulkan_options_unless_vulkan(const CLI::App& app, bool vulkan_runs) {
   if (vulkan_runs) return;
-  for (const char* name : {"--profile", "--pipeline-stats", "--no-coopmat", "--int-dot", "--tuning", "--prefill-chunk"})
+  for (const char* name : {"--profile", "--pipeline-stats", "--no-coopmat", "--fast", "--int-dot", "--tuning", "--prefill-chunk"})
     if (app.count(name) > 0)
       throw std::invalid_argument(std::string(name) + " sets how the Vulkan engine computes, and no engine of this run is the Vulkan one");
 }
