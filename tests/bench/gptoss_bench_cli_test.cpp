@@ -125,6 +125,23 @@ TEST(GptossBenchCli, MarkdownTableAndSavedFilesInEveryFormat) {
   EXPECT_EQ(lines(read_text(dir / "r.csv")).size(), 4u);
 }
 
+// A run stopped from outside keeps what it finished: the --save file holds a whole document from
+// the first result on, while later tests still run (a depth of 100000 on the CPU engine takes
+// minutes; the run is killed as soon as the file is there).
+TEST(GptossBenchCli, ASavedFileHoldsEachResultAsItFinishes) {
+  TempDir dir;
+  const std::string file = (dir / "r.json").string();
+  const auto r = run_command("(" + bench() + " synth:a --engine cpu -p 4 -n 0 -d 0,100000 -r 1 -q -o json --save " + file +
+                             " >/dev/null 2>&1 & pid=$!; for i in $(seq 1200); do [ -s " + file +
+                             " ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done; "
+                             "if kill -0 $pid 2>/dev/null; then echo running; kill -9 $pid; fi; wait $pid 2>/dev/null; cat " +
+                             file + ")");
+  ASSERT_TRUE(r.output.starts_with("running\n")) << "the file did not appear while the run went on: " << r.output;
+  const auto saved = nlohmann::json::parse(r.output.substr(std::string("running\n").size()));
+  expect_json_results(saved, {"pp4"}, 1, "cpu");
+  EXPECT_EQ(saved[0]["n_depth"], 0);
+}
+
 TEST(GptossBenchCli, VulkanOnTheDevice) {
   if (!vulkan_usable()) GTEST_SKIP() << "no usable Vulkan device: install Mesa's lavapipe (mesa-vulkan-drivers)";
   const auto r = run_stdout("synth:a -p 5 -n 2 -d 0,3 -r 1 -o json");  // vulkan is the default engine

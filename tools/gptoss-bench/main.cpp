@@ -76,7 +76,9 @@ std::string format_double(const char* format, double value) {
   return buffer;
 }
 
-// Where results go: stdout in -o's format as they arrive, every --save file when the run ends.
+// Where results go: stdout in -o's format as they arrive, and every --save file rewritten (atomically,
+// a whole document each time) after each result, so a run stopped from outside (a timeout, a
+// machine taken back) leaves the results it finished; after an error too.
 class Outputs {
  public:
   Outputs(OutputFormat stdout_format, std::vector<std::pair<std::string, OutputFormat>> files)
@@ -86,10 +88,16 @@ class Outputs {
   void add(BenchResult result) {
     print(render_row(format_, result, results_.empty()));
     results_.push_back(std::move(result));
+    save();
   }
-  // The footer and the files, also after an error: what finished is kept.
+  // The footer, and the files where no result has written them (a run that finished none).
   void finish() {
     print(render_footer(format_));
+    if (results_.empty()) save();
+  }
+
+ private:
+  void save() const {
     for (const auto& [path, format] : files_) {
       const std::string text = render_all(format, results_);
       gptoss::AtomicFileWriter out(path);
@@ -97,8 +105,6 @@ class Outputs {
       out.commit();
     }
   }
-
- private:
   static void print(const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
