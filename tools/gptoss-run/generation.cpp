@@ -96,6 +96,7 @@ harmony::ReasoningEffort effort_from_name(const std::string& name) {
 }  // namespace
 
 std::vector<uint32_t> prompt_ids(const PromptSpec& spec, const Tokenizer* tokenizer) {
+  if (!spec.ids.empty()) return spec.ids;
   if (!spec.tokens.empty()) return parse_token_list(spec.tokens);
   if (!tokenizer) throw std::invalid_argument("a text prompt needs a tokenizer");
   if (spec.no_harmony) return tokenizer->encode(spec.text, /*allow_special=*/true);
@@ -149,7 +150,7 @@ void write_logits(const std::filesystem::path& path, const std::vector<float>& l
 }  // namespace
 
 GenerationReport run_generation(const GenerationSetup& setup, const std::function<void(const std::string&)>& show) {
-  if (setup.prompt.tokens.empty() && setup.prompt.text.empty())
+  if (setup.prompt.ids.empty() && setup.prompt.tokens.empty() && setup.prompt.text.empty())
     throw std::invalid_argument("give a prompt: -p TEXT or --prompt-tokens ID,ID,...");
   const auto model = load_model(setup.model_path);
   const auto tokenizer = usable_tokenizer(model, setup);

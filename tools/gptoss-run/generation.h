@@ -45,6 +45,7 @@ std::vector<uint32_t> parse_token_list(const std::string& text);
 struct PromptSpec {
   std::string text;    // -p: a harmony conversation's user message, or with no_harmony encoded as is
   std::string tokens;  // --prompt-tokens ID,ID,...: the ids themselves (text then unused)
+  std::vector<uint32_t> ids;  // ids already resolved (--text FILE's chunk); used as they are
   bool no_harmony = false;
   // The harmony conversation: the system message's reasoning effort ("low", "medium", "high") and
   // date, or no system message; developer instructions.

@@ -165,12 +165,6 @@ std::vector<uint32_t> text_prompt(const Options& o) {
   return {first, first + through + 1};
 }
 
-std::string joined(const std::vector<uint32_t>& ids) {
-  std::string list;
-  for (const uint32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
-  return list;
-}
-
 // ---- --list-devices ----
 
 int list_devices(bool json_output) {
@@ -189,8 +183,8 @@ int parity(const Options& o) {
   if (!o.refs_path.empty()) {
     if (o.refs_prompt.empty()) throw std::invalid_argument("--refs needs --refs-prompt NAME");
     request.reference = gptoss::parity::trace_from_refs(gptoss::SafetensorsFile::open(o.refs_path), o.refs_prompt, &request.prompt);
-  } else if (!o.gen.prompt.tokens.empty()) {
-    request.prompt = gptoss::run::parse_token_list(o.gen.prompt.tokens);
+  } else if (!o.gen.prompt.ids.empty() || !o.gen.prompt.tokens.empty()) {
+    request.prompt = gptoss::run::prompt_ids(o.gen.prompt, nullptr);
   } else {
     throw std::invalid_argument("--parity needs --prompt-tokens, --text or --refs");
   }
@@ -288,7 +282,7 @@ int main(int argc, char** argv) {
     const bool parity_mode = !o.parity_models.empty() || !o.refs_path.empty() || app.count("--engines") > 0;
     refuse_unhonoured(app, o, parity_mode);
     if (o.list_devices) return list_devices(o.json_output);
-    if (!o.text_path.empty()) o.gen.prompt.tokens = joined(text_prompt(o));
+    if (!o.text_path.empty()) o.gen.prompt.ids = text_prompt(o);
     return parity_mode ? parity(o) : generate(o);
   });
 }
