@@ -2,15 +2,18 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_quad : require
 // attention_prefill.comp on cooperative matrices (flash attention 2; the same arguments, grid and
-// rows): workgroup (KV head g, query block b) owns ATTENTION_ROWS rows (query head, query), the G
-// query heads of g times ATTENTION_ROWS / G queries, and streams the keys and values it may see
-// (causal, and only the sliding window's blocks) once, ATTENTION_KEY_BLOCK at a time, through
-// shared memory. Four subgroups of 32 own ATTENTION_COOP_SUBGROUP_ROWS rows each; per key block a
+// rows; ATTENTION_COOP_ROWS of them a workgroup): workgroup (KV head g, query block b) owns
+// ATTENTION_COOP_ROWS rows (query head, query), the G query heads of g times ATTENTION_COOP_ROWS / G
+// queries, and streams the keys and values it may see (causal, and only the sliding window's blocks)
+// once, ATTENTION_KEY_BLOCK at a time, through shared memory: each block's loads, in registers
+// through the previous block's work, and its split into parts serve 16 queries of gpt-oss's group
+// of 8 query heads. Eight subgroups of 32 own ATTENTION_COOP_SUBGROUP_ROWS rows each; per key block a
 // subgroup computes its scores S = Q K^T on the matrix units, takes them through shared memory for
 // the online softmax (f32: max, exp, running sum, masks, two lanes per row), and adds P V on the
 // matrix units to its output, which stays in accumulators: the rows' rescale by exp(old max - new
-// max) is a division by a tile of exp(new max - old max) per row (the matrices' layout is the
-// device's, so a per-row factor goes in as a matrix; they divide but do not multiply elementwise).
+// max) is a division by a matrix of exp(new max - old max) per row (the matrices' layout is the
+// device's, so a per-row factor goes in as a matrix, loaded column-major with a stride of 0 from one
+// float per row; they divide but do not multiply elementwise).
 //
 // Precision: the products in fresh f32 accumulators per block (head_dim deep for S, one key block
 // for P V), added to the f32 sums once per block, from f16 parts of the f32 operands, each part cut
@@ -45,35 +48,37 @@ const bool kSplitKV = kSplitQP ? ENCODING != ENC_F16 : false;
 const uint kRows = ATTENTION_COOP_SUBGROUP_ROWS;  // a subgroup's rows
 const uint kKeys = ATTENTION_KEY_BLOCK;
 const uint kDims = ATTENTION_COOP_DIMS;  // head_dim padded with zeros to this
-#if ATTENTION_COOP_SIZE / 32 * ATTENTION_COOP_SUBGROUP_ROWS != ATTENTION_ROWS || ATTENTION_KEY_BLOCK != 32 || \
-    ATTENTION_COOP_SUBGROUP_ROWS != 16 || ATTENTION_COOP_DIMS % 16 != 0
+#if ATTENTION_KEY_BLOCK != 32 || ATTENTION_COOP_SUBGROUP_ROWS != 16 || ATTENTION_COOP_DIMS % 16 != 0 || \
+    ATTENTION_COOP_ROWS % 2 != 0
 #error "attention_prefill_coop.comp: written for 16 rows per subgroup of 32 and 32 keys per block"
 #endif
 
 // Shared memory in uvec4s (8 halves or 4 floats), rows skewed by one uvec4 (ATTENTION_COOP_SHARED_BYTES):
 //   the workgroup's tiles: K hi, K mid, K lo, V hi, V lo [kKeys][kDims halves]; the f32 output
-//     [ATTENTION_ROWS][kDims floats] lies there after the last block, and Q's hi, mid and lo
-//     [ATTENTION_ROWS][kDims halves] over all of shared memory before the first (the launcher
-//     checks that both fit);
-//   per subgroup: S [kRows][kKeys floats], P hi, P lo [kRows][kKeys halves], and the rescale tile
-//     [kRows][16 floats] (row r: exp(new max - old max) of row r in every column).
+//     [ATTENTION_COOP_ROWS][kDims floats] lies over all of shared memory after the last block, and
+//     Q's hi, mid and lo [ATTENTION_COOP_ROWS / 2][kDims halves] before the first, one half of the
+//     rows after the other (the launcher checks that both fit);
+//   per subgroup: S [kRows][kKeys floats], and P hi, P lo [kRows][kKeys halves] over it (written
+//     once every lane has its scores), then the rescale [kRows floats] (row r: exp(new max - old
+//     max) of row r).
 const uint kHalfRow = kDims / 8u + 1u;    // a row of kDims halves
 const uint kKvTile = kKeys * kHalfRow;
 const uint kFloatRow = kDims / 4u + 1u;   // a row of kDims floats
 const uint kSRow = kKeys / 4u + 1u;
 const uint kPRow = kKeys / 8u + 1u;
-const uint kRRow = 16u / 4u + 1u;         // lN <= 16 floats
+const uint kSPQuads = max(ATTENTION_COOP_S_QUADS, ATTENTION_COOP_P_QUADS);
 const uint kSubgroupQuads = ATTENTION_COOP_SUBGROUP_QUADS;
 const uint kTileQuads = ATTENTION_COOP_TILE_QUADS;
 shared uvec4 tiles[ATTENTION_COOP_SHARED_BYTES / 16];
 
 const uint kKHi = 0u, kKMid = kKvTile, kKLo = 2u * kKvTile, kVHi = 3u * kKvTile, kVLo = 4u * kKvTile;
-// Q's three parts before the first block, over the whole of shared memory.
-const uint kQParts = ATTENTION_ROWS * kHalfRow;
+// Q's three parts of half the rows before the first block, over the whole of shared memory.
+const uint kQHalfRows = ATTENTION_COOP_ROWS / 2u;
+const uint kQParts = kQHalfRows * kHalfRow;
 uint s_at() { return kTileQuads + gl_SubgroupID * kSubgroupQuads; }
-uint p_hi_at() { return s_at() + kRows * kSRow; }
+uint p_hi_at() { return s_at(); }
 uint p_lo_at() { return p_hi_at() + kRows * kPRow; }
-uint r_at() { return p_lo_at() + kRows * kPRow; }
+uint r_at() { return s_at() + kSPQuads; }
 
 #define HALF_MAT(R, C) fcoopmatNV<16, gl_ScopeSubgroup, R, C>
 #define FLOAT_MAT fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>
@@ -145,43 +150,49 @@ void store_kv(vec4 k[2u * kKvItems], vec4 v[2u * kKvItems]) {
 void main() {
   uint g = gl_WorkGroupID.x;
   uint G = args.heads / args.kv_heads, D = args.head_dim;
-  uint queries_per_block = ATTENTION_ROWS / G;
+  uint queries_per_block = ATTENTION_COOP_ROWS / G;
   uint start = WordsIn(args.step).v[0];
   uint stride = (args.heads + 2u * args.kv_heads) * D;
   uint first_query = start + gl_WorkGroupID.y * queries_per_block;
   uint last_query = start + min(gl_WorkGroupID.y * queries_per_block + queries_per_block, args.count) - 1u;
   uint first_key = prefill_first_key_block(first_query, args.window, WordsIn(args.step).v[2]);
 
-  // Q as halves into the tiles (row r: query head r % G of query r / G), then into matrices.
-  for (uint e = gl_LocalInvocationIndex; e < ATTENTION_ROWS * (kDims / 8u); e += ATTENTION_COOP_SIZE) {
-    uint r = e / (kDims / 8u), d = (e % (kDims / 8u)) * 8u;
-    uint query = gl_WorkGroupID.y * queries_per_block + r / G;
-    uint at = (query * stride + (g * G + r % G) * D + d) / 4u;
-    bool in_row = query < args.count;
-    vec4 a = in_row && d < D ? Vec4sIn(args.qkv).v[at] : vec4(0.0);
-    vec4 b = in_row && d + 4u < D ? Vec4sIn(args.qkv).v[at + 1u] : vec4(0.0);
-    if (!kSplitQP) {
-      tiles[r * kHalfRow + d / 8u] = halves8(a, b);
-      continue;
-    }
-    uvec4 hi, mid, lo;
-    split3(a, b, hi, mid, lo);
-    tiles[r * kHalfRow + d / 8u] = hi;
-    tiles[kQParts + r * kHalfRow + d / 8u] = mid;
-    tiles[2u * kQParts + r * kHalfRow + d / 8u] = lo;
-  }
-  barrier();
+  // Q as halves into the tiles (row r: query head r % G of query r / G), half the rows at a time,
+  // then into the matrices of the subgroups that own them.
   uint sub_row = gl_SubgroupID * kRows;
   HALF_MAT(lM, lK) q_hi[kRows / lM][kDims / lK], q_mid[kRows / lM][kDims / lK], q_lo[kRows / lM][kDims / lK];
-  [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
-    [[unroll]] for (uint k = 0u; k < kDims / lK; ++k) {
-      uint at = (sub_row + i * lM) * kHalfRow + k * lK / 8u;
-      coopMatLoadNV(q_hi[i][k], tiles, at, kHalfRow, false);
-      if (kSplitQP) {
-        coopMatLoadNV(q_mid[i][k], tiles, kQParts + at, kHalfRow, false);
-        coopMatLoadNV(q_lo[i][k], tiles, 2u * kQParts + at, kHalfRow, false);
+  [[unroll]] for (uint half_rows = 0u; half_rows < ATTENTION_COOP_ROWS; half_rows += kQHalfRows) {
+    if (half_rows > 0u) barrier();  // the first half's subgroups have their Q out of the tiles
+    for (uint e = gl_LocalInvocationIndex; e < kQHalfRows * (kDims / 8u); e += ATTENTION_COOP_SIZE) {
+      uint r = e / (kDims / 8u), d = (e % (kDims / 8u)) * 8u;
+      uint row = half_rows + r;
+      uint query = gl_WorkGroupID.y * queries_per_block + row / G;
+      uint at = (query * stride + (g * G + row % G) * D + d) / 4u;
+      bool in_row = query < args.count;
+      vec4 a = in_row && d < D ? Vec4sIn(args.qkv).v[at] : vec4(0.0);
+      vec4 b = in_row && d + 4u < D ? Vec4sIn(args.qkv).v[at + 1u] : vec4(0.0);
+      if (!kSplitQP) {
+        tiles[r * kHalfRow + d / 8u] = halves8(a, b);
+        continue;
       }
+      uvec4 hi, mid, lo;
+      split3(a, b, hi, mid, lo);
+      tiles[r * kHalfRow + d / 8u] = hi;
+      tiles[kQParts + r * kHalfRow + d / 8u] = mid;
+      tiles[2u * kQParts + r * kHalfRow + d / 8u] = lo;
     }
+    barrier();
+    if (sub_row >= half_rows && sub_row < half_rows + kQHalfRows)
+      [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
+        [[unroll]] for (uint k = 0u; k < kDims / lK; ++k) {
+          uint at = (sub_row - half_rows + i * lM) * kHalfRow + k * lK / 8u;
+          coopMatLoadNV(q_hi[i][k], tiles, at, kHalfRow, false);
+          if (kSplitQP) {
+            coopMatLoadNV(q_mid[i][k], tiles, kQParts + at, kHalfRow, false);
+            coopMatLoadNV(q_lo[i][k], tiles, 2u * kQParts + at, kHalfRow, false);
+          }
+        }
+  }
   FLOAT_MAT o[kRows / lM][kDims / lN];
   [[unroll]] for (uint i = 0u; i < kRows / lM; ++i)
     [[unroll]] for (uint n = 0u; n < kDims / lN; ++n) o[i][n] = FLOAT_MAT(0.0);
@@ -193,17 +204,15 @@ void main() {
   uint position = start + my_query;
   float row_max = -1.0 / 0.0, row_sum = 0.0;
 
+  // Each block's loads are in flight through the previous block's work: with one workgroup on a
+  // multiprocessor (its registers), no other covers their latency.
+  vec4 k_next[2u * kKvItems], v_next[2u * kKvItems];
+  load_kv(first_key, last_query, g, k_next, v_next);
   barrier();  // every subgroup has its Q out of the tiles
   for (uint block = first_key; block <= last_query; block += kKeys) {
-    // The block's loads, then their stores: the other workgroup on the multiprocessor covers their
-    // latency. Holding the next block's loads in registers through this block's products took more
-    // registers and made prefill at depth slower (e9fc310).
-    {
-      vec4 k[2u * kKvItems], v[2u * kKvItems];
-      load_kv(block, last_query, g, k, v);
-      store_kv(k, v);
-    }
+    store_kv(k_next, v_next);
     barrier();
+    if (block + kKeys <= last_query) load_kv(block + kKeys, last_query, g, k_next, v_next);
 
     // S = Q K^T of the subgroup's rows: K rows are B's columns (column-major B from the K tile).
     // Every column tile's sums at once, depth outermost: independent products to interleave.
@@ -254,6 +263,7 @@ void main() {
         block_max = max(block_max, s[4u * c + e]);
       }
     }
+    subgroup_sync();  // every lane has its scores: P goes over them
     block_max = max(block_max, subgroupQuadSwapHorizontal(block_max));
     float new_max = max(row_max, block_max);
     // O is divided by exp(new max - old max); nothing to rescale while a row has seen no key.
@@ -278,13 +288,13 @@ void main() {
     }
     row_sum = row_sum * rescale + (block_sum + subgroupQuadSwapHorizontal(block_sum));
     row_max = new_max;
-    [[unroll]] for (uint c = 0u; c < 2u; ++c) tiles[r_at() + my_row * kRRow + (lane % 2u) * 2u + c] = floatBitsToUint(vec4(grow));
+    if (lane % 2u == 0u) tiles[r_at() + my_row / 4u][my_row % 4u] = floatBitsToUint(grow);
     subgroup_sync();
 
     // O = O / grow + P V.
     [[unroll]] for (uint i = 0u; i < kRows / lM; ++i) {
       FLOAT_MAT grow_tile;
-      coopMatLoadNV(grow_tile, tiles, r_at() + i * lM * kRRow, kRRow, false);
+      coopMatLoadNV(grow_tile, tiles, r_at() + i * lM / 4u, 0u, true);  // column-major, stride 0: row r's factor in every column
       // P's two parts once per block, for every column tile of V.
       HALF_MAT(lM, lK) a[kKeys / lK], a_lo[kKeys / lK];
       [[unroll]] for (uint k = 0u; k < kKeys / lK; ++k) {

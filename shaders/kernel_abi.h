@@ -206,19 +206,25 @@ ABI_CONST(float, COOP_LO_SCALE, 2048.0f);
 #define ROUTER_DECODE_WORKGROUP_SIZE 256  // router of one token: one workgroup per expert
 #define ARGMAX_GROUPS 128         // argmax: slices reduced at once
 #define ATTENTION_KEY_BLOCK 32    // prefill attention: keys per step
-// Prefill attention on cooperative matrices (attention_prefill_coop.comp, the same grid and rows as
-// attention_prefill): 4 subgroups of 32, ATTENTION_COOP_SUBGROUP_ROWS (head, query) rows each, head
-// dims padded to ATTENTION_COOP_DIMS. Shared memory in 16-byte words, each row of halves or floats
+// Prefill attention on cooperative matrices (attention_prefill_coop.comp, the same arguments and
+// rows as attention_prefill, ATTENTION_COOP_ROWS of them a workgroup: twice the f32 kernel's, so
+// each key block is loaded and split into its parts once per 16 queries of gpt-oss's group of 8
+// query heads): 8 subgroups of 32, ATTENTION_COOP_SUBGROUP_ROWS (head, query) rows each, head dims
+// padded to ATTENTION_COOP_DIMS. Shared memory in 16-byte words, each row of halves or floats
 // skewed by one word: the workgroup's K tile as three parts of halves and V's as two (the f32
-// output after the last block lies over them, Q's parts before the first over all of shared
-// memory), and per subgroup its scores (f32), P as hi and lo halves and a 16-float rescale row per
-// row.
-#define ATTENTION_COOP_SIZE 128
+// output after the last block lies over all of shared memory, and Q's parts before the first, half
+// the rows at a time), and per subgroup its scores (f32) with P as hi and lo halves laid over them
+// (P is written once the scores are read), then one rescale float per row.
+#define ATTENTION_COOP_SIZE 256
 #define ATTENTION_COOP_SUBGROUP_ROWS 16
+#define ATTENTION_COOP_ROWS (ATTENTION_COOP_SIZE / 32 * ATTENTION_COOP_SUBGROUP_ROWS)
 #define ATTENTION_COOP_DIMS 64
 #define ATTENTION_COOP_TILE_QUADS (5 * ATTENTION_KEY_BLOCK * (ATTENTION_COOP_DIMS / 8 + 1))
+#define ATTENTION_COOP_S_QUADS (ATTENTION_COOP_SUBGROUP_ROWS * (ATTENTION_KEY_BLOCK / 4 + 1))
+#define ATTENTION_COOP_P_QUADS (2 * ATTENTION_COOP_SUBGROUP_ROWS * (ATTENTION_KEY_BLOCK / 8 + 1))
 #define ATTENTION_COOP_SUBGROUP_QUADS \
-  (ATTENTION_COOP_SUBGROUP_ROWS * ((ATTENTION_KEY_BLOCK / 4 + 1) + 2 * (ATTENTION_KEY_BLOCK / 8 + 1) + (16 / 4 + 1)))
+  ((ATTENTION_COOP_S_QUADS > ATTENTION_COOP_P_QUADS ? ATTENTION_COOP_S_QUADS : ATTENTION_COOP_P_QUADS) + \
+   ATTENTION_COOP_SUBGROUP_ROWS / 4)
 #define ATTENTION_COOP_SHARED_BYTES \
   (16 * (ATTENTION_COOP_TILE_QUADS + ATTENTION_COOP_SIZE / 32 * ATTENTION_COOP_SUBGROUP_QUADS))
 // P (probabilities, at most 1) is split into f16 halves times this, so that probabilities down to

@@ -351,7 +351,9 @@ bool Kernels::prefill_attention_supports(uint32_t heads, uint32_t kv_heads, uint
 }
 
 uint32_t Kernels::prefill_sequence_multiple(uint32_t heads, uint32_t kv_heads) {
-  return std::lcm(uint32_t{ATTENTION_KEY_BLOCK}, uint32_t{ATTENTION_ROWS} / (heads / kv_heads));
+  const uint32_t group = heads / kv_heads;
+  return std::lcm(std::lcm(uint32_t{ATTENTION_KEY_BLOCK}, uint32_t{ATTENTION_ROWS} / group),
+                  uint32_t{ATTENTION_COOP_ROWS} / group);
 }
 
 void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Address qkv, Address k_cache,
@@ -362,18 +364,20 @@ void Kernels::attention_prefill(DispatchList& list, const AttentionShape& s, Add
               std::to_string(ATTENTION_ROWS));
   const abi::AttentionPrefillArgs args{qkv,     k_cache,  v_cache, sinks,   step,  target, s.heads,
                                        s.kv_heads, s.head_dim, s.window, s.slots, count, s.scale};
-  const uint32_t queries_per_group = ATTENTION_ROWS / (s.heads / s.kv_heads);
   const bool coop = prefill_attention_cooperative();
+  const uint32_t queries_per_group = (coop ? ATTENTION_COOP_ROWS : ATTENTION_ROWS) / (s.heads / s.kv_heads);
   const std::string shader = coop ? in_coop_form("attention_prefill_coop") : "attention_prefill";
   list.dispatch(pipeline(shader, sizeof args, cache_encoding(s)), args, s.kv_heads, ceil_div(count, queries_per_group));
 }
 
-// The cooperative kernel's three parts of Q (before the first key block) lie over all of its
-// shared memory and its f32 output (after the last) over its K and V tiles, and its head dims cover
+// The cooperative kernel's three parts of Q (before the first key block, half its rows at a time)
+// and its f32 output (after the last) lie over all of its shared memory; its rows are a multiple of
+// the f32 kernel's (so every group that divides one divides the other), and its head dims cover
 // every head_dim the f32 kernel takes.
-static_assert(3 * ATTENTION_ROWS * (ATTENTION_COOP_DIMS / 8 + 1) * 16 <= ATTENTION_COOP_SHARED_BYTES &&
-                  ATTENTION_ROWS * (ATTENTION_COOP_DIMS / 4 + 1) <= ATTENTION_COOP_TILE_QUADS &&
-                  ATTENTION_COOP_DIMS >= abi::kMaxPrefillHeadDim,
+static_assert(3 * (ATTENTION_COOP_ROWS / 2) * (ATTENTION_COOP_DIMS / 8 + 1) * 16 <= ATTENTION_COOP_SHARED_BYTES &&
+                  ATTENTION_COOP_ROWS * (ATTENTION_COOP_DIMS / 4 + 1) * 16 <= ATTENTION_COOP_SHARED_BYTES &&
+                  ATTENTION_COOP_ROWS % ATTENTION_ROWS == 0 && ATTENTION_COOP_DIMS >= abi::kMaxPrefillHeadDim &&
+                  ATTENTION_COOP_SHARED_BYTES <= 49152,
               "attention_prefill_coop's tiles");
 
 bool Kernels::prefill_attention_cooperative() const {

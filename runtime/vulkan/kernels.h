@@ -99,8 +99,9 @@ class Kernels {
   // Whether attention_prefill handles the shape (else the engine prefills through decode steps).
   static bool prefill_attention_supports(uint32_t heads, uint32_t kv_heads, uint32_t head_dim);
   // What the length of sequences packed in one prefill submit (StepState::sequence) must be a
-  // multiple of: whole key blocks (ATTENTION_KEY_BLOCK) and whole query tiles (ATTENTION_ROWS / the
-  // query heads per KV head), so that no tile straddles two sequences and each sequence's key blocks
+  // multiple of: whole key blocks (ATTENTION_KEY_BLOCK) and whole query tiles of either kernel
+  // (ATTENTION_ROWS or ATTENTION_COOP_ROWS / the query heads per KV head: 32 at gpt-oss's shapes),
+  // so that no tile straddles two sequences and each sequence's key blocks
   // lie where they lie in the sequence alone. A supported shape's (prefill_attention_supports).
   static uint32_t prefill_sequence_multiple(uint32_t heads, uint32_t kv_heads);
   // Whether attention_prefill runs on cooperative matrices here (cooperative(), a matrix shape the
