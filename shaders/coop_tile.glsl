@@ -30,7 +30,7 @@
 //   COOP_FAST: A rounded to f16 (its hi part), W rounded, one accumulator.
 //
 // Loads: invocation t decodes 32 values (one Q8_0/MXFP4 block) of W row t/2 (depth (t%2)*32 ..
-// +32) per step, and brings COOP_TILE_K / (COOP_THREADS / COOP_TILE_M) values of A row
+// +32) per step (and of row t/2 + COOP_THREADS/2 where kWBlocks is 2), and brings COOP_TILE_K / (COOP_THREADS / COOP_TILE_M) values of A row
 // t / (COOP_THREADS / COOP_TILE_M) (hi and lo). The kernels issue the next step's global loads
 // into registers before this step's products (raw bytes), so memory latency hides behind the
 // matrix units; decode them into packed halves after the products (pack_w32), before the barrier
@@ -45,10 +45,11 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 
-// Shapes this tile is written for: one 32 x 32 block per subgroup of 32, one W block per
-// invocation (so 2 COOP_TILE_N invocations), whole uvec4s of A per invocation.
-#if COOP_THREADS * 32 != COOP_TILE_M * COOP_TILE_N || COOP_THREADS != 2 * COOP_TILE_N
-#error "coop_tile.glsl: COOP_THREADS must be COOP_TILE_M * COOP_TILE_N / 32 and 2 * COOP_TILE_N"
+// Shapes this tile is written for: one 32 x 32 block per subgroup of 32, one or two W blocks per
+// invocation a step (so 2 COOP_TILE_N invocations, or COOP_TILE_N: kWBlocks), whole uvec4s of A
+// per invocation.
+#if COOP_THREADS * 32 != COOP_TILE_M * COOP_TILE_N || (COOP_THREADS != 2 * COOP_TILE_N && COOP_THREADS != COOP_TILE_N)
+#error "coop_tile.glsl: COOP_THREADS must be COOP_TILE_M * COOP_TILE_N / 32 and 2 * COOP_TILE_N or COOP_TILE_N"
 #endif
 #if COOP_TILE_M % 32 != 0 || COOP_TILE_N % 32 != 0 || COOP_TILE_K != 64
 #error "coop_tile.glsl: unsupported tile shape"
@@ -116,7 +117,11 @@ fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> comp[kRowsPerSubgroup][kColsPerSubgroup
 
 uint coop_load_a_row() { return gl_LocalInvocationIndex / kAThreadsPerRow; }
 uint coop_load_a_depth() { return (gl_LocalInvocationIndex % kAThreadsPerRow) * (COOP_TILE_K / kAThreadsPerRow); }
-uint coop_load_w_row() { return gl_LocalInvocationIndex / 2u; }
+// W blocks (32 values of one W row) an invocation decodes a step: block b's row is b * COOP_THREADS
+// / 2 rows after the first's.
+const uint kWBlocks = 2u * COOP_TILE_N / COOP_THREADS;
+uint coop_load_w_row(uint b) { return gl_LocalInvocationIndex / 2u + b * (COOP_THREADS / 2u); }
+uint coop_load_w_row() { return coop_load_w_row(0u); }
 uint coop_load_w_depth() { return (gl_LocalInvocationIndex % 2u) * 32u; }
 
 uint coop_a_hi_at(uint stage) { return stage * kStageQuads; }
@@ -205,14 +210,15 @@ void pack_w32(vec4 v[8], out uvec4 hi[4], out uvec4 lo[4]) {
     }
   }
 }
-// pack_w32's halves into the stage's W tile(s).
-void store_w_halves(uint stage, uvec4 hi[4], uvec4 lo[4]) {
-  uint at = coop_load_w_row() * kRowQuads + coop_load_w_depth() / 8u;
+// pack_w32's halves of this invocation's block b into the stage's W tile(s).
+void store_w_halves(uint stage, uint b, uvec4 hi[4], uvec4 lo[4]) {
+  uint at = coop_load_w_row(b) * kRowQuads + coop_load_w_depth() / 8u;
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     coop_shared[coop_w_at(stage) + at + i] = hi[i];
     if (kSplitW) coop_shared[coop_w_lo_at(stage) + at + i] = lo[i];
   }
 }
+void store_w_halves(uint stage, uvec4 hi[4], uvec4 lo[4]) { store_w_halves(stage, 0u, hi, lo); }
 // COOP_SCALED_W: this invocation's block's d (its 32 weights are the quants) into the stage.
 void store_w_scale(uint stage, float d) {
   uint at = coop_load_w_row() * (COOP_TILE_K / 32u) + coop_load_w_depth() / 32u;

@@ -1,5 +1,6 @@
-// The cooperative expert GEMM (included after coop_tile.glsl): expert_gemm_coop.comp and its
-// 192-wide form expert_gemm_coop_wide.comp are this kernel at two tile widths. One tile of one
+// The cooperative expert GEMM (included after coop_tile.glsl): expert_gemm_coop.comp, its
+// 192-wide form expert_gemm_coop_wide.comp and its 32-row form expert_gemm_coop_short.comp are this
+// kernel at three tile shapes. One tile of one
 // expert's rows (the tile list's entry gl_WorkGroupID.y, gathered through assign_token for mlp1),
 // COOP_TILE_N weight rows from gl_WorkGroupID.x; MXFP4 blocks decoded (times their scale) into the
 // f16 W tile; the epilogue adds the bias and, for mlp1, takes SwiGLU of the (gate, up) pairs,
@@ -92,39 +93,57 @@ void expert_gemm_coop() {
   uint a_source[kASources];
   bool a_in[kASources];
   expert_a_rows(first_row, rows, gather, a_source, a_in);
-  uint n = n0 + coop_load_w_row();
-  bool w_in = n < args.weight_rows;
   clear_coop_sums();
-  // This invocation's block: the W row's (t % 2)-th of each pair.
-  uint block = (expert * args.weight_rows + n) * blocks_per_row + coop_load_w_depth() / 32u;
-  uvec4 ahi[kAHeld], alo[kAHeld];
-  uvec4 w_hi[4], w_lo[4];
-  uvec4 q = uvec4(0u);
-  uint scale_word = 0u;
-  expert_load_a(a_source, a_in, 0u, ahi, alo);
-  if (w_in) {
-    q = QuadsIn(args.blocks).v[block];
-    scale_word = WordsIn(args.scales).v[block >> 2];
+  // This invocation's blocks (kWBlocks of them, coop_tile.glsl): each the W row's (t % 2)-th of
+  // each pair.
+  bool w_in[kWBlocks];
+  uint block[kWBlocks];
+  [[unroll]] for (uint b = 0u; b < kWBlocks; ++b) {
+    uint n = n0 + coop_load_w_row(b);
+    w_in[b] = n < args.weight_rows;
+    block[b] = (expert * args.weight_rows + n) * blocks_per_row + coop_load_w_depth() / 32u;
   }
-  decode_w(q, scale_word, block, w_in, w_hi, w_lo);
+  uvec4 ahi[kAHeld], alo[kAHeld];
+  uvec4 w_hi[kWBlocks * 4u], w_lo[kWBlocks * 4u];
+  uvec4 q[kWBlocks];
+  uint scale_word[kWBlocks];
+  expert_load_a(a_source, a_in, 0u, ahi, alo);
+  [[unroll]] for (uint b = 0u; b < kWBlocks; ++b) {
+    q[b] = w_in[b] ? QuadsIn(args.blocks).v[block[b]] : uvec4(0u);
+    scale_word[b] = w_in[b] ? WordsIn(args.scales).v[block[b] >> 2] : 0u;
+    uvec4 hi[4], lo[4];
+    decode_w(q[b], scale_word[b], block[b], w_in[b], hi, lo);
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) w_hi[4u * b + i] = hi[i], w_lo[4u * b + i] = lo[i];
+  }
   uint stage = 0u;
   for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
     expert_store_a(stage, a_in, ahi, alo);
-    store_w_halves(stage, w_hi, w_lo);
+    [[unroll]] for (uint b = 0u; b < kWBlocks; ++b) {
+      uvec4 hi[4], lo[4];
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) hi[i] = w_hi[4u * b + i], lo[i] = w_lo[4u * b + i];
+      store_w_halves(stage, b, hi, lo);
+    }
     barrier();
     bool more = k0 + COOP_TILE_K < args.depth;
     if (more) {  // the next step's loads, in flight during the products
-      block += 2u;
       expert_load_a(a_source, a_in, k0 + COOP_TILE_K, ahi, alo);
-      if (w_in) {
-        q = QuadsIn(args.blocks).v[block];
-        scale_word = WordsIn(args.scales).v[block >> 2];
+      [[unroll]] for (uint b = 0u; b < kWBlocks; ++b) {
+        block[b] += 2u;
+        if (w_in[b]) {
+          q[b] = QuadsIn(args.blocks).v[block[b]];
+          scale_word[b] = WordsIn(args.scales).v[block[b] >> 2];
+        }
       }
     }
     multiply_coop_tiles(stage, rows);
     // The next step's decoding after this step's products: its arithmetic issues while the tensor
     // cores work through them, and its loads have had the products' time to arrive.
-    if (more) decode_w(q, scale_word, block, w_in, w_hi, w_lo);
+    if (more)
+      [[unroll]] for (uint b = 0u; b < kWBlocks; ++b) {
+        uvec4 hi[4], lo[4];
+        decode_w(q[b], scale_word[b], block[b], w_in[b], hi, lo);
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) w_hi[4u * b + i] = hi[i], w_lo[4u * b + i] = lo[i];
+      }
     stage = coop_next_stage(stage);
   }
   for (uint row0 = 0u; row0 < COOP_TILE_M; row0 += COOP_C_ROWS) {

@@ -13,6 +13,9 @@
 layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { GemmArgs args; };
 #include "coop_tile.glsl"
+#if COOP_THREADS != 2 * COOP_TILE_N
+#error "gemm_coop.glsl: one W block per invocation a step"
+#endif
 
 // ggml's other block types: the 32 weights as four 8-value chunks, each loaded by load_raw8 and
 // decoded by decode_raw8 (ggml_blocks.glsl), their raw words held here in between.

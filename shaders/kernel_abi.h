@@ -116,6 +116,14 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // GEMM_TILE_M x COOP_EXPERT_WIDE_TILE_N, 46 KB of operands, the C tile written out half its rows at a time.
 #define COOP_EXPERT_WIDE_TILE_N 192
 #define COOP_EXPERT_WIDE_WORKGROUP_SIZE 384
+// Its short form (VulkanTuning::expert_tile = 256, expert_gemm_coop_short.comp): tiles of
+// COOP_EXPERT_SHORT_TILE_M rows (moe_route's tiles then end every 32 rows of an expert) x
+// COOP_EXPERT_SHORT_TILE_N weight rows, 8 subgroups side by side, two MXFP4 blocks decoded per
+// invocation a step: where the experts average fewer than 32 rows (synth:120b's 128 experts at 512
+// tokens: 16) a 64-row tile would be mostly empty rows whose products the tensor cores still run.
+#define COOP_EXPERT_SHORT_TILE_M 32
+#define COOP_EXPERT_SHORT_TILE_N 256
+#define COOP_EXPERT_SHORT_WORKGROUP_SIZE 256
 // The dense cooperative GEMM's wide tile (VulkanTuning::dense_tile = 128; F16 and BF16 weights):
 // GEMM_TILE_M x COOP_DENSE_WIDE_TILE_N, 8 subgroups, one W part (Q8_0's two need 55 KB at this width).
 #define COOP_DENSE_WIDE_TILE_N 128
@@ -449,7 +457,8 @@ struct GemmArgs {
 
 // Groups the (token, slot) assignments of `count` tokens by expert: for expert e its rows
 // [offsets[e], offsets[e] + counts[e]) of the grouped order; assign_token[row] = token,
-// row_of[t * k + s] = row; tiles: (expert, first row, rows) of at most GEMM_TILE_M rows; the
+// row_of[t * k + s] = row; tiles: (expert, first row, rows) of at most tile_rows rows (GEMM_TILE_M, or
+// COOP_EXPERT_SHORT_TILE_M for the short expert tile); the
 // indirect dispatch sizes (n_tiles_mlp1 / n_tiles_mlp2, tiles, 1) of the two expert GEMMs, the
 // column tiles of the kernel each runs (GEMM_TILE_N or COOP_EXPERT_TILE_N weight rows wide).
 struct MoeRouteArgs {
@@ -463,6 +472,7 @@ struct MoeRouteArgs {
   uint experts;
   uint n_tiles_mlp1;
   uint n_tiles_mlp2;
+  uint tile_rows;
 };
 
 // One expert tile of the grouped MoE: out[row, n] for the tile's rows of one expert. mlp1

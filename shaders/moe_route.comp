@@ -3,7 +3,7 @@
 // Prefill: groups the (token, slot) choices of `count` tokens by expert, on the device. Counts per
 // expert, their prefix sums (each expert's rows [offset, offset + count) of the grouped order),
 // each choice's row (row_of[t * k + s]) and token (assign_token[row]), the list of tiles of at
-// most GEMM_TILE_M rows of one expert, and the two expert GEMMs' indirect dispatch sizes. Rows of
+// most args.tile_rows rows of one expert, and the two expert GEMMs' indirect dispatch sizes. Rows of
 // one expert may come in any order: every row's products are computed alone, and moe_combine
 // reads them back by (token, slot). One workgroup.
 #include "common.glsl"
@@ -24,11 +24,11 @@ void main() {
     uint offset = 0u, tiles = 0u;
     for (uint e = 0u; e < args.experts; ++e) {
       offsets[e] = offset;
-      for (uint first = 0u; first < counts[e]; first += GEMM_TILE_M) {
+      for (uint first = 0u; first < counts[e]; first += args.tile_rows) {
         uint entry = tiles * 3u;
         Words(args.tiles).v[entry] = e;
         Words(args.tiles).v[entry + 1u] = offset + first;
-        Words(args.tiles).v[entry + 2u] = min(GEMM_TILE_M, counts[e] - first);
+        Words(args.tiles).v[entry + 2u] = min(args.tile_rows, counts[e] - first);
         ++tiles;
       }
       offset += counts[e];

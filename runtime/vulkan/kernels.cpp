@@ -53,13 +53,16 @@ uint32_t dense_tile_of(const runtime::VulkanTuning& tuning) {
   return tuning.dense_tile;
 }
 
-// The cooperative expert GEMM's width: COOP_EXPERT_TILE_N (expert_gemm_coop.comp) or
-// COOP_EXPERT_WIDE_TILE_N (expert_gemm_coop_wide.comp), the same sums either way; 0: by the rows
+// The cooperative expert GEMM's width: COOP_EXPERT_TILE_N (expert_gemm_coop.comp),
+// COOP_EXPERT_WIDE_TILE_N (expert_gemm_coop_wide.comp) or COOP_EXPERT_SHORT_TILE_N
+// (expert_gemm_coop_short.comp, 32-row tiles), the same sums each way; 0: by the rows
 // (Kernels::expert_tile_width).
 uint32_t expert_tile_of(const runtime::VulkanTuning& tuning) {
-  if (tuning.expert_tile != 0 && tuning.expert_tile != COOP_EXPERT_TILE_N && tuning.expert_tile != COOP_EXPERT_WIDE_TILE_N)
-    throw std::invalid_argument("VulkanTuning::expert_tile " + std::to_string(tuning.expert_tile) + " is neither " +
-                                std::to_string(COOP_EXPERT_TILE_N) + " nor " + std::to_string(COOP_EXPERT_WIDE_TILE_N));
+  if (tuning.expert_tile != 0 && tuning.expert_tile != COOP_EXPERT_TILE_N && tuning.expert_tile != COOP_EXPERT_WIDE_TILE_N &&
+      tuning.expert_tile != COOP_EXPERT_SHORT_TILE_N)
+    throw std::invalid_argument("VulkanTuning::expert_tile " + std::to_string(tuning.expert_tile) + " is none of " +
+                                std::to_string(COOP_EXPERT_TILE_N) + ", " + std::to_string(COOP_EXPERT_WIDE_TILE_N) +
+                                " and " + std::to_string(COOP_EXPERT_SHORT_TILE_N));
   return tuning.expert_tile;
 }
 
@@ -143,7 +146,9 @@ constexpr uint32_t kCoopSharedBytes =
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_DENSE_WIDE_TILE_N, COOP_DENSE_WIDE_W_PARTS, COOP_DENSE_STAGES) +
                   COOP_W_SCALE_BYTES(COOP_DENSE_WIDE_TILE_N, COOP_DENSE_STAGES),
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES),
-              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_WIDE_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES)});
+              COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_WIDE_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES),
+              COOP_SHARED_BYTES(COOP_EXPERT_SHORT_TILE_M, COOP_EXPERT_SHORT_TILE_N, COOP_EXPERT_W_PARTS,
+                                COOP_EXPERT_STAGES)});
 static_assert(kCoopSharedBytes <= 49152, "cooperative GEMM tiles over 48 KiB of shared memory");
 
 static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
@@ -539,25 +544,33 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
                 ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
 }
 
+// moe_route's tiles are never shorter than the short expert tile's rows.
 uint32_t Kernels::max_moe_tiles(uint32_t choices, uint32_t experts) {
-  return ceil_div(choices, GEMM_TILE_M) + std::min(choices, experts);
+  return ceil_div(choices, COOP_EXPERT_SHORT_TILE_M) + std::min(choices, experts);
 }
 
 bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
   return cooperative() && weights.cols % COOP_TILE_K == 0 && weights.encoding == abi::ENC_MXFP4;  // its tile decodes MXFP4
 }
 
-// The wide tile where the experts average a whole row tile (GEMM_TILE_M rows) or more: its 12
-// subgroups on a multiprocessor hide more of each other's waits than the narrow tile's 8 (all its
-// registers allow), and each A tile serves 192 weight rows; over mostly empty row tiles
-// (synth:120b's 128 experts at 512 tokens) the narrow tile's fewer fixed costs won (docs/results.md).
+// The short tile (32 rows) where the experts average fewer than 32 rows: a 64-row tile would then
+// be more than half empty rows, whose products its subgroups still run (synth:120b's 128 experts
+// at 512 tokens: 16 rows each on average). The wide tile where they average a whole 64-row tile
+// or more: its 12 subgroups on a multiprocessor hide more of each other's waits than the narrow
+// tile's 8 (all its registers allow), and each A tile serves 192 weight rows. Between the two the
+// narrow tile (docs/results.md).
 uint32_t Kernels::cooperative_expert_tile(uint32_t tuned, uint32_t choices, uint32_t experts) {
   if (tuned != 0) return tuned;
+  if (uint64_t{choices} < uint64_t{COOP_EXPERT_SHORT_TILE_M} * experts) return COOP_EXPERT_SHORT_TILE_N;
   return uint64_t{choices} >= uint64_t{GEMM_TILE_M} * experts ? COOP_EXPERT_WIDE_TILE_N : COOP_EXPERT_TILE_N;
 }
 
 uint32_t Kernels::expert_tile_width(const DeviceExperts& weights, uint32_t choices) const {
   return expert_cooperative(weights) ? cooperative_expert_tile(expert_tile_, choices, weights.experts) : GEMM_TILE_N;
+}
+
+uint32_t Kernels::expert_tile_rows(const DeviceExperts& weights, uint32_t choices) const {
+  return expert_tile_width(weights, choices) == COOP_EXPERT_SHORT_TILE_N ? COOP_EXPERT_SHORT_TILE_M : GEMM_TILE_M;
 }
 
 uint32_t Kernels::expert_column_tiles(const DeviceExperts& weights, uint32_t choices) const {
@@ -579,7 +592,9 @@ void Kernels::moe_route(DispatchList& list, Address chosen, const MoeTables& tab
                                k,
                                mlp1.experts,
                                expert_column_tiles(mlp1, tables.choices),
-                               expert_column_tiles(mlp2, tables.choices)};
+                               expert_column_tiles(mlp2, tables.choices),
+                               // Every kernel takes tiles of fewer rows than its own.
+                               std::min(expert_tile_rows(mlp1, tables.choices), expert_tile_rows(mlp2, tables.choices))};
   list.dispatch(pipeline("moe_route", sizeof args), args, 1);
 }
 
@@ -594,9 +609,11 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
                                  weights.rows, flags, limit_value};
   const bool coop = expert_cooperative(weights);
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
-  const char* shader = !coop                                                                     ? "expert_gemm"
-                       : expert_tile_width(weights, tables.choices) == COOP_EXPERT_WIDE_TILE_N ? "expert_gemm_coop_wide"
-                                                                                                : "expert_gemm_coop";
+  const uint32_t width = expert_tile_width(weights, tables.choices);
+  const char* shader = !coop                                 ? "expert_gemm"
+                       : width == COOP_EXPERT_WIDE_TILE_N  ? "expert_gemm_coop_wide"
+                       : width == COOP_EXPERT_SHORT_TILE_N ? "expert_gemm_coop_short"
+                                                           : "expert_gemm_coop";
   list.dispatch_indirect(pipeline(coop ? in_coop_form(shader) : shader, sizeof args, weights.encoding), args,
                          *tables.dispatch, first_projection ? 0 : 12);
 }

@@ -179,6 +179,8 @@ class Kernels {
                    const MoeTables& tables, Address target, bool first_projection, float limit, const Halves& halves);
   // The weight rows of expert_gemm's tiles for `choices` routed rows (GEMM_TILE_N on the portable kernel).
   uint32_t expert_tile_width(const DeviceExperts& weights, uint32_t choices) const;
+  // The most rows of one expert that tile takes (moe_route's tiles): 32 for the short tile, else 64.
+  uint32_t expert_tile_rows(const DeviceExperts& weights, uint32_t choices) const;
   void moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
                    Address x, uint32_t hidden, uint32_t k, uint32_t count);
 

@@ -1484,46 +1484,61 @@ TEST(VulkanKernels, MoeGroupedByExpertEqualsThePerTokenSum) {
   }
 }
 
-// The expert tile's width on cooperative matrices: the tuning's where set, else 192 where the
-// forward's choices (tokens x k) average a whole row tile (64) per expert: the synthesized 20b's
-// 512 tokens (4 of 32 experts each) just so, synth:120b's 512 (4 of 128) not, its 2048 again.
+// The expert tile's width on cooperative matrices: the tuning's where set, else 256 (32-row tiles)
+// where the forward's choices (tokens x k) average fewer than 32 rows per expert (synth:120b's 512
+// tokens, 4 of 128 experts each: 16), 192 where a whole row tile (64) or more (the synthesized
+// 20b's 512 tokens, 4 of 32 experts each, just so; synth:120b's 2048), else 128.
 TEST(KernelShapes, ExpertTileFollowsTheRowsPerExpert) {
   EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 512 * 4, 32), 192u);
   EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 511 * 4, 32), 128u);
-  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 512 * 4, 128), 128u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 256 * 4, 32), 128u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 255 * 4, 32), 256u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 512 * 4, 128), 256u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 1024 * 4, 128), 128u);
   EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 2048 * 4, 128), 192u);
-  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 1 * 4, 32), 128u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(0, 1 * 4, 32), 256u);
   EXPECT_EQ(vk::Kernels::cooperative_expert_tile(128, 2048 * 4, 32), 128u);
   EXPECT_EQ(vk::Kernels::cooperative_expert_tile(192, 4, 32), 192u);
+  EXPECT_EQ(vk::Kernels::cooperative_expert_tile(256, 2048 * 4, 32), 256u);
+  // moe_route's tiles: never shorter than the short tile's 32 rows, one more a used expert at most.
+  EXPECT_EQ(vk::Kernels::max_moe_tiles(512 * 4, 128), 64u + 128u);
+  EXPECT_EQ(vk::Kernels::max_moe_tiles(3, 128), 1u + 3u);
 }
 
-// The expert GEMMs' wide tile (VulkanTuning::expert_tile = 192) gives the 128-wide tile's bits at
-// every precision level: each output's products in the same order. Cases as above: partial tiles
-// of rows and of weight rows, depths of one to six 64-deep steps; by default the width follows
-// the rows per expert.
-TEST(VulkanKernels, WideExpertTileGivesTheSameBits) {
+// The expert GEMMs' wide tile (VulkanTuning::expert_tile = 192) and short one (256 weight rows
+// over 32-row tiles of each expert's rows) give the 128-wide tile's bits at every precision level:
+// each output's products in the same order. Cases as above: partial tiles of rows and of weight
+// rows, depths of one to six 64-deep steps, experts of more rows than a tile; by default the shape
+// follows the rows per expert.
+TEST(VulkanKernels, WideAndShortExpertTilesGiveTheSameBits) {
   VULKAN_OR_SKIP();
-  expect_refused(*ctx, {"expert_tile=64", "expert_tile=256"});
+  expect_refused(*ctx, {"expert_tile=64", "expert_tile=320"});
   if (!kernels(*ctx).cooperative()) GTEST_SKIP() << "no cooperative matrices: the portable expert GEMM only";
   for (const char* precision : {"precise", "promoted", "split", "fast"}) {
     const std::string level = std::string("gemm_precision=") + precision;
     vk::Kernels narrow = kernels_with(*ctx, level + ",expert_tile=128");
     vk::Kernels wide = kernels_with(*ctx, level + ",expert_tile=192");
+    vk::Kernels short_tile = kernels_with(*ctx, level + ",expert_tile=256");
     vk::Kernels by_rows = kernels_with(*ctx, level);
     const double tolerance = std::string(precision) == "fast" ? 2e-3 : 1e-5;  // fast: A rounded to f16
     for (const MoeCase c : {MoeCase{33, 8, 4, 64, 96}, MoeCase{513, 128, 4, 64, 32}, MoeCase{40, 4, 3, 128, 160},
-                            MoeCase{70, 4, 4, 192, 128}, MoeCase{200, 4, 4, 384, 192}}) {
+                            MoeCase{70, 4, 4, 192, 128}, MoeCase{200, 4, 4, 384, 192}, MoeCase{150, 8, 4, 256, 320}}) {
       SCOPED_TRACE(std::string(precision) + " tokens " + std::to_string(c.count) + " experts " + std::to_string(c.experts));
       const auto mlp1 = mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1);
       const auto mlp2 = mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2);
-      // By default the wide tile where the experts average a whole row tile (64 rows) or more.
-      EXPECT_EQ(by_rows.expert_tile_width(mlp1.device, c.count * c.k), c.count * c.k >= 64 * c.experts ? 192u : 128u);
+      const uint32_t choices = c.count * c.k;
+      EXPECT_EQ(by_rows.expert_tile_width(mlp1.device, choices),
+                choices < 32 * c.experts ? 256u : choices >= 64 * c.experts ? 192u : 128u);
+      EXPECT_EQ(short_tile.expert_tile_rows(mlp1.device, choices), 32u);
+      EXPECT_EQ(narrow.expert_tile_rows(mlp1.device, choices), 64u);
       const auto a = check_grouped_moe(*ctx, c, mlp1, mlp2, &narrow, tolerance);
-      const auto b = check_grouped_moe(*ctx, c, mlp1, mlp2, &wide, tolerance);
-      ASSERT_EQ(a.size(), b.size());
-      size_t differ = 0;
-      for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
-      EXPECT_EQ(differ, 0u) << "of " << a.size();
+      for (vk::Kernels* other : {&wide, &short_tile}) {
+        const auto b = check_grouped_moe(*ctx, c, mlp1, mlp2, other, tolerance);
+        ASSERT_EQ(a.size(), b.size());
+        size_t differ = 0;
+        for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+        EXPECT_EQ(differ, 0u) << "of " << a.size() << (other == &wide ? " (wide tile)" : " (short tile)");
+      }
     }
   }
 }

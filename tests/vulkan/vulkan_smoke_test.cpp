@@ -58,7 +58,8 @@ TEST(VulkanSmoke, KhrFormOfTheCooperativeGemmsIsTheNvFormRewritten) {
     return c;
   };
   for (const char* name :
-       {"gemm_coop", "gemm_coop_wide", "expert_gemm_coop", "expert_gemm_coop_wide", "attention_prefill_coop", "coop_layout"}) {
+       {"gemm_coop", "gemm_coop_wide", "expert_gemm_coop", "expert_gemm_coop_wide", "expert_gemm_coop_short",
+        "attention_prefill_coop", "coop_layout"}) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(reg.count(name) && reg.count(std::string(name) + "_khr"));
     const Counts nv = count(reg.at(name)), khr = count(reg.at(std::string(name) + "_khr"));
