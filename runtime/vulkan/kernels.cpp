@@ -553,9 +553,9 @@ bool Kernels::expert_cooperative(const DeviceExperts& weights) const {
   return cooperative() && weights.cols % COOP_TILE_K == 0 && weights.encoding == abi::ENC_MXFP4;  // its tile decodes MXFP4
 }
 
-// The short tile (32 rows) where the experts average fewer than 32 rows: a 64-row tile would then
-// be more than half empty rows, whose products its subgroups still run (synth:120b's 128 experts
-// at 512 tokens: 16 rows each on average). The wide tile where they average a whole 64-row tile
+// The short tile (32 rows) where the experts average fewer than 32 rows (synth:120b's 128 experts
+// at 512 tokens: 16 rows each on average): a 64-row tile would then be mostly empty, its W
+// decoding, stores and barriers serving few rows while the subgroups of its second half idle. The wide tile where they average a whole 64-row tile
 // or more: its 12 subgroups on a multiprocessor hide more of each other's waits than the narrow
 // tile's 8 (all its registers allow), and each A tile serves 192 weight rows. Between the two the
 // narrow tile (docs/results.md).
