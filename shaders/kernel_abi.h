@@ -119,8 +119,7 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // Its short form (VulkanTuning::expert_tile = 256, expert_gemm_coop_short.comp): tiles of
 // COOP_EXPERT_SHORT_TILE_M rows (moe_route's tiles then end every 32 rows of an expert) x
 // COOP_EXPERT_SHORT_TILE_N weight rows, 8 subgroups side by side, two MXFP4 blocks decoded per
-// invocation a step: where the experts average fewer than 32 rows (synth:120b's 128 experts at 512
-// tokens: 16) a 64-row tile would be mostly empty rows whose products the tensor cores still run.
+// invocation a step; where the launcher takes it: Kernels::cooperative_expert_tile.
 #define COOP_EXPERT_SHORT_TILE_M 32
 #define COOP_EXPERT_SHORT_TILE_N 256
 #define COOP_EXPERT_SHORT_WORKGROUP_SIZE 256
