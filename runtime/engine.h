@@ -157,7 +157,7 @@ struct VulkanTuning {
   uint32_t mlp1_outputs = 0, mlp1_batch = 0;  // decode expert kernels: outputs per subgroup and blocks
   uint32_t mlp2_outputs = 0, mlp2_batch = 0;  // per lane in flight (all four, or none)
   uint32_t dense_tile = 0;           // prefill dense GEMM of F16/BF16 weights: weight rows per cooperative workgroup (64 or 128; 0: 128)
-  uint32_t expert_tile = 0;          // prefill expert GEMMs: weight rows per cooperative workgroup (128 or 192 over 64 rows, 256 over 32; 0: 256 where the experts average fewer than 32 rows, 192 where 64 or more, else 128)
+  uint32_t expert_tile = 0;          // prefill expert GEMMs: weight rows per cooperative workgroup through a shared W tile (128 or 192 over 64 rows, 256 over 32); 0: the direct tile (32 x 128, W decoded into the matrices) where the device's B layout is known, else 256 where the experts average fewer than 32 rows, 192 where 64 or more, else 128
   friend bool operator==(const VulkanTuning&, const VulkanTuning&) = default;
 };
 

@@ -2,8 +2,10 @@
 // (VK_NV_cooperative_matrix; written so the KHR form is a rename of types and calls): a
 // COOP_TILE_M x COOP_TILE_N block of C = A W^T (A rows x W rows; the includer defines the two,
 // COOP_THREADS, its workgroup size, and COOP_W_PARTS), COOP_TILE_K deep per step, from f16 tiles in
-// shared memory, f32 accumulators. COOP_THREADS invocations = subgroups of 32, each owning a 32 x 32
-// block of C as (32/M) x (32/N) matrices of the device's M x N x K shape.
+// shared memory, f32 accumulators. COOP_THREADS invocations = subgroups of 32, each owning a 32 x
+// COOP_SUB_N block of C (32 x 32 unless the includer says 16) as (32/M) x (COOP_SUB_N/N) matrices of
+// the device's M x N x K shape. With COOP_DIRECT_W (expert_direct.glsl) W has no tile here: the
+// includer writes each step's B operands into coop_w_frag itself, and the stages hold A alone.
 //
 // Precision (PRECISION): the tensor cores multiply f16 values exactly but add the products into
 // their f32 accumulator with truncation, so a long sum drifts by up to an f32 ulp per step toward
@@ -45,11 +47,21 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 
-// Shapes this tile is written for: one 32 x 32 block per subgroup of 32, one or two W blocks per
-// invocation a step (so 2 COOP_TILE_N invocations, or COOP_TILE_N: kWBlocks), whole uvec4s of A
-// per invocation.
-#if COOP_THREADS * 32 != COOP_TILE_M * COOP_TILE_N || (COOP_THREADS != 2 * COOP_TILE_N && COOP_THREADS != COOP_TILE_N)
-#error "coop_tile.glsl: COOP_THREADS must be COOP_TILE_M * COOP_TILE_N / 32 and 2 * COOP_TILE_N or COOP_TILE_N"
+// Shapes this tile is written for: one 32 x COOP_SUB_N block per subgroup of 32 (COOP_SUB_N 16 only
+// with COOP_DIRECT_W, whose lanes decode their own W), one or two W blocks per invocation a step
+// where W has a tile (so 2 COOP_TILE_N invocations, or COOP_TILE_N: kWBlocks), whole uvec4s of A per
+// invocation (or slots: COOP_A_STRIDED).
+#ifndef COOP_SUB_N
+#define COOP_SUB_N 32
+#endif
+#if COOP_THREADS * COOP_SUB_N != COOP_TILE_M * COOP_TILE_N
+#error "coop_tile.glsl: COOP_THREADS must be COOP_TILE_M * COOP_TILE_N / COOP_SUB_N"
+#endif
+#if !defined(COOP_DIRECT_W) && COOP_THREADS != 2 * COOP_TILE_N && COOP_THREADS != COOP_TILE_N
+#error "coop_tile.glsl: the W tile's blocks need COOP_THREADS of 2 * COOP_TILE_N or COOP_TILE_N"
+#endif
+#if COOP_SUB_N != 32 && !defined(COOP_DIRECT_W)
+#error "coop_tile.glsl: subgroup blocks narrower than 32 columns only with COOP_DIRECT_W"
 #endif
 #if COOP_TILE_M % 32 != 0 || COOP_TILE_N % 32 != 0 || COOP_TILE_K != 64
 #error "coop_tile.glsl: unsupported tile shape"
@@ -95,11 +107,25 @@ const uint kStrideCQuads = COOP_TILE_N / 4u + 1u;  // per C row: the row's float
 #if COOP_STAGES != 1 && COOP_STAGES != 2
 #error "coop_tile.glsl: COOP_STAGES must be 1 or 2"
 #endif
-// The f32 C tile (COOP_TILE_M rows of kStrideCQuads) is laid over the operand stages.
-#if COOP_C_ROWS * (COOP_TILE_N / 4 + 1) * 16 > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES)
+// The f32 C tile (COOP_C_ROWS rows of kStrideCQuads, whole subgroup blocks) is laid over the operand
+// stages; an includer whose stages are smaller (COOP_C_BEYOND_STAGES: A alone) takes shared memory
+// for the larger of the two.
+#if COOP_C_ROWS % 32 != 0
+#error "coop_tile.glsl: COOP_C_ROWS must be whole 32-row blocks of subgroups"
+#endif
+#define COOP_C_BYTES (COOP_C_ROWS * (COOP_TILE_N / 4 + 1) * 16)
+#ifdef COOP_C_BEYOND_STAGES
+#if defined(COOP_SCALED_W)
+#error "coop_tile.glsl: COOP_C_BEYOND_STAGES is for tiles without W in shared memory"
+#endif
+shared uvec4 coop_shared[max(COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES), COOP_C_BYTES) / 16];
+#else
+#if COOP_C_BYTES > COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES)
 #error "coop_tile.glsl: the C tile does not fit over the operand stages"
 #endif
-#ifdef COOP_SCALED_W
+#endif
+#if defined(COOP_C_BEYOND_STAGES)
+#elif defined(COOP_SCALED_W)
 shared uvec4 coop_shared[(COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PARTS, COOP_STAGES) +
                           COOP_W_SCALE_BYTES(COOP_TILE_N, COOP_STAGES)) / 16];
 #else
@@ -108,12 +134,19 @@ shared uvec4 coop_shared[COOP_SHARED_BYTES(COOP_TILE_M, COOP_TILE_N, COOP_W_PART
 
 const uint kAThreadsPerRow = COOP_THREADS / COOP_TILE_M;
 const uint kAQuads = COOP_TILE_K / 8u / kAThreadsPerRow;  // uvec4s of A (per part) per invocation per step
-const uint kBlocksN = COOP_TILE_N / 32u;                   // 32 x 32 blocks of C across a row of subgroups
-const uint kRowsPerSubgroup = 32u / lM, kColsPerSubgroup = 32u / lN;
+const uint kBlocksN = COOP_TILE_N / COOP_SUB_N;            // subgroup blocks of C across a row of subgroups
+const uint kRowsPerSubgroup = 32u / lM, kColsPerSubgroup = COOP_SUB_N / lN;
 fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> acc[kRowsPerSubgroup][kColsPerSubgroup];
 // COOP_PRECISE: what acc's last f32 addition rounded off (TwoSum), carried into the next step's
 // sum (multiply_coop_tiles) or, after the last, added to acc.
 fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> comp[kRowsPerSubgroup][kColsPerSubgroup];
+
+#ifdef COOP_DIRECT_W
+// W's operands of a step, written element by element by the includer (expert_direct.glsl):
+// subgroup column block j's depth slice s (lK = 16: the launcher takes this form for 16 x 16 x 16
+// products only).
+fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> coop_w_frag[kColsPerSubgroup][COOP_TILE_K / 16u];
+#endif
 
 uint coop_load_a_row() { return gl_LocalInvocationIndex / kAThreadsPerRow; }
 uint coop_load_a_depth() { return (gl_LocalInvocationIndex % kAThreadsPerRow) * (COOP_TILE_K / kAThreadsPerRow); }
@@ -142,6 +175,7 @@ void clear_coop_sums() {
 uvec4 halves8(vec4 lo, vec4 hi) {
   return uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
 }
+#ifndef COOP_A_STRIDED  // (kAQuads is 0 where a row's quads are fewer than its invocations)
 // This invocation's halves of its A row (split_halves made them) into the stage's tile(s).
 void store_a_halves(uint stage, uvec4 hi[kAQuads], uvec4 lo[kAQuads]) {
   uint at = coop_load_a_row() * kRowQuads + coop_load_a_depth() / 8u;
@@ -159,6 +193,7 @@ void load_a_halves(uvec2 a_hi_address, uvec2 a_lo_address, uint row, uint depth,
     lo[i] = SPLIT_A ? QuadsIn(a_lo_address).v[at + i] : uvec4(0u);
   }
 }
+#endif
 #ifdef COOP_A_STRIDED
 // A's COOP_TILE_M rows x COOP_TILE_K / 8 quads a step in slots: slot s of invocation t is quad
 // q = t + s * COOP_THREADS of the tile (row q / 8, quad q % 8), where that is < kAQuadsPerPart, so
@@ -237,9 +272,9 @@ uint coop_next_stage(uint stage) {
   }
   return stage ^ 1u;
 }
-// Subgroup s owns C rows sub_m .. +32 and columns sub_n .. +32.
+// Subgroup s owns C rows sub_m .. +32 and columns sub_n .. +COOP_SUB_N.
 uint coop_sub_m() { return (gl_SubgroupID / kBlocksN) * 32u; }
-uint coop_sub_n() { return (gl_SubgroupID % kBlocksN) * 32u; }
+uint coop_sub_n() { return (gl_SubgroupID % kBlocksN) * COOP_SUB_N; }
 // acc += step, by TwoSum into acc and comp (COOP_PRECISE) or by one f32 addition (COOP_PROMOTED).
 void add_coop_step(uint i, uint j, fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step) {
   if (kCompensate) {  // TwoSum: s + e == acc + step exactly
@@ -289,10 +324,14 @@ void multiply_coop_tiles(uint stage, uint rows) {
       }
       [[unroll]] for (uint j = 0u; j < kColsPerSubgroup; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> b, b2;
+#ifdef COOP_DIRECT_W
+        b = coop_w_frag[j][k / 16u];
+#else
         // W rows are B's columns: column-major B from the row-major W tile.
         uint w_row = (sub_n + j * lN) * kRowQuads + k / 8u;
         coopMatLoadNV(b, coop_shared, coop_w_at(stage) + w_row, kRowQuads, true);
         if (kSplitW) coopMatLoadNV(b2, coop_shared, coop_w_lo_at(stage) + w_row, kRowQuads, true);
+#endif
         [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
           if (kPromote) {
             part[i][j] = coopMatMulAddNV(a[i], b, part[i][j]);

@@ -82,6 +82,7 @@ void expert_store_a(uint stage, bool a_in[kASources], uvec4 hi[kAHeld], uvec4 lo
 }
 #endif
 
+#ifndef COOP_DIRECT_W  // (expert_direct.glsl's main decodes W itself)
 void expert_gemm_coop() {
   uint entry = gl_WorkGroupID.y * 3u;
   uint expert = WordsIn(args.tiles).v[entry];
@@ -153,3 +154,4 @@ void expert_gemm_coop() {
     store_expert_rows(row0, COOP_C_ROWS, expert, first_row, rows, n0);
   }
 }
+#endif

@@ -37,6 +37,7 @@ using uint = uint32_t;
 #define SPEC_MATVEC_BATCH 11  // decode matvec: 8-value loads per lane and row in flight before any is used
 #define SPEC_ATTENTION_KEY_LANES 12  // decode attention: lanes per key in the score loop (1 or 2)
 #define SPEC_COOP_ACC_MAP 13  // cooperative GEMMs: where each accumulator element lies (COOP_ACC_*; 0: not known)
+#define SPEC_COOP_B_MAP 14    // the direct expert GEMM: where each element of a B operand lies (COOP_ACC_*'s form; 0: not known)
 
 // Dense encodings as the kernels read them: the plain floats as stored, and ggml's block
 // quantizations (GGML_BLOCK_ENCODINGS below, ENC_Q8_0 and the ids after it).
@@ -123,6 +124,17 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 #define COOP_EXPERT_SHORT_TILE_M 32
 #define COOP_EXPERT_SHORT_TILE_N 256
 #define COOP_EXPERT_SHORT_WORKGROUP_SIZE 256
+// Its direct form, the default where the device's B operand layout is known (expert_tile = 0,
+// Kernels::expert_direct; expert_gemm_coop_direct.comp): tiles of COOP_EXPERT_DIRECT_TILE_M rows x
+// COOP_EXPERT_DIRECT_TILE_N weight rows, 8 subgroups of 32 x COOP_EXPERT_DIRECT_SUB_N, each lane
+// decoding its operands' W elements straight into them, so that no W tile passes through shared
+// memory and A takes COOP_EXPERT_DIRECT_STAGES stages; at about 120 registers two workgroups share a
+// multiprocessor, each with its own barriers.
+#define COOP_EXPERT_DIRECT_TILE_M 32
+#define COOP_EXPERT_DIRECT_TILE_N 128
+#define COOP_EXPERT_DIRECT_SUB_N 16
+#define COOP_EXPERT_DIRECT_WORKGROUP_SIZE 256
+#define COOP_EXPERT_DIRECT_STAGES 2
 // The dense cooperative GEMM's wide tile (VulkanTuning::dense_tile = 128; F16 and BF16 weights):
 // GEMM_TILE_M x COOP_DENSE_WIDE_TILE_N, 8 subgroups, one W part (Q8_0's two need 55 KB at this width).
 #define COOP_DENSE_WIDE_TILE_N 128
@@ -161,7 +173,11 @@ ABI_CONST(float, COOP_LO_SCALE, 2048.0f);
 // layout: Kernels::accumulator_layout() loads a matrix of indices on the device (coop_layout.comp)
 // and reads the map from it; on a device whose elements lie otherwise the map is 0 (no valid map
 // is: it would put every element in one place) and Q8_0 weights take two f16 parts instead.
+// A 16 x 16 f16 B operand (K x N: W rows are its columns) is NVIDIA's two 16 x 8 halves too, lane l
+// W rows l / 4 and l / 4 + 8 and depths 2 (l % 4) and the next of each half: the same map's form
+// with the W row as the row and the depth as the column (SPEC_COOP_B_MAP, Kernels::operand_layout()).
 #define COOP_ACC_ELEMENTS 8
+#define COOP_LAYOUT_B_PROBE (32 * COOP_ACC_ELEMENTS + 1)
 #define COOP_ACC_SLOT(MAP, E) (((MAP) >> (3u * (E) + 2u)) & 1u)
 #define COOP_ACC_SLOT_ROW(L, SLOT) ((L) / 4u + 8u * (SLOT))
 #define COOP_ACC_ROW(MAP, L, E) COOP_ACC_SLOT_ROW(L, COOP_ACC_SLOT(MAP, E))
@@ -430,7 +446,9 @@ struct SplitHalvesArgs {
 
 // coop_layout.comp, one subgroup of 32: the 16 x 16 f32 cooperative matrix whose element (r, c) is
 // r * 16 + c, loaded from shared memory; target[lane * COOP_ACC_ELEMENTS + e] = the lane's element
-// e, and target[32 * COOP_ACC_ELEMENTS] = the elements per lane (the matrix's length()).
+// e, and target[32 * COOP_ACC_ELEMENTS] = the elements per lane (the matrix's length()). Then, from
+// target[COOP_LAYOUT_B_PROBE], the same for the f16 B operand loaded as the GEMMs load W (element
+// (k, n) = W row n's value k, index n * 16 + k).
 struct CoopLayoutArgs {
   ABI_ADDRESS target;
 };

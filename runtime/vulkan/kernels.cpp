@@ -148,7 +148,10 @@ constexpr uint32_t kCoopSharedBytes =
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES),
               COOP_SHARED_BYTES(GEMM_TILE_M, COOP_EXPERT_WIDE_TILE_N, COOP_EXPERT_W_PARTS, COOP_EXPERT_STAGES),
               COOP_SHARED_BYTES(COOP_EXPERT_SHORT_TILE_M, COOP_EXPERT_SHORT_TILE_N, COOP_EXPERT_W_PARTS,
-                                COOP_EXPERT_STAGES)});
+                                COOP_EXPERT_STAGES),
+              // the direct tile: A's stages, or the C tile over them where larger
+              COOP_SHARED_BYTES(COOP_EXPERT_DIRECT_TILE_M, COOP_EXPERT_DIRECT_TILE_N, 0, COOP_EXPERT_DIRECT_STAGES),
+              COOP_EXPERT_DIRECT_TILE_M * (COOP_EXPERT_DIRECT_TILE_N / 4 + 1) * 16});
 static_assert(kCoopSharedBytes <= 49152, "cooperative GEMM tiles over 48 KiB of shared memory");
 
 static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
@@ -217,7 +220,8 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        matvec.rows,
                                        matvec.batch,
                                        attention.key_lanes,
-                                       takes_accumulator_map(shader) && scaled_q8_0() ? accumulator_layout().value_or(0) : 0u};
+                                       takes_accumulator_map(shader) && scaled_q8_0() ? accumulator_layout().value_or(0) : 0u,
+                                       shader.starts_with("expert_gemm_coop_direct") ? operand_layout().value_or(0) : 0u};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);
@@ -432,21 +436,30 @@ std::string Kernels::in_coop_form(std::string_view shader) const {
 std::vector<float> Kernels::accumulator_layout_probe() const {
   // In the form the GEMMs that read the map run in: each form's matrices may lie differently.
   const Pipeline probe(ctx_, in_coop_form("coop_layout"), sizeof(abi::CoopLayoutArgs));
-  const Buffer out(ctx_, (32 * COOP_ACC_ELEMENTS + 1) * sizeof(float), true);
+  const Buffer out(ctx_, 2 * COOP_LAYOUT_B_PROBE * sizeof(float), true);
   const abi::CoopLayoutArgs args{out.address()};
   ctx_.dispatch_once(probe, &args, sizeof args, 1);
   const auto* values = static_cast<const float*>(out.mapped());
-  return {values, values + 32 * COOP_ACC_ELEMENTS + 1};
+  return {values, values + 2 * COOP_LAYOUT_B_PROBE};
 }
 
 std::optional<uint32_t> Kernels::accumulator_layout() const {
   const auto shape = ctx_.info().cooperative_matrix.value_or(CooperativeMatrixShape{});
   if (!cooperative() || shape.m != 16 || shape.n != 16 || shape.k != 16) return std::nullopt;  // COOP_ACC_* are 16 x 16
   if (!layout_probed_) {
-    accumulator_map_ = accumulator_layout_map(accumulator_layout_probe());
+    const auto probe = accumulator_layout_probe();
+    const std::span<const float> all(probe);
+    accumulator_map_ = accumulator_layout_map(all.first(COOP_LAYOUT_B_PROBE));
+    operand_map_ = accumulator_layout_map(all.subspan(COOP_LAYOUT_B_PROBE));
     layout_probed_ = true;
   }
   return accumulator_map_;
+}
+
+// In the KHR form only, whose matrices carry their use: the direct expert tile writes B operands
+// element by element, measured there (the NV form's types have no use to fix their layout by).
+std::optional<uint32_t> Kernels::operand_layout() const {
+  return coop_khr_ && accumulator_layout().has_value() ? operand_map_ : std::nullopt;
 }
 
 uint32_t Kernels::router_groups(uint32_t experts, bool logits) { return logits ? experts : 1; }
@@ -544,7 +557,8 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
                 ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
 }
 
-// moe_route's tiles are never shorter than the short expert tile's rows.
+// moe_route's tiles are never shorter than the short and direct expert tiles' rows.
+static_assert(COOP_EXPERT_DIRECT_TILE_M >= COOP_EXPERT_SHORT_TILE_M && GEMM_TILE_M >= COOP_EXPERT_SHORT_TILE_M);
 uint32_t Kernels::max_moe_tiles(uint32_t choices, uint32_t experts) {
   return ceil_div(choices, COOP_EXPERT_SHORT_TILE_M) + std::min(choices, experts);
 }
@@ -565,11 +579,20 @@ uint32_t Kernels::cooperative_expert_tile(uint32_t tuned, uint32_t choices, uint
   return uint64_t{choices} >= uint64_t{GEMM_TILE_M} * experts ? COOP_EXPERT_WIDE_TILE_N : COOP_EXPERT_TILE_N;
 }
 
+// The direct tile wherever the device's B layout is known and no tile is asked for: at the 20b's
+// 64 rows an expert it prefilled faster than the wide tile, and at synth:120b's 16 than the short
+// one (docs/results.md), its two workgroups a multiprocessor each waiting at its own barriers.
+bool Kernels::expert_direct(const DeviceExperts& weights) const {
+  return expert_tile_ == 0 && expert_cooperative(weights) && operand_layout().has_value();
+}
+
 uint32_t Kernels::expert_tile_width(const DeviceExperts& weights, uint32_t choices) const {
-  return expert_cooperative(weights) ? cooperative_expert_tile(expert_tile_, choices, weights.experts) : GEMM_TILE_N;
+  if (!expert_cooperative(weights)) return GEMM_TILE_N;
+  return expert_direct(weights) ? COOP_EXPERT_DIRECT_TILE_N : cooperative_expert_tile(expert_tile_, choices, weights.experts);
 }
 
 uint32_t Kernels::expert_tile_rows(const DeviceExperts& weights, uint32_t choices) const {
+  if (expert_direct(weights)) return COOP_EXPERT_DIRECT_TILE_M;
   return expert_tile_width(weights, choices) == COOP_EXPERT_SHORT_TILE_N ? COOP_EXPERT_SHORT_TILE_M : GEMM_TILE_M;
 }
 
@@ -611,6 +634,7 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
   if (coop) split_halves(list, a, weights.cols, a_rows, weights.cols, halves);
   const uint32_t width = expert_tile_width(weights, tables.choices);
   const char* shader = !coop                                 ? "expert_gemm"
+                       : expert_direct(weights)            ? "expert_gemm_coop_direct"
                        : width == COOP_EXPERT_WIDE_TILE_N  ? "expert_gemm_coop_wide"
                        : width == COOP_EXPERT_SHORT_TILE_N ? "expert_gemm_coop_short"
                                                            : "expert_gemm_coop";

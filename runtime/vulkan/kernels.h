@@ -112,8 +112,12 @@ class Kernels {
   // coop_layout.comp's output, read once; none where the elements do not lie as such a map can
   // say, or the GEMMs are not cooperative or not of 16 x 16 x 16 matrices.
   std::optional<uint32_t> accumulator_layout() const;
-  // coop_layout.comp's output on this device (COOP_ACC_ELEMENTS values per lane of 32, then the
-  // elements per lane).
+  // Where its 16 x 16 f16 B operands, loaded as the GEMMs load W, hold their elements (the W row
+  // as the map's row, the depth as its column: SPEC_COOP_B_MAP), in the KHR form where
+  // accumulator_layout() is known: what the direct expert tile needs.
+  std::optional<uint32_t> operand_layout() const;
+  // coop_layout.comp's output on this device: for the accumulator, then (from COOP_LAYOUT_B_PROBE)
+  // the B operand, COOP_ACC_ELEMENTS values per lane of 32, then the elements per lane.
   std::vector<float> accumulator_layout_probe() const;
   // The map that output says, or none.
   static std::optional<uint32_t> accumulator_layout_map(std::span<const float> probe);
@@ -179,8 +183,12 @@ class Kernels {
                    const MoeTables& tables, Address target, bool first_projection, float limit, const Halves& halves);
   // The weight rows of expert_gemm's tiles for `choices` routed rows (GEMM_TILE_N on the portable kernel).
   uint32_t expert_tile_width(const DeviceExperts& weights, uint32_t choices) const;
-  // The most rows of one expert that tile takes (moe_route's tiles): 32 for the short tile, else 64.
+  // The most rows of one expert that tile takes (moe_route's tiles): 32 for the short and direct
+  // tiles, else 64.
   uint32_t expert_tile_rows(const DeviceExperts& weights, uint32_t choices) const;
+  // Whether the expert GEMMs take the direct tile (expert_gemm_coop_direct.comp: W decoded straight
+  // into the matrices' elements): cooperative, VulkanTuning::expert_tile unset, operand_layout() known.
+  bool expert_direct(const DeviceExperts& weights) const;
   void moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
                    Address x, uint32_t hidden, uint32_t k, uint32_t count);
 
@@ -259,6 +267,7 @@ class Kernels {
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
   mutable bool layout_probed_ = false;              // accumulator_layout() has asked the device
   mutable std::optional<uint32_t> accumulator_map_;  // its answer
+  mutable std::optional<uint32_t> operand_map_;      // and the B operand's (operand_layout())
 };
 
 }  // namespace gptoss::vk

@@ -631,7 +631,8 @@ TEST(VulkanKernels, CoopFormFollowsTheDeviceOrTheTuning) {
 
 // On the device: NVIDIA's cooperative matrices hold their elements as such a map says, so the
 // dense GEMMs take Q8_0 weights as their quants (elsewhere the probe decides, and they take two
-// f16 parts where it says no). The probe's output is printed where it does not.
+// f16 parts where it says no), and in the KHR form its B operands too, so the expert GEMMs take
+// the direct tile. The probe's output is printed where it does not.
 TEST(VulkanKernels, DeviceAccumulatorLayoutIsKnownOnNvidia) {
   VULKAN_OR_SKIP();
   vk::Kernels& k = kernels(*ctx);
@@ -644,7 +645,18 @@ TEST(VulkanKernels, DeviceAccumulatorLayoutIsKnownOnNvidia) {
     for (uint32_t e = 0; e < 8; ++e) lanes += " " + std::to_string(static_cast<int>(probe[lane * 8 + e]));
     lanes += "\n";
   }
-  EXPECT_TRUE(k.accumulator_layout().has_value()) << "elements per lane " << probe.back() << "\n" << lanes;
+  EXPECT_TRUE(k.accumulator_layout().has_value()) << "elements per lane " << probe[COOP_LAYOUT_B_PROBE - 1] << "\n" << lanes;
+  // The B operand's too, in the KHR form (the direct expert tile's), and none in the NV form.
+  std::string b_lanes;
+  for (uint32_t lane = 0; lane < 32 && probe.size() == 2 * COOP_LAYOUT_B_PROBE; ++lane) {
+    b_lanes += "lane " + std::to_string(lane) + ":";
+    for (uint32_t e = 0; e < 8; ++e) b_lanes += " " + std::to_string(static_cast<int>(probe[COOP_LAYOUT_B_PROBE + lane * 8 + e]));
+    b_lanes += "\n";
+  }
+  if (k.khr_form()) {
+    EXPECT_TRUE(k.operand_layout().has_value()) << "B elements per lane " << probe.back() << "\n" << b_lanes;
+  }
+  EXPECT_FALSE(kernels_with(*ctx, "coop_form=nv").operand_layout().has_value());
   EXPECT_TRUE(k.scaled_q8_0());
   // Each form's probe (the KHR form's where the device lists it) finds a map.
   EXPECT_TRUE(kernels_with(*ctx, "coop_form=nv").scaled_q8_0());
@@ -1519,6 +1531,7 @@ TEST(VulkanKernels, WideAndShortExpertTilesGiveTheSameBits) {
     vk::Kernels narrow = kernels_with(*ctx, level + ",expert_tile=128");
     vk::Kernels wide = kernels_with(*ctx, level + ",expert_tile=192");
     vk::Kernels short_tile = kernels_with(*ctx, level + ",expert_tile=256");
+    // The default: the direct tile where the device's B layout is known, else the tiles by rows.
     vk::Kernels by_rows = kernels_with(*ctx, level);
     const double tolerance = std::string(precision) == "fast" ? 2e-3 : 1e-5;  // fast: A rounded to f16
     for (const MoeCase c : {MoeCase{33, 8, 4, 64, 96}, MoeCase{513, 128, 4, 64, 32}, MoeCase{40, 4, 3, 128, 160},
@@ -1527,17 +1540,22 @@ TEST(VulkanKernels, WideAndShortExpertTilesGiveTheSameBits) {
       const auto mlp1 = mxfp4_experts(*ctx, c.experts, 2 * c.inter, c.hidden, 1);
       const auto mlp2 = mxfp4_experts(*ctx, c.experts, c.hidden, c.inter, 2);
       const uint32_t choices = c.count * c.k;
+      const bool direct = by_rows.operand_layout().has_value();
+      EXPECT_EQ(by_rows.expert_direct(mlp1.device), direct);
+      EXPECT_FALSE(narrow.expert_direct(mlp1.device));
       EXPECT_EQ(by_rows.expert_tile_width(mlp1.device, choices),
-                choices < 32 * c.experts ? 256u : choices >= 64 * c.experts ? 192u : 128u);
+                direct ? 128u : choices < 32 * c.experts ? 256u : choices >= 64 * c.experts ? 192u : 128u);
+      EXPECT_EQ(by_rows.expert_tile_rows(mlp1.device, choices), direct || choices < 32 * c.experts ? 32u : 64u);
       EXPECT_EQ(short_tile.expert_tile_rows(mlp1.device, choices), 32u);
       EXPECT_EQ(narrow.expert_tile_rows(mlp1.device, choices), 64u);
       const auto a = check_grouped_moe(*ctx, c, mlp1, mlp2, &narrow, tolerance);
-      for (vk::Kernels* other : {&wide, &short_tile}) {
+      for (vk::Kernels* other : {&wide, &short_tile, &by_rows}) {
         const auto b = check_grouped_moe(*ctx, c, mlp1, mlp2, other, tolerance);
         ASSERT_EQ(a.size(), b.size());
         size_t differ = 0;
         for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
-        EXPECT_EQ(differ, 0u) << "of " << a.size() << (other == &wide ? " (wide tile)" : " (short tile)");
+        EXPECT_EQ(differ, 0u) << "of " << a.size()
+                              << (other == &wide ? " (wide tile)" : other == &short_tile ? " (short tile)" : " (default tile)");
       }
     }
   }

@@ -27,7 +27,7 @@ constexpr std::array kShapeKeys = {
     ShapeKey{"mlp2_outputs", &VulkanTuning::mlp2_outputs, "decode mlp2: outputs per subgroup"},
     ShapeKey{"mlp2_batch", &VulkanTuning::mlp2_batch, "decode mlp2: blocks per lane in flight"},
     ShapeKey{"dense_tile", &VulkanTuning::dense_tile, "prefill dense GEMM of F16/BF16 weights: weight rows per cooperative workgroup (64 or 128)"},
-    ShapeKey{"expert_tile", &VulkanTuning::expert_tile, "prefill expert GEMMs: weight rows per cooperative workgroup (128 or 192 over 64 rows of an expert, 256 over 32; default by the rows per expert)"},
+    ShapeKey{"expert_tile", &VulkanTuning::expert_tile, "prefill expert GEMMs: weight rows per cooperative workgroup through a shared W tile (128 or 192 over 64 rows of an expert, 256 over 32; default: W decoded into the matrices where the device's layout is known, else by the rows per expert)"},
 };
 
 // The switches, each once: key, its values in the enum's order, and the field's access.

@@ -1,0 +1,98 @@
+// The expert GEMM with W decoded by each lane straight into its B operands (expert_gemm_coop_direct.comp;
+// included after coop_tile.glsl, with COOP_DIRECT_W, and expert_coop.glsl): each lane loads the
+// MXFP4 bytes of the W elements its operands hold where the device's layout puts them
+// (SPEC_COOP_B_MAP, Kernels::operand_layout) and writes the decoded values into them, so a step
+// stores and reads back only A. The same f16 values in the same products as the tiles that decode W
+// into shared memory: the same sums (VulkanKernels.WideAndShortExpertTilesGiveTheSameBits).
+
+layout(constant_id = SPEC_COOP_B_MAP) const uint kBMap = 0u;
+// A lane's W rows: subgroup column block j's rows lane / 4 + 8 slot (r = 2 j + slot), each a step's
+// two MXFP4 blocks (the 16 bytes of each) and the word of their scales.
+const uint kDirectRows = 2u * kColsPerSubgroup;
+
+// Row r's two blocks of the step as its operands' elements: B element e of depth slice s holds the
+// block's value 16 (s % 2) + 2 (lane % 4) + b0 + 8 b1 (b0, b1 the map's column bits of e), whose
+// byte is byte lane % 4 of the block's word 2 (s % 2) + b1 (low nibble: even values).
+void decode_w_direct(uvec4 q[kDirectRows][2], uint scale_word[kDirectRows], uint first_block[kDirectRows],
+                     bool w_in[kDirectRows]) {
+  uint shift = 8u * (gl_SubgroupInvocationID % 4u);
+  [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
+    uint j = r / 2u, slot = r % 2u;
+    [[unroll]] for (uint half_step = 0u; half_step < 2u; ++half_step) {
+      uint block = first_block[r] + half_step;
+      float scale = w_in[r] ? mxfp4_scale_value((scale_word[r] >> ((block & 3u) * 8u)) & 0xFFu) : 0.0;
+      uvec4 w = q[r][half_step];
+      // Byte lane % 4 of each word, in word order: fp4x8 gives word 0's low and high nibble, then
+      // word 1's (lo), then words 2 and 3 (hi).
+      uint bytes = ((w.x >> shift) & 0xFFu) | (((w.y >> shift) & 0xFFu) << 8) | (((w.z >> shift) & 0xFFu) << 16) |
+                   ((w.w >> shift) << 24);
+      vec4 lo, hi;
+      fp4x8(bytes, lo, hi);
+      float v[8] = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
+      [[unroll]] for (uint s2 = 0u; s2 < 2u; ++s2)
+        [[unroll]] for (uint e = 0u; e < COOP_ACC_ELEMENTS; ++e)
+          if (COOP_ACC_SLOT(kBMap, e) == slot) {
+            uint b0 = (kBMap >> (3u * e)) & 1u, b1 = (kBMap >> (3u * e + 1u)) & 1u;
+            coop_w_frag[j][2u * half_step + s2][e] = float16_t(v[2u * (2u * s2 + b1) + b0] * scale);
+          }
+    }
+  }
+}
+
+void main() {
+  uint entry = gl_WorkGroupID.y * 3u;
+  uint expert = WordsIn(args.tiles).v[entry];
+  uint first_row = WordsIn(args.tiles).v[entry + 1u];
+  uint rows = WordsIn(args.tiles).v[entry + 2u];
+  uint n0 = gl_WorkGroupID.x * COOP_TILE_N;
+  bool gather = (args.flags & EXPERT_GATHER) != 0u;
+  uint blocks_per_row = args.depth / 32u;
+  uint a_source[kASources];
+  bool a_in[kASources];
+  expert_a_rows(first_row, rows, gather, a_source, a_in);
+  clear_coop_sums();
+  bool w_in[kDirectRows];
+  uint block[kDirectRows];
+  [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
+    uint n = n0 + coop_sub_n() + 16u * (r / 2u) + 8u * (r % 2u) + gl_SubgroupInvocationID / 4u;
+    w_in[r] = n < args.weight_rows;
+    block[r] = (expert * args.weight_rows + n) * blocks_per_row;
+  }
+  uvec4 ahi[kAHeld], alo[kAHeld];
+  uvec4 q[kDirectRows][2];
+  uint scale_word[kDirectRows];
+  expert_load_a(a_source, a_in, 0u, ahi, alo);
+  // A step's two blocks share a scale word: blocks_per_row is even (depth % COOP_TILE_K == 0).
+  [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
+    q[r][0] = w_in[r] ? QuadsIn(args.blocks).v[block[r]] : uvec4(0u);
+    q[r][1] = w_in[r] ? QuadsIn(args.blocks).v[block[r] + 1u] : uvec4(0u);
+    scale_word[r] = w_in[r] ? WordsIn(args.scales).v[block[r] >> 2] : 0u;
+  }
+  decode_w_direct(q, scale_word, block, w_in);
+  uint stage = 0u;
+  for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
+    expert_store_a(stage, a_in, ahi, alo);
+    barrier();
+    bool more = k0 + COOP_TILE_K < args.depth;
+    if (more) {  // the next step's loads, in flight during the products
+      expert_load_a(a_source, a_in, k0 + COOP_TILE_K, ahi, alo);
+      [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
+        block[r] += 2u;
+        if (w_in[r]) {
+          q[r][0] = QuadsIn(args.blocks).v[block[r]];
+          q[r][1] = QuadsIn(args.blocks).v[block[r] + 1u];
+          scale_word[r] = WordsIn(args.scales).v[block[r] >> 2];
+        }
+      }
+    }
+    multiply_coop_tiles(stage, rows);
+    if (more) decode_w_direct(q, scale_word, block, w_in);
+    stage = coop_next_stage(stage);
+  }
+  for (uint row0 = 0u; row0 < COOP_TILE_M; row0 += COOP_C_ROWS) {
+    barrier();  // the C tile lies over the stages the last products (or the last rows' epilogue) read
+    store_coop_sums_rows(row0);
+    barrier();
+    store_expert_rows(row0, COOP_C_ROWS, expert, first_row, rows, n0);
+  }
+}
