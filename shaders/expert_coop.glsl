@@ -82,18 +82,36 @@ void expert_store_a(uint stage, bool a_in[kASources], uvec4 hi[kAHeld], uvec4 lo
 }
 #endif
 
-#ifndef COOP_DIRECT_W  // (expert_direct.glsl's main decodes W itself)
-void expert_gemm_coop() {
+// This workgroup's tile: the tile list's entry gl_WorkGroupID.y (its expert, first row and rows),
+// its first weight row n0 (gl_WorkGroupID.x), and where this invocation's A rows lie.
+void expert_tile(out uint expert, out uint first_row, out uint rows, out uint n0, out uint a_source[kASources],
+                 out bool a_in[kASources]) {
   uint entry = gl_WorkGroupID.y * 3u;
-  uint expert = WordsIn(args.tiles).v[entry];
-  uint first_row = WordsIn(args.tiles).v[entry + 1u];
-  uint rows = WordsIn(args.tiles).v[entry + 2u];
-  uint n0 = gl_WorkGroupID.x * COOP_TILE_N;
-  bool gather = (args.flags & EXPERT_GATHER) != 0u;
-  uint blocks_per_row = args.depth / 32u;
+  expert = WordsIn(args.tiles).v[entry];
+  first_row = WordsIn(args.tiles).v[entry + 1u];
+  rows = WordsIn(args.tiles).v[entry + 2u];
+  n0 = gl_WorkGroupID.x * COOP_TILE_N;
+  expert_a_rows(first_row, rows, (args.flags & EXPERT_GATHER) != 0u, a_source, a_in);
+}
+
+// After the last step's products: the sums through the C tile into the target rows, COOP_C_ROWS
+// at a time (store_expert_rows).
+void store_expert_tile(uint expert, uint first_row, uint rows, uint n0) {
+  for (uint row0 = 0u; row0 < COOP_TILE_M; row0 += COOP_C_ROWS) {
+    barrier();  // the C tile lies over the stages the last products (or the last rows' epilogue) read
+    store_coop_sums_rows(row0);
+    barrier();
+    store_expert_rows(row0, COOP_C_ROWS, expert, first_row, rows, n0);
+  }
+}
+
+#ifndef COOP_DIRECT_W  // (expert_direct.glsl's kernel decodes W itself)
+void expert_gemm_coop() {
+  uint expert, first_row, rows, n0;
   uint a_source[kASources];
   bool a_in[kASources];
-  expert_a_rows(first_row, rows, gather, a_source, a_in);
+  expert_tile(expert, first_row, rows, n0, a_source, a_in);
+  uint blocks_per_row = args.depth / 32u;
   clear_coop_sums();
   // This invocation's blocks (kWBlocks of them, coop_tile.glsl): each the W row's (t % 2)-th of
   // each pair.
@@ -147,11 +165,6 @@ void expert_gemm_coop() {
       }
     stage = coop_next_stage(stage);
   }
-  for (uint row0 = 0u; row0 < COOP_TILE_M; row0 += COOP_C_ROWS) {
-    barrier();  // the C tile lies over the stages the last products (or the last rows' epilogue) read
-    store_coop_sums_rows(row0);
-    barrier();
-    store_expert_rows(row0, COOP_C_ROWS, expert, first_row, rows, n0);
-  }
+  store_expert_tile(expert, first_row, rows, n0);
 }
 #endif

@@ -40,16 +40,11 @@ void decode_w_direct(uvec4 q[kDirectRows][2], uint scale_word[kDirectRows], uint
 }
 
 void main() {
-  uint entry = gl_WorkGroupID.y * 3u;
-  uint expert = WordsIn(args.tiles).v[entry];
-  uint first_row = WordsIn(args.tiles).v[entry + 1u];
-  uint rows = WordsIn(args.tiles).v[entry + 2u];
-  uint n0 = gl_WorkGroupID.x * COOP_TILE_N;
-  bool gather = (args.flags & EXPERT_GATHER) != 0u;
-  uint blocks_per_row = args.depth / 32u;
+  uint expert, first_row, rows, n0;
   uint a_source[kASources];
   bool a_in[kASources];
-  expert_a_rows(first_row, rows, gather, a_source, a_in);
+  expert_tile(expert, first_row, rows, n0, a_source, a_in);
+  uint blocks_per_row = args.depth / 32u;
   clear_coop_sums();
   bool w_in[kDirectRows];
   uint block[kDirectRows];
@@ -89,10 +84,5 @@ void main() {
     if (more) decode_w_direct(q, scale_word, block, w_in);
     stage = coop_next_stage(stage);
   }
-  for (uint row0 = 0u; row0 < COOP_TILE_M; row0 += COOP_C_ROWS) {
-    barrier();  // the C tile lies over the stages the last products (or the last rows' epilogue) read
-    store_coop_sums_rows(row0);
-    barrier();
-    store_expert_rows(row0, COOP_C_ROWS, expert, first_row, rows, n0);
-  }
+  store_expert_tile(expert, first_row, rows, n0);
 }
