@@ -113,7 +113,7 @@ const uint kStrideCQuads = COOP_TILE_N / 4u + 1u;  // per C row: the row's float
 #if COOP_C_ROWS % 32 != 0
 #error "coop_tile.glsl: COOP_C_ROWS must be whole 32-row blocks of subgroups"
 #endif
-#define COOP_C_BYTES (COOP_C_ROWS * (COOP_TILE_N / 4 + 1) * 16)
+#define COOP_C_BYTES COOP_C_TILE_BYTES(COOP_C_ROWS, COOP_TILE_N)
 #ifdef COOP_C_BEYOND_STAGES
 #if defined(COOP_SCALED_W)
 #error "coop_tile.glsl: COOP_C_BEYOND_STAGES is for tiles without W in shared memory"

@@ -152,6 +152,8 @@ ABI_CONST(uint, kMaxPrefillHeadDim, 64u);   // prefill attention: a query row in
 // The dense tiles' Q8_0 block scales (COOP_SCALED_W), after the stages: per stage an f32 d for
 // each of the COOP_TILE_K / 32 blocks of each W row.
 #define COOP_W_SCALE_BYTES(N, STAGES) ((STAGES) * (N) * (COOP_TILE_K / 32) * 4)
+// The f32 C tile a cooperative tile writes its sums through: ROWS rows of N floats and a skew quad.
+#define COOP_C_TILE_BYTES(ROWS, N) ((ROWS) * ((N) / 4 + 1) * 16)
 // W parts of the tiles: the dense one holds Q8_0's d * q as f16 hi + lo from COOP_PROMOTED; MXFP4's
 // values (the expert tile's) are exact in f16.
 #define COOP_DENSE_W_PARTS 2

@@ -151,7 +151,7 @@ constexpr uint32_t kCoopSharedBytes =
                                 COOP_EXPERT_STAGES),
               // the direct tile: A's stages, or the C tile over them where larger
               COOP_SHARED_BYTES(COOP_EXPERT_DIRECT_TILE_M, COOP_EXPERT_DIRECT_TILE_N, 0, COOP_EXPERT_DIRECT_STAGES),
-              COOP_EXPERT_DIRECT_TILE_M * (COOP_EXPERT_DIRECT_TILE_N / 4 + 1) * 16});
+              COOP_C_TILE_BYTES(COOP_EXPERT_DIRECT_TILE_M, COOP_EXPERT_DIRECT_TILE_N)});
 static_assert(kCoopSharedBytes <= 49152, "cooperative GEMM tiles over 48 KiB of shared memory");
 
 static_assert(static_cast<uint32_t>(runtime::VulkanTuning::GemmPrecision::Fast) == abi::COOP_FAST &&
