@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -165,6 +166,16 @@ constexpr uint64_t kShardBytes = 16000000;
 // before it is seen. Such an attempt proves nothing either way, so the tests set up a fresh folder
 // and try again (`ended_first`), failing only when every one of kAttempts ended first.
 constexpr int kAttempts = 10;
+// Runs `attempt` (which sets its flag when the conversion ended before it was caught) until one
+// catches it; fails naming `what` was never seen.
+void until_caught(const std::function<void(bool&)>& attempt, const char* what) {
+  for (int i = 0; i < kAttempts; ++i) {
+    bool ended_first = false;
+    attempt(ended_first);
+    if (!ended_first) return;
+  }
+  FAIL() << "each of " << kAttempts << " conversions ended before its " << what << " was seen";
+}
 
 // A sharded safetensors folder, interrupted while its second shard is written: the old folder
 // (with a file of the user's, README.md) is untouched; SIGINT removes the temp folder at once,
@@ -208,12 +219,7 @@ void interrupt_sharded_folder_once(int signal_number, bool& ended_first) {
 
 void interrupt_sharded_folder_and_check(int signal_number) {
   TOKENIZER_OR_SKIP();
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    bool ended_first = false;
-    interrupt_sharded_folder_once(signal_number, ended_first);
-    if (!ended_first) return;
-  }
-  FAIL() << "each of " << kAttempts << " conversions ended before its second shard was seen";
+  until_caught([&](bool& ended_first) { interrupt_sharded_folder_once(signal_number, ended_first); }, "second shard");
 }
 
 TEST(InterruptedOutput, SigkillDuringShardedSafetensorsConversion) { interrupt_sharded_folder_and_check(SIGKILL); }
@@ -255,12 +261,7 @@ void kill_split_gguf_once(bool& ended_first) {
 
 TEST(InterruptedOutput, SigkillDuringSplitGgufConversion) {
   TOKENIZER_OR_SKIP();
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    bool ended_first = false;
-    kill_split_gguf_once(ended_first);
-    if (!ended_first) return;
-  }
-  FAIL() << "each of " << kAttempts << " conversions ended before its second file was seen";
+  until_caught(kill_split_gguf_once, "second file");
 }
 
 TEST(InterruptedOutput, FileSizeLimitIsAClearErrorAndLeavesNothing) {
