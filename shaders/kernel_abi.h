@@ -90,7 +90,7 @@ ABI_CONST(uint, kMaxExpertsPerToken, 32u);  // router, expert kernels: per-token
 ABI_CONST(uint, kMaxExperts, 1024u);        // router: logits in shared memory
 ABI_CONST(uint, kMaxExpertDepth, 4096u);    // decode expert kernels: the input vector in shared memory
 ABI_CONST(uint, kMaxMatvecCols, 8192u);     // decode matvec: the input vector in shared memory
-ABI_CONST(uint, kMaxRouterHidden, 8192u);   // router: the input vector in shared memory
+ABI_CONST(uint, kMaxRouterHidden, 4096u);   // router: x * norm in shared memory (in double: 32 KB), a chunk of 8 a lane
 ABI_CONST(uint, kMaxHeadDim, 256u);         // attention: a query row in registers/shared memory
 ABI_CONST(uint, kMaxHeadsPerKvHead, 16u);   // attention: the query heads of one KV head together
 ABI_CONST(uint, kAttentionSplits, 128u);    // decode attention: most key ranges (workgroups) per KV head the kernel holds
@@ -547,6 +547,7 @@ static_assert(sizeof(EmbedArgs) <= kMaxPushBytes && sizeof(RmsNormArgs) <= kMaxP
               sizeof(SplitHalvesArgs) <= kMaxPushBytes && sizeof(CoopLayoutArgs) <= kMaxPushBytes &&
               sizeof(MoeCombineArgs) <= kMaxPushBytes,
               "push constants beyond the 128 bytes every Vulkan device offers");
+static_assert(kMaxRouterHidden / 8 <= ROUTER_WORKGROUP_SIZE, "router.glsl: a chunk of 8 values per invocation at most");
 }  // namespace gptoss::vk::abi
 #endif
 

@@ -3,7 +3,9 @@
 // (the experts' input), logits = W (x[t] * norm) / rms(x[t]) + bias (W [experts, hidden] in
 // ENCODING), ranked (expert_ranking.glsl) into chosen and gate_weights: the k largest and their
 // softmax. One workgroup per token; each expert's row is split over NumSubgroups / experts
-// subgroups. x is staged once per workgroup. A decode step's router is router_decode.glsl.
+// subgroups. x * norm is staged once per workgroup in the sums' type (router_xn: in double, so
+// that a product with a weight converts only the weight; the same values as converting x and the
+// norm at every product). A decode step's router is router_decode.glsl.
 //
 // Sums (router_sums.glsl): router.comp in f32; router_f64.comp, where the device has shaderFloat64,
 // in double, with 1/rms as the CPU engine's rms_norm computes it (the mean square in double) and
@@ -18,29 +20,35 @@ layout(local_size_x = ROUTER_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { RouterArgs args; };
 
 shared ROUTER_SUM part_sums[ROUTER_WORKGROUP_SIZE / 4u];  // one per subgroup (subgroups of 4 at least)
-shared vec4 staged_lo[kMaxRouterHidden / 8u], staged_hi[kMaxRouterHidden / 8u];
+shared ROUTER_VEC4 staged_xn[kMaxRouterHidden / 4u];
 
 void main() {
   uint t = gl_WorkGroupID.y;
   uint H = args.hidden, chunks = H / 8u;
   uint base = t * H / 4u;  // x[t] in vec4s
-  // x staged as it is; the norm's weights come from memory beside it (router_sums.glsl).
-  ROUTER_SUM sum_squares = ROUTER_SUM(0.0);
-  for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
-    vec4 lo = Vec4sIn(args.x).v[base + 2u * c], hi = Vec4sIn(args.x).v[base + 2u * c + 1u];
-    sum_squares += ROUTER_DOT(lo, lo) + ROUTER_DOT(hi, hi);
-    staged_lo[c] = lo;
-    staged_hi[c] = hi;
+  // One chunk of 8 values a lane at most (kMaxRouterHidden / 8 <= ROUTER_WORKGROUP_SIZE), held in
+  // registers until the experts' input is written.
+  uint chunk = gl_LocalInvocationIndex;
+  bool mine = chunk < chunks;
+  vec4 x_lo = vec4(0.0), x_hi = vec4(0.0), n_lo = vec4(0.0), n_hi = vec4(0.0);
+  if (mine) {
+    x_lo = Vec4sIn(args.x).v[base + 2u * chunk];
+    x_hi = Vec4sIn(args.x).v[base + 2u * chunk + 1u];
+    n_lo = Vec4sIn(args.norm).v[2u * chunk];
+    n_hi = Vec4sIn(args.norm).v[2u * chunk + 1u];
+    staged_xn[2u * chunk] = router_xn(x_lo, n_lo);
+    staged_xn[2u * chunk + 1u] = router_xn(x_hi, n_hi);
   }
+  ROUTER_SUM sum_squares = ROUTER_DOT(x_lo, x_lo) + ROUTER_DOT(x_hi, x_hi);
   sum_squares = subgroupAdd(sum_squares);
   if (subgroupElect()) part_sums[gl_SubgroupID] = sum_squares;
   barrier();
   ROUTER_SUM total = ROUTER_SUM(0.0);
   for (uint s = 0u; s < gl_NumSubgroups; ++s) total += part_sums[s];
   ROUTER_SUM rms_factor = router_rms_factor(total, H, args.eps);
-  for (uint c = gl_LocalInvocationIndex; c < chunks; c += ROUTER_WORKGROUP_SIZE) {
-    Vec4s(args.xn).v[base + 2u * c] = router_normed(staged_lo[c], Vec4sIn(args.norm).v[2u * c], rms_factor);
-    Vec4s(args.xn).v[base + 2u * c + 1u] = router_normed(staged_hi[c], Vec4sIn(args.norm).v[2u * c + 1u], rms_factor);
+  if (mine) {
+    Vec4s(args.xn).v[base + 2u * chunk] = router_normed(x_lo, n_lo, rms_factor);
+    Vec4s(args.xn).v[base + 2u * chunk + 1u] = router_normed(x_hi, n_hi, rms_factor);
   }
   barrier();  // part_sums read before they are reused
 
@@ -63,8 +71,7 @@ void main() {
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           uint c = c0 + u * stride;
           if (c >= chunks) break;
-          acc += router_dot8(args.weight, raw[u][0], raw[u][1], e * H + 8u * c, staged_lo[c], staged_hi[c],
-                             Vec4sIn(args.norm).v[2u * c], Vec4sIn(args.norm).v[2u * c + 1u]);
+          acc += router_dot8_xn(args.weight, raw[u][0], raw[u][1], e * H + 8u * c, staged_xn[2u * c], staged_xn[2u * c + 1u]);
         }
       }
     }

@@ -9,20 +9,27 @@
 // rounded first, as the batched f32 router always did.
 #ifdef ROUTER_F64
 #define ROUTER_SUM double
+#define ROUTER_VEC4 dvec4
 #define ROUTER_DOT(a, b) dot(dvec4(a), dvec4(b))
-#define ROUTER_DOT3(w, x, n) dot(dvec4(w), dvec4(x) * dvec4(n))
 #else
 #define ROUTER_SUM float
+#define ROUTER_VEC4 vec4
 #define ROUTER_DOT(a, b) dot(a, b)
-#define ROUTER_DOT3(w, x, n) dot(w, (x) * (n))
 #endif
 
-// The dot product of the 8 weights at `index` (raw words from load_raw8) with x * norm (8 values
-// each, as lo and hi vec4s).
-ROUTER_SUM router_dot8(uvec2 weight, uvec4 raw0, uvec4 raw1, uint index, vec4 x_lo, vec4 x_hi, vec4 n_lo, vec4 n_hi) {
+// x * norm, 4 values, as a logit's sum takes them: exact in double, rounded in f32.
+ROUTER_VEC4 router_xn(vec4 x, vec4 norm) { return ROUTER_VEC4(x) * ROUTER_VEC4(norm); }
+
+// The dot product of the 8 weights at `index` (raw words from load_raw8) with x * norm (router_xn
+// of 8 values, as lo and hi).
+ROUTER_SUM router_dot8_xn(uvec2 weight, uvec4 raw0, uvec4 raw1, uint index, ROUTER_VEC4 xn_lo, ROUTER_VEC4 xn_hi) {
   vec4 w_lo, w_hi;
   decode_raw8(weight, raw0, raw1, index, w_lo, w_hi);
-  return ROUTER_DOT3(w_lo, x_lo, n_lo) + ROUTER_DOT3(w_hi, x_hi, n_hi);
+  return dot(ROUTER_VEC4(w_lo), xn_lo) + dot(ROUTER_VEC4(w_hi), xn_hi);
+}
+// The same from x and the norm's weights (8 values each, as lo and hi vec4s).
+ROUTER_SUM router_dot8(uvec2 weight, uvec4 raw0, uvec4 raw1, uint index, vec4 x_lo, vec4 x_hi, vec4 n_lo, vec4 n_hi) {
+  return router_dot8_xn(weight, raw0, raw1, index, router_xn(x_lo, n_lo), router_xn(x_hi, n_hi));
 }
 
 // 1/rms of H values from their sum of squares: in double as the CPU engine computes it, or in f32.
