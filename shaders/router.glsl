@@ -20,7 +20,10 @@ layout(local_size_x = ROUTER_WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { RouterArgs args; };
 
 shared ROUTER_SUM part_sums[ROUTER_WORKGROUP_SIZE / 4u];  // one per subgroup (subgroups of 4 at least)
-shared ROUTER_VEC4 staged_xn[kMaxRouterHidden / 4u];
+// Chunk c's 8 values in quarters, staged_xn[q][c]: a lane's load of a quarter is 16 bytes (in
+// double) beside the next lane's, so no two lanes of a load share a bank (one array of whole chunks
+// puts lanes 64 bytes apart, four to a bank).
+shared ROUTER_VEC2 staged_xn[4][kMaxRouterHidden / 8u];
 
 void main() {
   uint t = gl_WorkGroupID.y;
@@ -36,8 +39,11 @@ void main() {
     x_hi = Vec4sIn(args.x).v[base + 2u * chunk + 1u];
     n_lo = Vec4sIn(args.norm).v[2u * chunk];
     n_hi = Vec4sIn(args.norm).v[2u * chunk + 1u];
-    staged_xn[2u * chunk] = router_xn(x_lo, n_lo);
-    staged_xn[2u * chunk + 1u] = router_xn(x_hi, n_hi);
+    ROUTER_VEC4 xn_lo = router_xn(x_lo, n_lo), xn_hi = router_xn(x_hi, n_hi);
+    staged_xn[0][chunk] = xn_lo.xy;
+    staged_xn[1][chunk] = xn_lo.zw;
+    staged_xn[2][chunk] = xn_hi.xy;
+    staged_xn[3][chunk] = xn_hi.zw;
   }
   ROUTER_SUM sum_squares = ROUTER_DOT(x_lo, x_lo) + ROUTER_DOT(x_hi, x_hi);
   sum_squares = subgroupAdd(sum_squares);
@@ -71,7 +77,8 @@ void main() {
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           uint c = c0 + u * stride;
           if (c >= chunks) break;
-          acc += router_dot8_xn(args.weight, raw[u][0], raw[u][1], e * H + 8u * c, staged_xn[2u * c], staged_xn[2u * c + 1u]);
+          acc += router_dot8_xn(args.weight, raw[u][0], raw[u][1], e * H + 8u * c,
+                                 ROUTER_VEC4(staged_xn[0][c], staged_xn[1][c]), ROUTER_VEC4(staged_xn[2][c], staged_xn[3][c]));
         }
       }
     }

@@ -10,10 +10,12 @@
 #ifdef ROUTER_F64
 #define ROUTER_SUM double
 #define ROUTER_VEC4 dvec4
+#define ROUTER_VEC2 dvec2
 #define ROUTER_DOT(a, b) dot(dvec4(a), dvec4(b))
 #else
 #define ROUTER_SUM float
 #define ROUTER_VEC4 vec4
+#define ROUTER_VEC2 vec2
 #define ROUTER_DOT(a, b) dot(a, b)
 #endif
 
