@@ -105,7 +105,13 @@ void store_expert_tile(uint expert, uint first_row, uint rows, uint n0) {
   }
 }
 
-#ifndef COOP_DIRECT_W  // (expert_direct.glsl's kernel decodes W itself)
+// The kernel: a tile's steps, COOP_TILE_K deep, each storing A (and, with W through shared memory,
+// the W tile) to its stage, one barrier, the next step's loads issued, this step's products, and the
+// next step's W decoded after them, so that its arithmetic issues while the tensor cores work
+// through the products and its loads have had their time to arrive. With COOP_DIRECT_W each lane
+// loads the W elements its B operands hold and decodes them straight into the operands
+// (expert_direct.glsl, included before this file); otherwise each invocation decodes its
+// kWBlocks MXFP4 blocks (coop_tile.glsl) into the W tile's halves.
 void expert_gemm_coop() {
   uint expert, first_row, rows, n0;
   uint a_source[kASources];
@@ -113,6 +119,27 @@ void expert_gemm_coop() {
   expert_tile(expert, first_row, rows, n0, a_source, a_in);
   uint blocks_per_row = args.depth / 32u;
   clear_coop_sums();
+#ifdef COOP_DIRECT_W
+  // This lane's W rows (kDirectRows): subgroup column block j's rows lane / 4 + 8 slot.
+  bool w_in[kDirectRows];
+  uint block[kDirectRows];
+  [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
+    uint n = n0 + coop_sub_n() + 16u * (r / 2u) + 8u * (r % 2u) + gl_SubgroupInvocationID / 4u;
+    w_in[r] = n < args.weight_rows;
+    block[r] = (expert * args.weight_rows + n) * blocks_per_row;
+  }
+  uvec4 ahi[kAHeld], alo[kAHeld];
+  uvec4 q[kDirectRows][2];
+  uint scale_word[kDirectRows];
+  expert_load_a(a_source, a_in, 0u, ahi, alo);
+  // A step's two blocks share a scale word: blocks_per_row is even (depth % COOP_TILE_K == 0).
+  [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
+    q[r][0] = w_in[r] ? QuadsIn(args.blocks).v[block[r]] : uvec4(0u);
+    q[r][1] = w_in[r] ? QuadsIn(args.blocks).v[block[r] + 1u] : uvec4(0u);
+    scale_word[r] = w_in[r] ? WordsIn(args.scales).v[block[r] >> 2] : 0u;
+  }
+  decode_w_direct(q, scale_word, block, w_in);
+#else
   // This invocation's blocks (kWBlocks of them, coop_tile.glsl): each the W row's (t % 2)-th of
   // each pair.
   bool w_in[kWBlocks];
@@ -134,18 +161,31 @@ void expert_gemm_coop() {
     decode_w(q[b], scale_word[b], block[b], w_in[b], hi, lo);
     [[unroll]] for (uint i = 0u; i < 4u; ++i) w_hi[4u * b + i] = hi[i], w_lo[4u * b + i] = lo[i];
   }
+#endif
   uint stage = 0u;
   for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
     expert_store_a(stage, a_in, ahi, alo);
+#ifndef COOP_DIRECT_W
     [[unroll]] for (uint b = 0u; b < kWBlocks; ++b) {
       uvec4 hi[4], lo[4];
       [[unroll]] for (uint i = 0u; i < 4u; ++i) hi[i] = w_hi[4u * b + i], lo[i] = w_lo[4u * b + i];
       store_w_halves(stage, b, hi, lo);
     }
+#endif
     barrier();
     bool more = k0 + COOP_TILE_K < args.depth;
     if (more) {  // the next step's loads, in flight during the products
       expert_load_a(a_source, a_in, k0 + COOP_TILE_K, ahi, alo);
+#ifdef COOP_DIRECT_W
+      [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
+        block[r] += 2u;
+        if (w_in[r]) {
+          q[r][0] = QuadsIn(args.blocks).v[block[r]];
+          q[r][1] = QuadsIn(args.blocks).v[block[r] + 1u];
+          scale_word[r] = WordsIn(args.scales).v[block[r] >> 2];
+        }
+      }
+#else
       [[unroll]] for (uint b = 0u; b < kWBlocks; ++b) {
         block[b] += 2u;
         if (w_in[b]) {
@@ -153,18 +193,20 @@ void expert_gemm_coop() {
           scale_word[b] = WordsIn(args.scales).v[block[b] >> 2];
         }
       }
+#endif
     }
     multiply_coop_tiles(stage, rows);
-    // The next step's decoding after this step's products: its arithmetic issues while the tensor
-    // cores work through them, and its loads have had the products' time to arrive.
+#ifdef COOP_DIRECT_W
+    if (more) decode_w_direct(q, scale_word, block, w_in);
+#else
     if (more)
       [[unroll]] for (uint b = 0u; b < kWBlocks; ++b) {
         uvec4 hi[4], lo[4];
         decode_w(q[b], scale_word[b], block[b], w_in[b], hi, lo);
         [[unroll]] for (uint i = 0u; i < 4u; ++i) w_hi[4u * b + i] = hi[i], w_lo[4u * b + i] = lo[i];
       }
+#endif
     stage = coop_next_stage(stage);
   }
   store_expert_tile(expert, first_row, rows, n0);
 }
-#endif

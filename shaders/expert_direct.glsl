@@ -1,9 +1,10 @@
 // The expert GEMM with W decoded by each lane straight into its B operands (expert_gemm_coop_direct.comp;
-// included after coop_tile.glsl, with COOP_DIRECT_W, and expert_coop.glsl): each lane loads the
-// MXFP4 bytes of the W elements its operands hold where the device's layout puts them
-// (SPEC_COOP_B_MAP, Kernels::operand_layout) and writes the decoded values into them, so a step
-// stores and reads back only A. The same f16 values in the same products as the tiles that decode W
-// into shared memory: the same sums (VulkanKernels.WideAndShortExpertTilesGiveTheSameBits).
+// included after coop_tile.glsl, with COOP_DIRECT_W, and before expert_coop.glsl, whose
+// expert_gemm_coop takes the steps): each lane loads the MXFP4 bytes of the W elements its operands
+// hold where the device's layout puts them (SPEC_COOP_B_MAP, Kernels::operand_layout) and writes the
+// decoded values into them, so a step stores and reads back only A. The same f16 values in the same
+// products as the tiles that decode W into shared memory: the same sums
+// (VulkanKernels.WideAndShortExpertTilesGiveTheSameBits).
 
 layout(constant_id = SPEC_COOP_B_MAP) const uint kBMap = 0u;
 // A lane's W rows: subgroup column block j's rows lane / 4 + 8 slot (r = 2 j + slot), each a step's
@@ -37,52 +38,4 @@ void decode_w_direct(uvec4 q[kDirectRows][2], uint scale_word[kDirectRows], uint
           }
     }
   }
-}
-
-void main() {
-  uint expert, first_row, rows, n0;
-  uint a_source[kASources];
-  bool a_in[kASources];
-  expert_tile(expert, first_row, rows, n0, a_source, a_in);
-  uint blocks_per_row = args.depth / 32u;
-  clear_coop_sums();
-  bool w_in[kDirectRows];
-  uint block[kDirectRows];
-  [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
-    uint n = n0 + coop_sub_n() + 16u * (r / 2u) + 8u * (r % 2u) + gl_SubgroupInvocationID / 4u;
-    w_in[r] = n < args.weight_rows;
-    block[r] = (expert * args.weight_rows + n) * blocks_per_row;
-  }
-  uvec4 ahi[kAHeld], alo[kAHeld];
-  uvec4 q[kDirectRows][2];
-  uint scale_word[kDirectRows];
-  expert_load_a(a_source, a_in, 0u, ahi, alo);
-  // A step's two blocks share a scale word: blocks_per_row is even (depth % COOP_TILE_K == 0).
-  [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
-    q[r][0] = w_in[r] ? QuadsIn(args.blocks).v[block[r]] : uvec4(0u);
-    q[r][1] = w_in[r] ? QuadsIn(args.blocks).v[block[r] + 1u] : uvec4(0u);
-    scale_word[r] = w_in[r] ? WordsIn(args.scales).v[block[r] >> 2] : 0u;
-  }
-  decode_w_direct(q, scale_word, block, w_in);
-  uint stage = 0u;
-  for (uint k0 = 0u; k0 < args.depth; k0 += COOP_TILE_K) {
-    expert_store_a(stage, a_in, ahi, alo);
-    barrier();
-    bool more = k0 + COOP_TILE_K < args.depth;
-    if (more) {  // the next step's loads, in flight during the products
-      expert_load_a(a_source, a_in, k0 + COOP_TILE_K, ahi, alo);
-      [[unroll]] for (uint r = 0u; r < kDirectRows; ++r) {
-        block[r] += 2u;
-        if (w_in[r]) {
-          q[r][0] = QuadsIn(args.blocks).v[block[r]];
-          q[r][1] = QuadsIn(args.blocks).v[block[r] + 1u];
-          scale_word[r] = WordsIn(args.scales).v[block[r] >> 2];
-        }
-      }
-    }
-    multiply_coop_tiles(stage, rows);
-    if (more) decode_w_direct(q, scale_word, block, w_in);
-    stage = coop_next_stage(stage);
-  }
-  store_expert_tile(expert, first_row, rows, n0);
 }

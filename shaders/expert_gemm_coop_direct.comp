@@ -18,5 +18,7 @@
 layout(local_size_x = COOP_THREADS) in;
 layout(push_constant) uniform Push { ExpertGemmArgs args; };
 #include "coop_tile.glsl"
-#include "expert_coop.glsl"
 #include "expert_direct.glsl"
+#include "expert_coop.glsl"
+
+void main() { expert_gemm_coop(); }
