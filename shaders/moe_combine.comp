@@ -7,7 +7,9 @@
 layout(local_size_x = WORKGROUP_SIZE) in;
 layout(push_constant) uniform Push { MoeCombineArgs args; };
 
-shared uint order[kMaxExpertsPerToken];  // slots by increasing expert id
+// Row and gate weight of t's experts by increasing expert id, read once per workgroup.
+shared uint rows[kMaxExpertsPerToken];
+shared float gates[kMaxExpertsPerToken];
 
 void main() {
   uint t = gl_WorkGroupID.x;
@@ -20,16 +22,15 @@ void main() {
       uint other = WordsIn(args.chosen).v[t * k + o];
       if (other < e || (other == e && o < slot)) ++rank;
     }
-    order[rank] = slot;
+    rows[rank] = WordsIn(args.row_of).v[t * k + slot];
+    gates[rank] = FloatsIn(args.gate_weights).v[t * k + slot];
   }
   barrier();
-  for (uint d = gl_LocalInvocationIndex; d < args.hidden; d += WORKGROUP_SIZE) {
-    float sum = 0.0;
-    for (uint n = 0u; n < k; ++n) {
-      uint slot = order[n];
-      uint row = WordsIn(args.row_of).v[t * k + slot];
-      sum += FloatsIn(args.gate_weights).v[t * k + slot] * FloatsIn(args.y).v[row * args.hidden + d];
-    }
-    Floats(args.x).v[t * args.hidden + d] += sum;
+  // Four values a lane at a time (hidden % 4 == 0: the launcher), each summed as one would be.
+  uint quads = args.hidden / 4u;
+  for (uint d = gl_LocalInvocationIndex; d < quads; d += WORKGROUP_SIZE) {
+    vec4 sum = vec4(0.0);
+    for (uint n = 0u; n < k; ++n) sum += gates[n] * Vec4sIn(args.y).v[rows[n] * quads + d];
+    Vec4s(args.x).v[t * quads + d] += sum;
   }
 }

@@ -644,6 +644,8 @@ void Kernels::expert_gemm(DispatchList& list, const DeviceExperts& weights, Addr
 
 void Kernels::moe_combine(DispatchList& list, Address y, const MoeTables& tables, Address chosen, Address gate_weights,
                           Address x, uint32_t hidden, uint32_t k, uint32_t count) {
+  require(hidden % 4 == 0, "moe_combine", limit("hidden", hidden, "is not a multiple of", 4));
+  require(k <= abi::kMaxExpertsPerToken, "moe_combine", limit("experts per token", k, ">", abi::kMaxExpertsPerToken));
   const abi::MoeCombineArgs args{y, tables.row_of, chosen, gate_weights, x, hidden, k, count};
   list.dispatch(pipeline("moe_combine", sizeof args), args, count);
 }
