@@ -13,7 +13,9 @@ The inputs are every *.json file of docs/results/ (sorted by name), each recogni
     peer's side of an end-to-end check): a table beside the gptoss-eval output whose reference is
     the same base file, candidate by candidate;
 and manifest.json, the measurement's provenance: {"machine", "driver", "date", "commit", "notes":
-[...], "files": {"NAME.json": "a note on that file"}}. Every piece may be missing; the page then
+[...], "files": {"NAME.json": "a note on that file"}, "machines": {"NAME.json": "a label"}}: files
+with one label ran on one machine (a card can change between calls within an hour; where both
+files of a ratio have labels, the labels decide it, else the time between them). Every piece may be missing; the page then
 says what was not measured. Python 3 standard library only; the output depends on the inputs alone.
 """
 import argparse
@@ -234,7 +236,8 @@ def card(row):
     return name.split(" (")[0]
 
 
-def bench_section(inputs):
+def bench_section(inputs, machines=None):
+    machines = machines if isinstance(machines, dict) else {}
     ours = [dict(r, _input_file=i["name"]) for i in inputs if i["kind"] == "ours" for r in i["data"]]
     peer = [dict(r, _input_file=i["name"]) for i in inputs if i["kind"] == "peer" for r in i["data"]]
     out = ["## Speed", ""]
@@ -244,7 +247,8 @@ def bench_section(inputs):
         "Tokens per second, mean ± standard deviation over the timed runs (`gptoss-bench`, and `llama-bench` for "
         "%s, on the same machine and the same file): pp*N* a prefill of *N* tokens, tg*N* *N* decode steps, "
         "`@ dD` after *D* tokens already in the KV cache. One table per model and card. The ratio is ours over "
-        "%s's where both ran on that card within an hour of each other (one machine)." % (PEER, PEER),
+        "%s's where both ran on one machine: the one the manifest names for both files, or, where it names "
+        "none, the same card within an hour of each other." % (PEER, PEER),
         "",
     ]
     if not peer:
@@ -332,7 +336,13 @@ def bench_section(inputs):
                             peer_cell += " (KV %s)" % text(p.get("type_k"), "?")
                         mean, other = number(r.get("avg_ts")), number(p.get("avg_ts"))
                         ours_at, theirs_at = seconds(r), seconds(p)
-                        if ours_at is not None and theirs_at is not None and abs(ours_at - theirs_at) > SAME_SESSION_SECONDS:
+                        labels = machines.get(r["_input_file"]), machines.get(p["_input_file"])
+                        if labels[0] and labels[1]:
+                            if labels[0] != labels[1]:
+                                ratio = "— (another machine)"
+                            elif mean is not None and other:
+                                ratio = "%.2f" % (mean / other)
+                        elif ours_at is not None and theirs_at is not None and abs(ours_at - theirs_at) > SAME_SESSION_SECONDS:
                             ratio = "— (another session)"
                         elif mean is not None and other:
                             ratio = "%.2f" % (mean / other)
@@ -479,7 +489,7 @@ def make_page(folder):
     if not inputs and not manifest:
         out += ["No measurement in docs/results/.", ""]
     out += provenance(manifest, inputs, skipped)
-    out += bench_section(inputs)
+    out += bench_section(inputs, manifest.get("machines"))
     out += eval_section(inputs)
     out += peer_eval_section(inputs)
     while out and out[-1] == "":
