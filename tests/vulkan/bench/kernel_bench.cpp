@@ -433,9 +433,9 @@ int main(int argc, char** argv) {
   if (timed("stream") || timed("floor")) stream.emplace(*ctx);
 
   // ---- attention (decode at a short and long context too: the kernel's ranges follow the keys) ----
-  for (uint32_t position : {128u, 512u, 4096u}) {
+  for (uint32_t position : {128u, 512u, 4096u, 16384u}) {
     if (!timed("attention") && !timed("stream")) break;
-    const uint32_t slots = 4224;
+    const uint32_t slots = std::max(4224u, position + 128u);
     auto qkv = device_floats(*ctx, random_floats(size_t{T} * (Q + 2 * KV), 60));
     auto kc = device_floats(*ctx, random_floats(size_t{slots} * KV, 61)), vc = device_floats(*ctx, random_floats(size_t{slots} * KV, 62));
     // Decode reads each layer's cache once per token, from memory: caches rotated over copies
