@@ -352,9 +352,12 @@ void multiply_coop_tiles(uint stage, uint rows) {
             d[e] = coop_w_scale(stage, sub_n + j * lN + COOP_ACC_COL(kAccMap, lane, e), k0 / 32u);
         [[unroll]] for (uint i = 0u; i < kRowsPerSubgroup; ++i) {
           precise fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step = part[i][j] + lo_part[i][j] * (1.0 / COOP_LO_SCALE);
-          if (kScaledW)
+          if (kScaledW) {
+            // comp[i][j]'s elements through a plain variable (expert_direct.glsl says why).
+            fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> carried = comp[i][j];
             [[unroll]] for (uint e = 0u; e < COOP_ACC_ELEMENTS; ++e)
-              step[e] = kCompensate ? step[e] * d[e] + comp[i][j][e] : step[e] * d[e];
+              step[e] = kCompensate ? step[e] * d[e] + carried[e] : step[e] * d[e];
+          }
           add_coop_step(i, j, step);
         }
       }

@@ -29,13 +29,20 @@ void decode_w_direct(uvec4 q[kDirectRows][2], uint scale_word[kDirectRows], uint
                    ((w.w >> shift) << 24);
       vec4 lo, hi;
       fp4x8(bytes, lo, hi);
-      float v[8] = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
-      [[unroll]] for (uint s2 = 0u; s2 < 2u; ++s2)
+      // Elements of a plain matrix variable, values picked by selects: an element of an array of
+      // matrices, or an array indexed by the map's bits, may put the array in local memory (on
+      // NVIDIA's driver the prefill attention's arrays of score matrices went there).
+      [[unroll]] for (uint s2 = 0u; s2 < 2u; ++s2) {
+        fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> frag = coop_w_frag[j][2u * half_step + s2];
+        vec4 quad = s2 == 0u ? lo : hi;  // values 4 s2 .. 4 s2 + 3 of the eight
         [[unroll]] for (uint e = 0u; e < COOP_ACC_ELEMENTS; ++e)
           if (COOP_ACC_SLOT(kBMap, e) == slot) {
             uint b0 = (kBMap >> (3u * e)) & 1u, b1 = (kBMap >> (3u * e + 1u)) & 1u;
-            coop_w_frag[j][2u * half_step + s2][e] = float16_t(v[2u * (2u * s2 + b1) + b0] * scale);
+            float value = b1 == 0u ? (b0 == 0u ? quad.x : quad.y) : (b0 == 0u ? quad.z : quad.w);
+            frag[e] = float16_t(value * scale);
           }
+        coop_w_frag[j][2u * half_step + s2] = frag;
+      }
     }
   }
 }
