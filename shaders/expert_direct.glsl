@@ -30,8 +30,8 @@ void decode_w_direct(uvec4 q[kDirectRows][2], uint scale_word[kDirectRows], uint
       vec4 lo, hi;
       fp4x8(bytes, lo, hi);
       // Elements of a plain matrix variable, values picked by selects: an element of an array of
-      // matrices, or an array indexed by the map's bits, may put the array in local memory (on
-      // NVIDIA's driver the prefill attention's arrays of score matrices went there).
+      // matrices, or an array indexed by the map's bits, may put the array in local memory (NVIDIA's
+      // driver put a form of the prefill attention's score matrices there: d34465e, not merged).
       [[unroll]] for (uint s2 = 0u; s2 < 2u; ++s2) {
         fcoopmatNV<16, gl_ScopeSubgroup, lK, lN> frag = coop_w_frag[j][2u * half_step + s2];
         vec4 quad = s2 == 0u ? lo : hi;  // values 4 s2 .. 4 s2 + 3 of the eight
