@@ -45,7 +45,7 @@ void decode_raw_w(uint index, uvec4 r[4], uint scale_word, out vec4 v[8], out fl
   w_scale = 1.0;
   if (ENCODING > ENC_Q8_0) {
     // Only where main loaded them (a W row of the matrix): unset words decode to nothing defined.
-    bool loaded = gl_WorkGroupID.x * COOP_TILE_N + coop_load_w_row() < args.cols;
+    bool loaded = gl_WorkGroupID.y * COOP_TILE_N + coop_load_w_row() < args.cols;
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
       v[2u * i] = vec4(0.0);
       v[2u * i + 1u] = vec4(0.0);
@@ -87,7 +87,9 @@ void decode_w(uint index, uvec4 r[4], uint scale_word, bool w_in, out uvec4 hi[4
 }
 
 void main() {
-  uint m0 = gl_WorkGroupID.y * GEMM_TILE_M, n0 = gl_WorkGroupID.x * COOP_TILE_N;
+  // Row tiles along x, the dispatch's fastest index: the workgroups of one W tile run together, so
+  // a W larger than the L2 (the unembedding's) is read from memory about once, not once per row tile.
+  uint m0 = gl_WorkGroupID.x * GEMM_TILE_M, n0 = gl_WorkGroupID.y * COOP_TILE_N;
   uint m = m0 + coop_load_a_row(), n = n0 + coop_load_w_row();
   bool a_in = m < args.rows, w_in = n < args.cols;
   uint w_at = n * args.depth + coop_load_w_depth();

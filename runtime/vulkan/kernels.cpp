@@ -553,8 +553,10 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
                     (weight.encoding == abi::ENC_F16 || weight.encoding == abi::ENC_BF16 ||
                      (weight.encoding == abi::ENC_Q8_0 && scaled_q8_0()));
   if (coop) split_halves(list, a, a_stride, rows, weight.cols, halves);
+  // The cooperative kernels take row tiles along x (gemm_coop.glsl), the portable one W tiles.
+  const uint32_t w_tiles = ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N), row_tiles = ceil_div(rows, GEMM_TILE_M);
   list.dispatch(pipeline(!coop ? "gemm" : in_coop_form(wide ? "gemm_coop_wide" : "gemm_coop"), sizeof args, weight.encoding), args,
-                ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N), ceil_div(rows, GEMM_TILE_M));
+                coop ? row_tiles : w_tiles, coop ? w_tiles : row_tiles);
 }
 
 // moe_route's tiles are never shorter than the short and direct expert tiles' rows.
