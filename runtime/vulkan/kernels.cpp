@@ -554,7 +554,8 @@ void Kernels::gemm(DispatchList& list, const DeviceMatrix& weight, Address bias,
                      (weight.encoding == abi::ENC_Q8_0 && scaled_q8_0()));
   if (coop) split_halves(list, a, a_stride, rows, weight.cols, halves);
   // The cooperative kernels take row tiles along x (gemm_coop.glsl), the portable one W tiles.
-  const uint32_t w_tiles = ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N), row_tiles = ceil_div(rows, GEMM_TILE_M);
+  const uint32_t w_tiles = ceil_div(weight.rows, wide ? COOP_DENSE_WIDE_TILE_N : GEMM_TILE_N);
+  const uint32_t row_tiles = ceil_div(rows, GEMM_TILE_M);
   list.dispatch(pipeline(!coop ? "gemm" : in_coop_form(wide ? "gemm_coop_wide" : "gemm_coop"), sizeof args, weight.encoding), args,
                 coop ? row_tiles : w_tiles, coop ? w_tiles : row_tiles);
 }
