@@ -184,6 +184,18 @@ struct EngineOptions {
   VulkanTuning vulkan;
 };
 
+// Floats an engine's forwards write their logits into (Engine::logit_memory), and what holds them.
+class LogitMemory {
+ public:
+  LogitMemory() = default;
+  LogitMemory(std::span<float> values, std::shared_ptr<void> holder) : values_(values), holder_(std::move(holder)) {}
+  std::span<float> values() const { return values_; }
+
+ private:
+  std::span<float> values_;
+  std::shared_ptr<void> holder_;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -247,6 +259,15 @@ class Engine {
   // 0.8 MB per token at the real vocabulary is most of what logits cost a decode step over greedy
   // decoding); the CPU engine its own vector. Throws as forward does.
   std::span<const float> forward_last(std::span<const uint32_t> tokens);
+  // Memory for `floats` logits (at least one) that this engine's forwards write without a host
+  // copy: the Vulkan engine's is host-visible memory of its device, which the GEMM over a submit's
+  // logit rows writes straight into, where rows into any other memory come from its readback by a
+  // copy on the host (820 MB a group of four 512-token chunks at the real vocabulary, during which
+  // the device waits for that engine's next submit); for engines on the host, ordinary memory,
+  // first touched on every core. Either is ready to be written at full speed (no page faults), and
+  // forward_sequences gives the same bits into it as into any other memory. Freed with the last
+  // copy of the handle, which may outlive the engine.
+  LogitMemory logit_memory(size_t floats);
 
  protected:
   // The engine's pass; `tokens` is non-empty and checked, `rows` is None, Last, All or a range
@@ -264,6 +285,8 @@ class Engine {
   // forward_last's pass (`tokens` non-empty and checked); by default run_forward into a vector the
   // engine keeps.
   virtual std::span<const float> run_forward_last(std::span<const uint32_t> tokens);
+  // logit_memory's allocation (floats > 0); by default ordinary memory.
+  virtual LogitMemory allocate_logit_memory(size_t floats);
 
  private:
   // The checks every forward makes before anything runs (ids, capacity), for tokens that start at

@@ -48,29 +48,25 @@ void check_request(const EvaluationRequest& r, uint32_t reference_vocab) {
                                   " of the text is outside a model's vocabulary of " + std::to_string(smallest) + " rows");
 }
 
-// One model's logits of a group of chunks: allocated once, at the first group's size, and first
-// touched on every core (where a vector's resize zero-fills on one thread). A group's scored rows at
-// the real vocabulary are hundreds of MB per model (4 chunks of 512: 820 MB), and a first touch of
-// them on one thread slowed the evaluation down measurably (bfdca17).
+// One model's logits of a group of chunks, in the engine's logit memory (Engine::logit_memory: the
+// Vulkan engine's GEMM writes the rows there, with no host copy between a model's forwards), taken
+// once at the first group's size: a group's scored rows at the real vocabulary are hundreds of MB
+// per model (4 chunks of 512: 820 MB).
 class LogitBuffer {
  public:
-  std::span<float> take(size_t floats, unsigned threads) {
-    if (floats > capacity_) {
-      data_ = std::make_unique_for_overwrite<float[]>(floats);
-      capacity_ = floats;
-      constexpr size_t kPiece = size_t{4} << 20;
-      parallel_for((floats + kPiece - 1) / kPiece, threads, [&](size_t i) {
-        std::memset(data_.get() + i * kPiece, 0, std::min(kPiece, floats - i * kPiece) * sizeof(float));
-      });
+  std::span<float> take(runtime::Engine& engine, size_t floats) {
+    if (floats > memory_.values().size()) {
+      memory_ = runtime::LogitMemory();  // the old memory first
+      memory_ = engine.logit_memory(floats);
     }
     size_ = floats;
-    return {data_.get(), floats};
+    return memory_.values().first(floats);
   }
-  std::span<const float> values() const { return {data_.get(), size_}; }
+  std::span<const float> values() const { return memory_.values().first(size_); }
 
  private:
-  std::unique_ptr<float[]> data_;
-  size_t capacity_ = 0, size_ = 0;
+  runtime::LogitMemory memory_;
+  size_t size_ = 0;
 };
 
 // One group of chunks' forwards: the logits of each chunk's scored rows only
@@ -162,7 +158,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
     const auto ids = r.tokens.subspan(uint64_t{group} * per_forward * plan.ctx, uint64_t{n} * plan.ctx);
     if (lane.reference && r.reference) {
       const size_t floats = size_t{n} * scored * r.reference->vocab_size();
-      r.reference->forward_sequences(ids, n, scored_rows, out.reference.take(floats, r.threads));
+      r.reference->forward_sequences(ids, n, scored_rows, out.reference.take(*r.reference, floats));
     } else if (lane.reference) {
       out.frames.clear();
       for (uint32_t c = 0; c < n; ++c) {
@@ -175,7 +171,7 @@ EvaluationResult evaluate(const EvaluationRequest& r) {
       if (runs == 0) continue;
       const size_t floats = size_t{runs} * scored * compared[k]->vocab_size();
       compared[k]->forward_sequences(ids.first(uint64_t{runs} * plan.ctx), runs, scored_rows,
-                                     out.candidates[k].take(floats, r.threads));
+                                     out.candidates[k].take(*compared[k], floats));
     }
   };
   // When some lane ran a forward: the union of the lanes' intervals is forward_seconds.

@@ -119,6 +119,27 @@ struct VulkanEngine::Device {
   // which a GEMM over a range of rows writes directly; and the observer's stage copies.
   std::unique_ptr<Buffer> logits, logits_readback, stages;
   uint32_t logits_rows = 0, stage_rows = 0;
+  // The caller's logit memory (VulkanEngine::allocate_logit_memory): host-visible buffers the GEMM
+  // over a submit's rows writes into instead of the readback, so that no host copy follows. Each is
+  // held by its runtime::LogitMemory handles with the context, so it may outlive the engine.
+  struct CallerLogits {
+    std::shared_ptr<Context> ctx;  // destroyed after the buffer
+    std::unique_ptr<Buffer> buffer;
+  };
+  std::vector<std::weak_ptr<CallerLogits>> caller_logits;
+  // Where the GEMM may write `rows` (floats of a caller's logit memory still held): their device
+  // address, or 0 where they lie outside every such buffer (the readback and a copy then).
+  Address logits_target(std::span<const float> rows) const {
+    const auto at = reinterpret_cast<uintptr_t>(rows.data()), bytes = rows.size() * sizeof(float);
+    for (const auto& held : caller_logits) {
+      const auto memory = held.lock();
+      if (!memory) continue;
+      const Buffer& b = *memory->buffer;
+      const auto first = reinterpret_cast<uintptr_t>(b.mapped());
+      if (at >= first && at - first <= b.size() && bytes <= b.size() - (at - first)) return b.address() + (at - first);
+    }
+    return 0;
+  }
   runtime::VulkanTuning tuning;
   std::unique_ptr<KernelProfiler> profiler;  // tuning.profile
 
@@ -127,12 +148,12 @@ struct VulkanEngine::Device {
     std::vector<std::string> labels;
   };
   // One command buffer per submit shape (tokens, logit rows, observed, greedy, decode attention's
-  // reach, packed sequences' length), recorded once. The rows are None, Last or a range of the
+  // reach, packed sequences' length) and target of the rows' GEMM (0: the readback), recorded once. The rows are None, Last or a range of the
   // submit's tokens (All is the range of every token), or of each packed sequence's, so a caller
   // asking the same rows chunk after chunk (gptoss-eval) records once; beyond kMaxRecorded shapes
   // the recordings are dropped and made again as needed.
   static constexpr size_t kMaxRecorded = 64;
-  std::map<std::tuple<uint32_t, LogitRows, bool, bool, AttentionReach, uint32_t>, Recorded> recorded;
+  std::map<std::tuple<uint32_t, LogitRows, bool, bool, AttentionReach, uint32_t, Address>, Recorded> recorded;
   VkFence fence = VK_NULL_HANDLE;
   // The recordings' pool: this engine's own, since the context (and its queue) may be shared with
   // other engines on other threads (runtime::SharedDevices).
@@ -178,16 +199,22 @@ struct VulkanEngine::Device {
   // reach: decode attention's shape (count 1; prefill chunks take Short).
   // sequence: 0, or the length of the independent sequences the submit packs (a prefill of whole
   // ones, never observed; rows None or a Range of each sequence's tokens, their logits one
-  // sequence after the other).
+  // sequence after the other). target: where a GEMM over a Range's rows writes them (a caller's
+  // logit memory, logits_target), or 0: into the readback.
   static uint32_t sequences_in(uint32_t count, uint32_t sequence) { return sequence ? count / sequence : 1; }
   DispatchList build(uint32_t count, LogitRows rows, bool observed, bool greedy, AttentionReach reach,
-                     uint32_t sequence) const;
+                     uint32_t sequence, Address target) const;
   // Decode attention of layer l at positions of this reach (see the definition).
   void record_decode_attention(DispatchList& list, uint32_t l, const Kernels::Shared& shared,
                                AttentionReach reach) const;
   // The recording of a submit of `count` tokens at `position` (decode attention's reach follows it).
   const Recorded& get(uint32_t count, LogitRows rows, bool observed, uint64_t position, bool greedy = false,
-                      uint32_t sequence = 0);
+                      uint32_t sequence = 0, Address target = 0);
+  // Whether a submit of `count` tokens and these rows writes them through `target` (build's GEMM)
+  // rather than into the readback.
+  static bool writes_target(uint32_t count, LogitRows rows, Address target) {
+    return target != 0 && count > 1 && rows.kind == LogitRows::Kind::Range;
+  }
   void submit(const Recorded& r);
   void wait_for(VkFence done) const;
   // The tokens of the next submit, the position of the first, and the length of the sequences it
@@ -379,7 +406,7 @@ void VulkanEngine::Device::record_decode_attention(DispatchList& list, uint32_t 
 }
 
 DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool observed, bool greedy,
-                                         AttentionReach reach, uint32_t sequence) const {
+                                         AttentionReach reach, uint32_t sequence, Address target) const {
   const auto& c = config;
   auto& k = *kernels;
   DispatchList list;
@@ -491,30 +518,35 @@ DispatchList VulkanEngine::Device::build(uint32_t count, LogitRows rows, bool ob
   } else if (range) {
     // A one-token submit takes the matrix-vector product (as decode always has), any other the GEMM
     // over the range's rows only: the GEMM computes each row from that row alone, so the rows are
-    // those of a GEMM over every row. The GEMM writes its rows straight into the readback (host
-    // memory), its stores crossing the bus while it computes, instead of to device memory and then
-    // through a copy (docs/results.md has an evaluation both ways).
+    // those of a GEMM over every row. The GEMM writes its rows straight into host memory, its
+    // stores crossing the bus while it computes, instead of to device memory and then through a
+    // copy (docs/results.md has an evaluation both ways): into the caller's logit memory where the
+    // rows go there (target), else into the readback.
     const auto n = static_cast<uint32_t>(rows.count);
     if (count == 1) {
       k.matvec(list, unembedding, 0, range_input, 0, logits->address(), false, eps);
       list.copy(*logits, 0, *logits_readback, 0, vocab_bytes);
     } else {
-      k.gemm(list, unembedding, 0, range_input, c.hidden_size, logits_readback->address(), c.vocab_size, n, false, halves);
+      k.gemm(list, unembedding, 0, range_input, c.hidden_size, target ? target : logits_readback->address(),
+             c.vocab_size, n, false, halves);
     }
   }
   return list;
 }
 
 const VulkanEngine::Device::Recorded& VulkanEngine::Device::get(uint32_t count, LogitRows rows, bool observed,
-                                                               uint64_t position, bool greedy, uint32_t sequence) {
-  if (rows.kind == LogitRows::Kind::Range) ensure_logits(static_cast<uint32_t>(rows.count * sequences_in(count, sequence)));
+                                                               uint64_t position, bool greedy, uint32_t sequence,
+                                                               Address target) {
+  if (!writes_target(count, rows, target)) target = 0;
+  if (rows.kind == LogitRows::Kind::Range && !target)
+    ensure_logits(static_cast<uint32_t>(rows.count * sequences_in(count, sequence)));
   if (observed) ensure_stages(count);
   const AttentionReach reach = count == 1 ? reach_at(position) : AttentionReach::Short;
-  const auto key = std::make_tuple(count, rows, observed, greedy, reach, sequence);
+  const auto key = std::make_tuple(count, rows, observed, greedy, reach, sequence, target);
   if (recorded.size() >= kMaxRecorded && !recorded.count(key)) free_recorded();
   auto& r = recorded[key];
   if (r.cb) return r;
-  const DispatchList list = build(count, rows, observed, greedy, reach, sequence);
+  const DispatchList list = build(count, rows, observed, greedy, reach, sequence, target);
   if (!profiler) profiler = KernelProfiler::create(*ctx, 64 + 16 * config.num_layers, tuning.profile);
   VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   info.commandPool = pool;
@@ -627,6 +659,14 @@ std::span<const float> VulkanEngine::run_forward_last(std::span<const uint32_t> 
   return {static_cast<const float*>(device_->logits_readback->mapped()), device_->config.vocab_size};
 }
 
+runtime::LogitMemory VulkanEngine::allocate_logit_memory(size_t floats) {
+  Device& d = *device_;
+  std::erase_if(d.caller_logits, [](const auto& held) { return held.expired(); });
+  auto memory = std::make_shared<Device::CallerLogits>(Device::CallerLogits{d.ctx, d.floats(floats, true)});
+  d.caller_logits.push_back(memory);
+  return {{static_cast<float*>(memory->buffer->mapped()), floats}, memory};
+}
+
 // Whole sequences per submit, as many as a prefill chunk holds, at cache positions from 0 (each
 // submit's sequences are all the cache holds); where a submit would hold one sequence, or the
 // sequences' length does not suit the prefill attention's tiles, or the rows are Last (a fused
@@ -644,11 +684,13 @@ void VulkanEngine::run_forward_sequences(std::span<const uint32_t> tokens, uint3
   const size_t per_sequence = rows.row_count(length) * c.vocab_size;
   for (uint32_t s = 0; s < sequences; s += per_submit) {
     const uint32_t n = std::min(per_submit, sequences - s), count = n * length;
-    const auto& recorded = d.get(count, rows, false, 0, false, length);
+    const auto target_rows = logits.subspan(s * per_sequence, n * per_sequence);
+    const Address target = d.logits_target(target_rows);
+    const auto& recorded = d.get(count, rows, false, 0, false, length, target);
     d.tokens_to_device(tokens.subspan(uint64_t{s} * length, count), 0, length);
     d.submit(recorded);
-    if (per_sequence)
-      copy_rows(logits.subspan(s * per_sequence, n * per_sequence), static_cast<const float*>(d.logits_readback->mapped()));
+    if (per_sequence && !Device::writes_target(count, rows, target))
+      copy_rows(target_rows, static_cast<const float*>(d.logits_readback->mapped()));
   }
   reset();
 }
@@ -676,7 +718,12 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
     const size_t from = std::max(row_begin, first), to = std::min(row_end, first + n);
     if (last) chunk_rows = last_chunk ? LogitRows::Last : LogitRows::None;
     else if (from < to) chunk_rows = LogitRows::range(from - first, to - from);
-    const auto& recorded = d.get(n, chunk_rows, static_cast<bool>(observer), position_);
+    // A range's rows in a caller's logit memory take the GEMM's stores there, and no copy below.
+    const auto range_rows = chunk_rows.kind == LogitRows::Kind::Range
+                                ? logits.subspan((from - row_begin) * vocab, (to - from) * vocab)
+                                : std::span<float>{};
+    const Address target = d.logits_target(range_rows);
+    const auto& recorded = d.get(n, chunk_rows, static_cast<bool>(observer), position_, false, 0, target);
     d.tokens_to_device(tokens.subspan(first, n), static_cast<uint32_t>(position_));
     d.submit(recorded);
     position_ += n;
@@ -693,8 +740,8 @@ void VulkanEngine::run_forward(std::span<const uint32_t> tokens, LogitRows rows,
     const auto* logit_values = static_cast<const float*>(d.logits_readback->mapped());
     if (chunk_rows == LogitRows::Last && !logits.empty())
       std::memcpy(logits.data(), logit_values, vocab * sizeof(float));
-    if (chunk_rows.kind == LogitRows::Kind::Range)
-      copy_rows(logits.subspan((from - row_begin) * vocab, (to - from) * vocab), logit_values);
+    if (chunk_rows.kind == LogitRows::Kind::Range && !Device::writes_target(n, chunk_rows, target))
+      copy_rows(range_rows, logit_values);
   }
   if (observer) {
     auto view = [&](Stage stage, int layer, const std::vector<float>& values) {

@@ -55,6 +55,8 @@ class VulkanEngine final : public runtime::Engine {
   uint32_t run_forward_greedy(std::span<const uint32_t> tokens) override;
   // The mapped readback itself: the device's copy of the logits, never copied again on the host.
   std::span<const float> run_forward_last(std::span<const uint32_t> tokens) override;
+  // Host-visible memory of the device that the GEMM over a submit's logit rows writes into directly.
+  runtime::LogitMemory allocate_logit_memory(size_t floats) override;
 
   struct Device;
   std::unique_ptr<Device> device_;

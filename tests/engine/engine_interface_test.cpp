@@ -344,6 +344,49 @@ TEST_P(EngineInterface, PackedSequencesGiveEachSequenceItsOwnRows) {
   EXPECT_EQ(std::count(room.begin(), room.end(), 0.0f), 0) << "every logit written";
 }
 
+TEST_P(EngineInterface, LogitMemoryTakesTheRowsWithoutACopy) {
+  // Engine::logit_memory: packed sequences' rows written there are the bits written into the
+  // caller's own memory, through the GEMM itself on the Vulkan engine (its readback does not grow,
+  // where rows into other memory make it grow to hold them for the copy), for sequences it packs
+  // (32 tokens, two to a 64-token submit) and those it runs one at a time (12); the memory stays
+  // readable after the engine is gone.
+  std::string skip_reason;
+  auto engine = engine_or_null(GetParam(), 128, &skip_reason, 64);
+  if (!engine) GTEST_SKIP() << "no usable Vulkan device (" << skip_reason << ")";
+  EXPECT_THROW(engine->logit_memory(0), std::invalid_argument);
+  constexpr uint32_t kSequences = 3;
+  std::vector<runtime::LogitMemory> memories;
+  std::vector<std::vector<float>> expected;
+  for (const uint32_t length : {32u, 12u}) {
+    std::vector<uint32_t> ids;
+    for (uint32_t i = 0; i < kSequences * length; ++i) ids.push_back(700 + 7919u * i % 200000);
+    {
+      const auto rows = runtime::LogitRows::range(length / 2, length / 2 - 1);
+      const size_t floats = kSequences * rows.row_count(length) * size_t{201088};
+      memories.push_back(engine->logit_memory(floats));
+      const auto memory = memories.back().values();
+      ASSERT_EQ(memory.size(), floats);
+      std::fill(memory.begin(), memory.end(), std::nanf(""));
+      const uint64_t held = engine->device_memory_bytes();
+      engine->forward_sequences(ids, kSequences, rows, memory);
+      if (GetParam() == EngineKind::Vulkan) {
+        EXPECT_EQ(engine->device_memory_bytes(), held) << "the readback grew: the rows were copied, " << length;
+      }
+      expected.emplace_back();
+      engine->forward_sequences(ids, kSequences, rows, expected.back());
+      if (GetParam() == EngineKind::Vulkan && length == 32) {
+        EXPECT_GT(engine->device_memory_bytes(), held) << "rows into the caller's memory come through the readback";
+      }
+      ASSERT_EQ(expected.back().size(), floats);
+      EXPECT_EQ(std::memcmp(memory.data(), expected.back().data(), floats * sizeof(float)), 0)
+          << length << "-token sequences, rows from " << rows.first_row(length);
+    }
+  }
+  engine.reset();
+  for (size_t i = 0; i < memories.size(); ++i)
+    EXPECT_EQ(std::memcmp(memories[i].values().data(), expected[i].data(), expected[i].size() * sizeof(float)), 0) << i;
+}
+
 TEST_P(EngineInterface, RowRangePastTheTokensIsRefusedBeforeAnythingRuns) {
   ENGINE_OR_SKIP(GetParam(), 16);
   const uint32_t ids[] = {10, 20, 30, 40};
