@@ -157,6 +157,7 @@ struct VulkanTuning {
   uint32_t mlp1_outputs = 0, mlp1_batch = 0;  // decode expert kernels: outputs per subgroup and blocks
   uint32_t mlp2_outputs = 0, mlp2_batch = 0;  // per lane in flight (all four, or none)
   uint32_t dense_tile = 0;           // prefill dense GEMM of F16/BF16 weights: weight rows per cooperative workgroup (64 or 128; 0: 128)
+  uint32_t dense_promote = 0;        // prefill dense cooperative GEMMs at Promoted and Precise: the most depth between promotions of the partial sums (16, 32 or 64; 0: 64, a Q8_0 block's 32 for its quants)
   uint32_t expert_tile = 0;          // prefill expert GEMMs: weight rows per cooperative workgroup through a shared W tile (128 or 192 over 64 rows, 256 over 32); 0: the direct tile (32 x 128, W decoded into the matrices) where the device's B layout is known, else 256 where the experts average fewer than 32 rows, 192 where 64 or more, else 128
   friend bool operator==(const VulkanTuning&, const VulkanTuning&) = default;
 };

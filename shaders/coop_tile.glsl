@@ -295,7 +295,11 @@ void add_coop_step(uint i, uint j, fcoopmatNV<32, gl_ScopeSubgroup, lM, lN> step
 // column's d (coop_w_scale; the column by COOP_ACC_COL of the device's map). Promoting after every
 // product of the device's depth instead cost 10% of pp512 on an H200 and changed no layer's error
 // (a2909b5); with TwoSum there, 32%, and the Q8_0 GGUF's router near-tie still went the other way.
-const uint kSegmentK = kScaledW ? 32u : COOP_TILE_K;
+// The dense GEMMs may promote more often (VulkanTuning::dense_promote, SPEC_COOP_PROMOTE: 16 or 32;
+// nested selects, as above).
+layout(constant_id = SPEC_COOP_PROMOTE) const uint kPromoteAsked = 0u;
+const uint kTileSegmentK = kScaledW ? 32u : COOP_TILE_K;
+const uint kSegmentK = kPromoteAsked == 0u ? kTileSegmentK : (kPromoteAsked < kTileSegmentK ? kPromoteAsked : kTileSegmentK);
 void multiply_coop_tiles(uint stage, uint rows) {
   uint sub_m = coop_sub_m(), sub_n = coop_sub_n();
   if (sub_m >= rows) return;

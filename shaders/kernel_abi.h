@@ -38,6 +38,7 @@ using uint = uint32_t;
 #define SPEC_ATTENTION_KEY_LANES 12  // decode attention: lanes per key in the score loop (1 or 2)
 #define SPEC_COOP_ACC_MAP 13  // cooperative GEMMs: where each accumulator element lies (COOP_ACC_*; 0: not known)
 #define SPEC_COOP_B_MAP 14    // the direct expert GEMM: where each element of a B operand lies (COOP_ACC_*'s form; 0: not known)
+#define SPEC_COOP_PROMOTE 15  // the dense cooperative GEMMs: the most depth between promotions (VulkanTuning::dense_promote; 0: the tile's own)
 
 // Dense encodings as the kernels read them: the plain floats as stored, and ggml's block
 // quantizations (GGML_BLOCK_ENCODINGS below, ENC_Q8_0 and the ids after it).

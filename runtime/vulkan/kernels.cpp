@@ -45,6 +45,14 @@ uint32_t tuned(uint32_t value, uint32_t fallback, const char* field, uint32_t mo
 // The cooperative dense GEMM's width for weights exact in f16: GEMM_TILE_N (gemm_coop.comp) or
 // COOP_DENSE_WIDE_TILE_N (gemm_coop_wide.comp; the default, the faster for the HF checkpoint in
 // docs/results.md), the same sums either way.
+uint32_t dense_promote_of(const runtime::VulkanTuning& tuning) {
+  const uint32_t depth = tuning.dense_promote;
+  if (depth != 0 && depth != 16 && depth != 32 && depth != COOP_TILE_K)
+    throw std::invalid_argument("VulkanTuning::dense_promote " + std::to_string(depth) + " is none of 16, 32 and " +
+                                std::to_string(COOP_TILE_K));
+  return depth;
+}
+
 uint32_t dense_tile_of(const runtime::VulkanTuning& tuning) {
   if (tuning.dense_tile == 0) return COOP_DENSE_WIDE_TILE_N;
   if (tuning.dense_tile != GEMM_TILE_N && tuning.dense_tile != COOP_DENSE_WIDE_TILE_N)
@@ -130,6 +138,7 @@ Kernels::Kernels(const Context& ctx, const runtime::VulkanTuning& tuning)
                 (tuning.coop_form == runtime::VulkanTuning::CoopForm::Auto && ctx.info().cooperative_matrix_khr)),
       scaled_q8_0_(tuning.scaled_q8_0),
       dense_tile_(dense_tile_of(tuning)),
+      dense_promote_(dense_promote_of(tuning)),
       expert_tile_(expert_tile_of(tuning)) {
   if (coop_khr_ && !ctx.info().cooperative_matrix_khr)
     throw std::invalid_argument("VulkanTuning::coop_form (coop_form=khr): " + ctx.info().name +
@@ -221,7 +230,8 @@ const Pipeline& Kernels::pipeline(const std::string& shader, uint32_t push_bytes
                                        matvec.batch,
                                        attention.key_lanes,
                                        takes_accumulator_map(shader) && scaled_q8_0() ? accumulator_layout().value_or(0) : 0u,
-                                       shader.starts_with("expert_gemm_coop_direct") ? operand_layout().value_or(0) : 0u};
+                                       shader.starts_with("expert_gemm_coop_direct") ? operand_layout().value_or(0) : 0u,
+                                       shader.starts_with("gemm_coop") ? dense_promote_ : 0u};
     const auto& registry = shader_registry();
     const auto spirv = registry.find(shader);
     if (spirv == registry.end()) throw std::logic_error("no embedded shader named " + shader);

@@ -263,6 +263,7 @@ class Kernels {
   bool coop_khr_;            // VulkanTuning::coop_form resolved: the cooperative kernels' *_khr pipelines
   bool scaled_q8_0_;         // VulkanTuning::scaled_q8_0
   uint32_t dense_tile_;      // the cooperative dense GEMM's weight rows per workgroup for F16/BF16 (VulkanTuning::dense_tile)
+  uint32_t dense_promote_;   // the dense cooperative GEMMs' most depth between promotions (VulkanTuning::dense_promote; 0: the tile's)
   uint32_t expert_tile_;     // the cooperative expert GEMM's weight rows per workgroup (VulkanTuning::expert_tile; 0: by the rows)
   std::map<std::tuple<std::string, uint32_t, AttentionConstants, uint32_t, uint32_t>, std::unique_ptr<Pipeline>> pipelines_;
   mutable bool layout_probed_ = false;              // accumulator_layout() has asked the device

@@ -29,7 +29,7 @@ TEST(VulkanOptions, EachKeySetsItsField) {
   apply_tuning("attention_splits=8,attention_heads=1,attention_range=32,attention_key_lanes=1", t);
   apply_tuning("matvec_rows=3,matvec_loads=16,mlp1_outputs=4,mlp1_batch=2,mlp2_outputs=8,mlp2_batch=1", t);
   apply_tuning("coopmat=off,int_dot=on,profile=submits,pipeline_stats=on,gemm_precision=split,attention_coop=off", t);
-  apply_tuning("dense_tile=128,expert_tile=192,coop_form=khr,scaled_q8=off,attention_precision=fast", t);
+  apply_tuning("dense_tile=128,expert_tile=192,coop_form=khr,scaled_q8=off,attention_precision=fast,dense_promote=16", t);
   EXPECT_EQ(t.attention_splits, 8u);
   EXPECT_EQ(t.attention_heads, 1u);
   EXPECT_EQ(t.attention_range, 32u);
@@ -46,6 +46,7 @@ TEST(VulkanOptions, EachKeySetsItsField) {
   EXPECT_FALSE(t.scaled_q8_0);
   EXPECT_EQ(t.attention_precision, VulkanTuning::AttentionPrecision::Fast);
   EXPECT_EQ(t.dense_tile, 128u);
+  EXPECT_EQ(t.dense_promote, 16u);
   EXPECT_EQ(t.expert_tile, 192u);
   EXPECT_EQ(t.integer_dot, VulkanTuning::IntegerDot::On);
   EXPECT_EQ(t.profile, VulkanTuning::Profile::Submits);

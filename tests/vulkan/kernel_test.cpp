@@ -353,6 +353,7 @@ TEST(VulkanKernels, WideDenseTileGivesTheSameBits) {
 // both are the portable GEMM.
 TEST(VulkanKernels, PreciseGemmKeepsItsPartialSumsRoundings) {
   VULKAN_OR_SKIP();
+  expect_refused(*ctx, {"dense_promote=8", "dense_promote=48", "dense_promote=128"});
   if (!kernels(*ctx).cooperative()) GTEST_SKIP() << "no cooperative matrices: one portable GEMM";
   const uint32_t rows = 64, cols = 256, depth = 2880;
   const auto w = dense_matrix(*ctx, DType::Q8_0, cols, depth, 3);
@@ -394,6 +395,13 @@ TEST(VulkanKernels, PreciseGemmKeepsItsPartialSumsRoundings) {
   if (kernels(*ctx).scaled_q8_0()) {
     EXPECT_LE(precise, 1.1 * two_parts) << precise << " against " << two_parts;
   }
+  // Promoted after every 16 of depth (dense_promote=16), each partial sum one product's truncation:
+  // no more error than after every step or block, with the Q8_0 quants and with two parts of W.
+  const double every_product = error("precise,dense_promote=16");
+  RecordProperty("precise_every_16", std::to_string(every_product));
+  EXPECT_LE(every_product, precise) << every_product << " against " << precise;
+  const double two_parts_every_product = error("precise,scaled_q8=off,dense_promote=16");
+  EXPECT_LE(two_parts_every_product, two_parts) << two_parts_every_product << " against " << two_parts;
 }
 
 // Every other block type, its depths whole blocks: one, several, and a long row.

@@ -27,6 +27,7 @@ constexpr std::array kShapeKeys = {
     ShapeKey{"mlp2_outputs", &VulkanTuning::mlp2_outputs, "decode mlp2: outputs per subgroup"},
     ShapeKey{"mlp2_batch", &VulkanTuning::mlp2_batch, "decode mlp2: blocks per lane in flight"},
     ShapeKey{"dense_tile", &VulkanTuning::dense_tile, "prefill dense GEMM of F16/BF16 weights: weight rows per cooperative workgroup (64 or 128)"},
+    ShapeKey{"dense_promote", &VulkanTuning::dense_promote, "prefill dense cooperative GEMMs: the most depth between promotions of the partial sums (16, 32 or 64; default: 64, a Q8_0 block's 32 for its quants)"},
     ShapeKey{"expert_tile", &VulkanTuning::expert_tile, "prefill expert GEMMs: weight rows per cooperative workgroup through a shared W tile (128 or 192 over 64 rows of an expert, 256 over 32; default: W decoded into the matrices where the device's layout is known, else by the rows per expert)"},
 };
 
