@@ -45,20 +45,22 @@ uint32_t tuned(uint32_t value, uint32_t fallback, const char* field, uint32_t mo
 // The cooperative dense GEMM's width for weights exact in f16: GEMM_TILE_N (gemm_coop.comp) or
 // COOP_DENSE_WIDE_TILE_N (gemm_coop_wide.comp; the default, the faster for the HF checkpoint in
 // docs/results.md), the same sums either way.
-uint32_t dense_promote_of(const runtime::VulkanTuning& tuning) {
-  const uint32_t depth = tuning.dense_promote;
-  if (depth != 0 && depth != 16 && depth != 32 && depth != COOP_TILE_K)
-    throw std::invalid_argument("VulkanTuning::dense_promote " + std::to_string(depth) + " is none of 16, 32 and " +
-                                std::to_string(COOP_TILE_K));
-  return depth;
-}
-
 uint32_t dense_tile_of(const runtime::VulkanTuning& tuning) {
   if (tuning.dense_tile == 0) return COOP_DENSE_WIDE_TILE_N;
   if (tuning.dense_tile != GEMM_TILE_N && tuning.dense_tile != COOP_DENSE_WIDE_TILE_N)
     throw std::invalid_argument("VulkanTuning::dense_tile " + std::to_string(tuning.dense_tile) + " is neither " +
                                 std::to_string(GEMM_TILE_N) + " nor " + std::to_string(COOP_DENSE_WIDE_TILE_N));
   return tuning.dense_tile;
+}
+
+// The dense cooperative GEMMs' most depth between promotions of their partial sums: 16, 32 or
+// COOP_TILE_K, or 0 for the tile's own step (coop_tile.glsl's kSegmentK).
+uint32_t dense_promote_of(const runtime::VulkanTuning& tuning) {
+  const uint32_t depth = tuning.dense_promote;
+  if (depth != 0 && depth != 16 && depth != 32 && depth != COOP_TILE_K)
+    throw std::invalid_argument("VulkanTuning::dense_promote " + std::to_string(depth) + " is none of 16, 32 and " +
+                                std::to_string(COOP_TILE_K));
+  return depth;
 }
 
 // The cooperative expert GEMM's width: COOP_EXPERT_TILE_N (expert_gemm_coop.comp),

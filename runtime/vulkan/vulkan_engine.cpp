@@ -148,10 +148,10 @@ struct VulkanEngine::Device {
     std::vector<std::string> labels;
   };
   // One command buffer per submit shape (tokens, logit rows, observed, greedy, decode attention's
-  // reach, packed sequences' length) and target of the rows' GEMM (0: the readback), recorded once. The rows are None, Last or a range of the
-  // submit's tokens (All is the range of every token), or of each packed sequence's, so a caller
-  // asking the same rows chunk after chunk (gptoss-eval) records once; beyond kMaxRecorded shapes
-  // the recordings are dropped and made again as needed.
+  // reach, packed sequences' length) and target of the rows' GEMM (0: the readback), recorded once.
+  // The rows are None, Last or a range of the submit's tokens (All is the range of every token), or
+  // of each packed sequence's, so a caller asking the same rows chunk after chunk (gptoss-eval)
+  // records once; beyond kMaxRecorded shapes the recordings are dropped and made again as needed.
   static constexpr size_t kMaxRecorded = 64;
   std::map<std::tuple<uint32_t, LogitRows, bool, bool, AttentionReach, uint32_t, Address>, Recorded> recorded;
   VkFence fence = VK_NULL_HANDLE;

@@ -360,27 +360,25 @@ TEST_P(EngineInterface, LogitMemoryTakesTheRowsWithoutACopy) {
   for (const uint32_t length : {32u, 12u}) {
     std::vector<uint32_t> ids;
     for (uint32_t i = 0; i < kSequences * length; ++i) ids.push_back(700 + 7919u * i % 200000);
-    {
-      const auto rows = runtime::LogitRows::range(length / 2, length / 2 - 1);
-      const size_t floats = kSequences * rows.row_count(length) * size_t{201088};
-      memories.push_back(engine->logit_memory(floats));
-      const auto memory = memories.back().values();
-      ASSERT_EQ(memory.size(), floats);
-      std::fill(memory.begin(), memory.end(), std::nanf(""));
-      const uint64_t held = engine->device_memory_bytes();
-      engine->forward_sequences(ids, kSequences, rows, memory);
-      if (GetParam() == EngineKind::Vulkan) {
-        EXPECT_EQ(engine->device_memory_bytes(), held) << "the readback grew: the rows were copied, " << length;
-      }
-      expected.emplace_back();
-      engine->forward_sequences(ids, kSequences, rows, expected.back());
-      if (GetParam() == EngineKind::Vulkan && length == 32) {
-        EXPECT_GT(engine->device_memory_bytes(), held) << "rows into the caller's memory come through the readback";
-      }
-      ASSERT_EQ(expected.back().size(), floats);
-      EXPECT_EQ(std::memcmp(memory.data(), expected.back().data(), floats * sizeof(float)), 0)
-          << length << "-token sequences, rows from " << rows.first_row(length);
+    const auto rows = runtime::LogitRows::range(length / 2, length / 2 - 1);
+    const size_t floats = kSequences * rows.row_count(length) * size_t{201088};
+    memories.push_back(engine->logit_memory(floats));
+    const auto memory = memories.back().values();
+    ASSERT_EQ(memory.size(), floats);
+    std::fill(memory.begin(), memory.end(), std::nanf(""));
+    const uint64_t held = engine->device_memory_bytes();
+    engine->forward_sequences(ids, kSequences, rows, memory);
+    if (GetParam() == EngineKind::Vulkan) {
+      EXPECT_EQ(engine->device_memory_bytes(), held) << "the readback grew: the rows were copied, " << length;
     }
+    expected.emplace_back();
+    engine->forward_sequences(ids, kSequences, rows, expected.back());
+    if (GetParam() == EngineKind::Vulkan && length == 32) {
+      EXPECT_GT(engine->device_memory_bytes(), held) << "rows into the caller's memory come through the readback";
+    }
+    ASSERT_EQ(expected.back().size(), floats);
+    EXPECT_EQ(std::memcmp(memory.data(), expected.back().data(), floats * sizeof(float)), 0)
+        << length << "-token sequences, rows from " << rows.first_row(length);
   }
   engine.reset();
   for (size_t i = 0; i < memories.size(); ++i)
